@@ -1,0 +1,60 @@
+import { processIO, UsageError, type CliIO } from './io.ts';
+import { subcommands } from './registry.ts';
+
+declare const BELAY_VERSION: string;
+
+function usage(): string {
+  const width = Math.max('--version'.length, ...subcommands.map((s) => s.name.length));
+  const lines = [
+    'Usage: belay <command> [options]',
+    '',
+    'Belay: work with AI agents from the command line and the editor.',
+    '',
+    'Commands:',
+    ...subcommands.map((s) => `  ${s.name.padEnd(width)}  ${s.summary}`),
+    '',
+    'Options:',
+    `  ${'--help'.padEnd(width)}  show this help (or "belay <command> --help")`,
+    `  ${'--version'.padEnd(width)}  print the version`,
+  ];
+  return lines.join('\n') + '\n';
+}
+
+export async function main(argv: string[], io: CliIO): Promise<number> {
+  const [first, ...rest] = argv;
+  if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
+    if (first === 'help' && rest[0] !== undefined) return main([rest[0], '--help'], io);
+    io.stdout.write(usage());
+    return first === undefined ? 2 : 0;
+  }
+  if (first === '--version' || first === '-v') {
+    io.stdout.write(`${BELAY_VERSION}\n`);
+    return 0;
+  }
+  const command = subcommands.find((s) => s.name === first);
+  if (!command) {
+    io.stderr.write(`belay: unknown command '${first}'. Run 'belay --help' for the list of commands.\n`);
+    return 2;
+  }
+  try {
+    const module = await command.load();
+    return await module.run(rest, io);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr.write(`belay ${command.name}: ${error.message}\n`);
+      return 2;
+    }
+    io.stderr.write(`belay ${command.name}: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+}
+
+main(process.argv.slice(2), processIO()).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`belay: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);
