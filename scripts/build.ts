@@ -95,7 +95,7 @@ async function webviewEntries(): Promise<Record<string, string>> {
 async function testEntries(dir: string): Promise<Record<string, string>> {
   const entries: Record<string, string> = {};
   for (const file of await readdir(dir)) {
-    if (file.endsWith('.ts')) entries[file.replace(/\.ts$/, '')] = path.relative(repoRoot, path.join(dir, file));
+    if (file === 'index.ts' || file.endsWith('.test.ts')) entries[file.replace(/\.ts$/, '')] = path.relative(repoRoot, path.join(dir, file));
   }
   return entries;
 }

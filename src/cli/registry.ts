@@ -1,3 +1,4 @@
+// Engineers adding a subcommand: read /work/main/CONTRIBUTING.md first (toolchain, rules, report).
 import type { CliIO } from './io.ts';
 
 export interface SubcommandModule {
@@ -14,4 +15,9 @@ export interface Subcommand {
 
 /** Every `belay` subcommand: one line each, the module holds its own usage text. */
 export const subcommands: readonly Subcommand[] = [
+  { name: 'blocks', summary: 'parse or apply the command blocks of an LLM answer', load: () => import('./blocks.ts') },
+  { name: 'session', summary: 'run the outbox/inbox loop with an LLM by copy and paste', load: () => import('./session.ts') },
+  { name: 'run', summary: 'run an agent (Term Challenge SDK 1.x or 2.0) on tasks and verify them', load: () => import('./run.ts') },
+  { name: 'nanobot', summary: 'run a nanobot terminal micro-agent once and show what the user would see', load: () => import('./nanobot.ts') },
+  { name: 'cues', summary: 'list and answer agents\' pending cues (HAP mailbox)', load: () => import('./cues.ts') },
 ];

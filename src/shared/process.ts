@@ -5,10 +5,13 @@ export class BoundedText {
   private head = '';
   private tail = '';
   private total = 0;
-  constructor(
-    private readonly limit: number,
-    private readonly keepTail = 0,
-  ) {}
+  private readonly limit: number;
+  private readonly keepTail: number;
+
+  constructor(limit: number, keepTail = 0) {
+    this.limit = limit;
+    this.keepTail = keepTail;
+  }
 
   append(chunk: string): void {
     this.total += chunk.length;

@@ -1,0 +1,90 @@
+// Harness overhead per SDK 1.x step: 500 steps of `true` through the whole protocol (request,
+// response, command in the backend, cwd tracking, logs), against 500 bare spawns of
+// `sh -c true` through the same backend, in the same run. Both figures are medians of single
+// steps, measured in interleaved rounds (100 bare spawns, a 100-step run, ...), so that a burst
+// of load from other processes on the machine does not decide the ratio.
+import { mkdir } from 'node:fs/promises';
+import * as path from 'node:path';
+import { localBackend, sandboxBackend, type Backend } from '../src/runner/core/backend.ts';
+import { runTask } from '../src/runner/core/run.ts';
+import { loadTask } from '../src/runner/core/task.ts';
+import { runBounded } from '../src/shared/process.ts';
+import { percentile, type BenchContext, type BenchFile, type Figure } from './lib.ts';
+
+const STEPS = 500;
+const ROUNDS = 5;
+const PER_ROUND = STEPS / ROUNDS;
+
+async function bareSpawns(backend: Backend, base: string, count: number): Promise<number[]> {
+  const workspace = path.join(base, 'app');
+  await mkdir(workspace, { recursive: true });
+  const session = await backend.open({ workspace, tests: path.join(base, 'tests'), logs: path.join(base, 'logs'), control: path.join(base, 'control') });
+  const host = session.command({ argv: ['/bin/sh', '-c', 'true'] });
+  const times: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const t0 = performance.now();
+    const result = await runBounded({ argv: host.argv, cwd: host.cwd, env: host.env, timeoutMs: 10_000, maxOutputChars: 1000 });
+    times.push(performance.now() - t0);
+    if (result.exitCode !== 0) throw new Error(`bare spawn failed: ${result.stderr.text('…')}`);
+  }
+  return times;
+}
+
+/** Each step's whole cycle (step-started to step-started): request, response, command, records. */
+async function harnessSteps(ctx: BenchContext, backend: Backend, runsDir: string): Promise<number[]> {
+  const fixtures = path.join(ctx.repoRoot, 'test', 'fixtures', 'runner');
+  const task = await loadTask(path.join(fixtures, 'tasks', 'hello'));
+  const starts: number[] = [];
+  const result = await runTask({
+    task,
+    agentCommand: `'${process.execPath}' '${path.join(fixtures, 'agents', 'commands.mjs')}'`,
+    agentCwd: ctx.repoRoot,
+    protocol: 'sdk1',
+    backend,
+    runsDir,
+    limits: { maxSteps: PER_ROUND + 1, agentTimeoutMs: 600_000 },
+    env: { AGENT_COMMANDS: JSON.stringify(Array.from({ length: PER_ROUND }, () => 'true')) },
+    onEvent: (event) => {
+      if (event.type === 'step-started') starts.push(performance.now());
+    },
+  });
+  if (!result.agent_completed || result.steps !== PER_ROUND + 1) throw new Error(`the bench run failed: ${result.error}`);
+  return starts.slice(1).map((t, i) => t - starts[i]!);
+}
+
+const bench: BenchFile = {
+  title: 'Task runner',
+  async run(ctx) {
+    const figures: Figure[] = [];
+    const backends: Backend[] = [localBackend()];
+    try {
+      backends.unshift(await sandboxBackend({ readable: [ctx.repoRoot] }));
+    } catch (error) {
+      ctx.log(`sandbox backend skipped: ${(error as Error).message}`);
+    }
+    for (const backend of backends) {
+      const base = path.join(ctx.tmpDir, backend.name);
+      await bareSpawns(backend, path.join(base, 'bare'), 20);
+      const bare: number[] = [];
+      const steps: number[] = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        bare.push(...(await bareSpawns(backend, path.join(base, 'bare'), PER_ROUND)));
+        steps.push(...(await harnessSteps(ctx, backend, path.join(base, 'runs'))));
+      }
+      const value = percentile(steps, 50);
+      const baseline = percentile(bare, 50);
+      ctx.log(`${backend.name}: median ${value.toFixed(2)} ms per SDK 1.x step, ${baseline.toFixed(2)} ms per bare spawn`);
+      figures.push({
+        name: `SDK 1.x step of \`true\`, median of ${steps.length} (${backend.name} backend)`,
+        value,
+        baselineName: `bare spawn of \`sh -c true\` in the same backend, median of ${bare.length}`,
+        baseline,
+        unit: 'ms',
+        goal: 1.3,
+      });
+    }
+    return figures;
+  },
+};
+
+export default bench;

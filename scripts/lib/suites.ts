@@ -1,0 +1,77 @@
+// The test suites behind `npm test`, each returning its counts.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { cp, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import * as path from 'node:path';
+import { z } from 'zod';
+import { startHost } from './host.ts';
+import { cacheDir, repoRoot, resultsDir } from './paths.ts';
+import { runExtensionTests } from './workbench.ts';
+
+export interface SuiteResult {
+  name: string;
+  passed: number;
+  failed: number;
+  /** Set when the suite could not run or ended without running its tests. */
+  error?: string;
+}
+
+/** Runs `node --test` over the given globs; counts come from its TAP summary. */
+export async function runNodeTests(name: string, globs: string[], concurrency: number): Promise<SuiteResult> {
+  await mkdir(resultsDir, { recursive: true });
+  const tap = path.join(resultsDir, `${name}.tap`);
+  const args = [
+    '--test',
+    `--test-concurrency=${concurrency}`,
+    '--test-reporter=spec',
+    '--test-reporter-destination=stdout',
+    '--test-reporter=tap',
+    `--test-reporter-destination=${tap}`,
+    ...globs,
+  ];
+  const code = await new Promise<number>((resolve) => {
+    const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: 'inherit' });
+    child.on('exit', (c, s) => resolve(c ?? (s ? 128 : 1)));
+  });
+  const text = existsSync(tap) ? await readFile(tap, 'utf8') : '';
+  const count = (key: string) => Number(new RegExp(`^# ${key} (\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
+  const passed = count('pass');
+  const failed = count('fail') + count('cancelled');
+  if (Number.isNaN(passed) || Number.isNaN(failed)) return { name, passed: 0, failed: 0, error: `node --test exited ${code} without a summary` };
+  const result: SuiteResult = { name, passed, failed };
+  if (code !== 0 && failed === 0) result.error = `node --test exited ${code}`;
+  if (passed + failed === 0) result.error = 'no tests ran';
+  return result;
+}
+
+const hostResultsSchema = z.object({ passed: z.number(), failed: z.number() });
+
+/** Runs test/host/*.test.ts inside the extension host of a real VS Code (code-server). */
+export async function runHostTests(): Promise<SuiteResult> {
+  const name = 'host';
+  await mkdir(resultsDir, { recursive: true });
+  const resultsFile = path.join(resultsDir, 'host.json');
+  await rm(resultsFile, { force: true });
+  await mkdir(cacheDir, { recursive: true });
+  const workspace = await mkdtemp(path.join(cacheDir, 'ws-'));
+  await cp(path.join(repoRoot, 'demo'), workspace, { recursive: true });
+  const host = await startHost({ folder: workspace, env: { BELAY_TEST_RESULTS: resultsFile, BELAY_TEST_GREP: process.env.BELAY_TEST_GREP ?? '' } });
+  try {
+    const run = await runExtensionTests(host, {
+      extensionPath: repoRoot,
+      testsPath: path.join(repoRoot, 'out', 'test', 'host', 'index.js'),
+      folder: workspace,
+    });
+    for (const line of run.consoleLines.filter((l) => /FAILED|passed, \d+ failed|Error/.test(l))) console.log(`  [host] ${line}`);
+    if (!existsSync(resultsFile)) return { name, passed: 0, failed: 0, error: `the extension host wrote no results (exit ${run.exitCode}); log: ${host.stateDir}` };
+    const parsed = hostResultsSchema.parse(JSON.parse(await readFile(resultsFile, 'utf8')));
+    const result: SuiteResult = { name, ...parsed };
+    if (run.exitCode !== 0 && parsed.failed === 0) result.error = `the workbench exited ${run.exitCode}`;
+    if (parsed.passed + parsed.failed === 0) result.error = 'no tests ran';
+    return result;
+  } finally {
+    await host.stop();
+    await rm(workspace, { recursive: true, force: true });
+    if (!process.env.BELAY_KEEP_HOST_STATE) await rm(host.stateDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,38 @@
+// Debian packages the real-VS Code tests need; installed when missing and we may (root + apt-get).
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+
+interface Need {
+  /** Debian package name. */
+  pkg: string;
+  /** How to tell it is present. */
+  present: () => boolean;
+  why: string;
+}
+
+const onPath = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
+
+export const needs: Record<string, Need> = {
+  chromium: { pkg: 'chromium', present: () => existsSync('/usr/bin/chromium'), why: 'headless browser that drives the VS Code workbench' },
+  ripgrep: { pkg: 'ripgrep', present: () => onPath('rg'), why: "VS Code's search binary (its own download cannot work offline)" },
+  krb5: { pkg: 'libkrb5-dev', present: () => existsSync('/usr/include/krb5.h') || existsSync('/usr/include/krb5/krb5.h'), why: "kerberos headers for code-server's native modules" },
+  bubblewrap: { pkg: 'bubblewrap', present: () => onPath('bwrap'), why: "the task runner's sandbox backend" },
+};
+
+/** Installs the missing packages with apt-get when running as root; otherwise says what to run. */
+export function ensureSystemPackages(names: (keyof typeof needs)[]): void {
+  const missing = names.map((n) => needs[n]!).filter((n) => !n.present());
+  if (missing.length === 0) return;
+  const pkgs = missing.map((m) => m.pkg);
+  const list = missing.map((m) => `  ${m.pkg}: ${m.why}`).join('\n');
+  const isRoot = process.getuid?.() === 0;
+  if (!isRoot || !onPath('apt-get')) {
+    throw new Error(`Missing system packages:\n${list}\nInstall them with: sudo apt-get update && sudo apt-get install -y ${pkgs.join(' ')}`);
+  }
+  console.log(`Installing missing Debian packages: ${pkgs.join(', ')}`);
+  execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit' });
+  execFileSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...pkgs], {
+    stdio: 'inherit',
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
+}

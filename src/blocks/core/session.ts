@@ -1,0 +1,386 @@
+// The outbox/inbox loop. Under a root folder:
+//   workspace/          the files the LLM works on
+//   outbox/             {id}_seq{NNNN}.txt, the messages to paste into the LLM
+//   inbox/              the LLM's answers, as .txt files; processed/ once applied
+//   sessions/{id}.json  the session state
+// Every file Belay writes here is written atomically. An answer is applied at most once: its
+// SHA-256 is remembered, and a marker written before applying keeps an interrupted run from
+// applying it again. Sequence numbers come from the saved state, so resuming never skips one.
+import { createHash, randomBytes } from 'node:crypto';
+import { promises as fs, watch } from 'node:fs';
+import * as path from 'node:path';
+import { z } from 'zod';
+import { writeFileAtomic } from '../../shared/atomic.ts';
+import { executeAnswer, type ExecuteOptions, type ExecutionReport } from './executor.ts';
+import { collectOutbox, outboxFileName, renderOutbox } from './outbox.ts';
+import { commandResultSchema } from './results.ts';
+import { openWorkspace } from './sandbox.ts';
+
+export const sessionStateSchema = z.object({
+  sessionId: z.string().regex(/^[0-9a-f]{8}$/),
+  task: z.string(),
+  /** The sequence number of the latest outbox. */
+  sequenceNumber: z.number().int().min(1),
+  isComplete: z.boolean(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  lastResults: z.array(commandResultSchema),
+  readFileRequests: z.array(z.string()),
+  /** Belay's additions: SHA-256 of every answer applied, and of the one being applied. */
+  processedAnswers: z.array(z.string()).default([]),
+  pendingAnswer: z.object({ sha256: z.string(), sequence: z.number().int() }).optional(),
+  /** Set when Belay stopped while applying the previous answer, so its results are unknown. */
+  interrupted: z.boolean().optional(),
+  /** RUN_COMMAND timeout chosen when the session started (the PROTOCOL text states it). */
+  runTimeoutSeconds: z.number().positive().optional(),
+});
+export type SessionState = z.infer<typeof sessionStateSchema>;
+
+export interface SessionLayout {
+  root: string;
+  workspace: string;
+  inbox: string;
+  processed: string;
+  outbox: string;
+  sessions: string;
+}
+
+export function sessionLayout(root: string): SessionLayout {
+  const absolute = path.resolve(root);
+  return {
+    root: absolute,
+    workspace: path.join(absolute, 'workspace'),
+    inbox: path.join(absolute, 'inbox'),
+    processed: path.join(absolute, 'inbox', 'processed'),
+    outbox: path.join(absolute, 'outbox'),
+    sessions: path.join(absolute, 'sessions'),
+  };
+}
+
+export async function ensureLayout(root: string): Promise<SessionLayout> {
+  const layout = sessionLayout(root);
+  for (const folder of [layout.workspace, layout.processed, layout.outbox, layout.sessions]) await fs.mkdir(folder, { recursive: true });
+  return layout;
+}
+
+export function outboxPath(layout: SessionLayout, state: Pick<SessionState, 'sessionId' | 'sequenceNumber'>): string {
+  return path.join(layout.outbox, outboxFileName(state.sessionId, state.sequenceNumber));
+}
+
+function sessionFile(layout: SessionLayout, sessionId: string): string {
+  return path.join(layout.sessions, `${sessionId}.json`);
+}
+
+export class SessionError extends Error {
+  override name = 'SessionError';
+}
+
+export async function loadSession(layout: SessionLayout, sessionId: string): Promise<SessionState> {
+  if (!/^[0-9a-f]{8}$/.test(sessionId)) throw new SessionError(`'${sessionId}' is not a session id (8 hex characters)`);
+  const file = sessionFile(layout, sessionId);
+  let text: string;
+  try {
+    text = await fs.readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new SessionError(`no session ${sessionId} under ${layout.root}`);
+    throw error;
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new SessionError(`${file} is not valid JSON: ${(error as Error).message}`);
+  }
+  const parsed = sessionStateSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new SessionError(`${file} is not a Belay session: ${issue.path.join('.') || '(top level)'}: ${issue.message}`);
+  }
+  return parsed.data;
+}
+
+async function saveSession(layout: SessionLayout, state: SessionState): Promise<void> {
+  state.updatedAt = new Date().toISOString();
+  await writeFileAtomic(sessionFile(layout, state.sessionId), `${JSON.stringify(state, null, 2)}\n`);
+}
+
+/** Every readable session under the root, most recently updated first. */
+export async function listSessions(root: string): Promise<SessionState[]> {
+  const layout = sessionLayout(root);
+  let names: string[];
+  try {
+    names = await fs.readdir(layout.sessions);
+  } catch {
+    return [];
+  }
+  const sessions: SessionState[] = [];
+  for (const name of names) {
+    const match = /^([0-9a-f]{8})\.json$/.exec(name);
+    if (!match) continue;
+    try {
+      sessions.push(await loadSession(layout, match[1]!));
+    } catch {
+      // Not a session file of ours: not listed.
+    }
+  }
+  return sessions.sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
+}
+
+/** The session a command means: the one named, or else the most recently updated one still open. */
+export async function findSession(root: string, sessionId?: string): Promise<SessionState> {
+  const layout = sessionLayout(root);
+  if (sessionId !== undefined) return loadSession(layout, sessionId);
+  const open = (await listSessions(root)).filter((s) => !s.isComplete);
+  if (open.length === 0) throw new SessionError(`no open session under ${layout.root}; start one with 'belay session start'`);
+  return open[0]!;
+}
+
+export interface SessionOptions extends Omit<ExecuteOptions, 'runTimeoutMs'> {
+  /** RUN_COMMAND timeout for a new session, in seconds (default 30). */
+  runTimeoutSeconds?: number;
+}
+
+async function writeOutboxFor(layout: SessionLayout, state: SessionState): Promise<string> {
+  const workspace = await openWorkspace(layout.workspace);
+  const base = {
+    sessionId: state.sessionId,
+    sequence: state.sequenceNumber,
+    task: state.task,
+    protocol: { runTimeoutSeconds: state.runTimeoutSeconds ?? 30 },
+    ...(state.sequenceNumber > 1 ? { previousResults: state.lastResults } : {}),
+    ...(state.interrupted ? { notice: 'Belay stopped while applying your last answer, so its results are unknown. Check the workspace files before continuing.' } : {}),
+  };
+  const content = await collectOutbox(workspace, base, state.readFileRequests);
+  const file = outboxPath(layout, state);
+  await writeFileAtomic(file, renderOutbox(content));
+  return file;
+}
+
+/** Creates the folders and the first outbox. */
+export async function startSession(root: string, task: string, options: { runTimeoutSeconds?: number } = {}): Promise<{ state: SessionState; outboxPath: string }> {
+  if (task.trim() === '') throw new SessionError('the task is empty');
+  const layout = await ensureLayout(root);
+  let sessionId: string;
+  do sessionId = randomBytes(4).toString('hex');
+  while (await exists(sessionFile(layout, sessionId)));
+  const now = new Date().toISOString();
+  const state: SessionState = {
+    sessionId,
+    task,
+    sequenceNumber: 1,
+    isComplete: false,
+    createdAt: now,
+    updatedAt: now,
+    lastResults: [],
+    readFileRequests: [],
+    processedAnswers: [],
+    ...(options.runTimeoutSeconds !== undefined ? { runTimeoutSeconds: options.runTimeoutSeconds } : {}),
+  };
+  const file = await writeOutboxFor(layout, state);
+  await saveSession(layout, state);
+  return { state, outboxPath: file };
+}
+
+export interface StepOutcome {
+  /** 'applied': the answer ran; 'duplicate': it had been applied before and was not applied again. */
+  kind: 'applied' | 'duplicate';
+  state: SessionState;
+  report?: ExecutionReport;
+  /** The outbox to paste next; undefined once the session is complete. */
+  outboxPath: string | undefined;
+}
+
+/**
+ * Processes one LLM answer: applies its commands to the workspace and writes the next outbox
+ * (none after DONE). `source`, when given and inside `inbox/`, is moved to `inbox/processed/`.
+ */
+export async function stepSession(root: string, answer: string, options: SessionOptions & { sessionId?: string; source?: string } = {}): Promise<StepOutcome> {
+  const layout = await ensureLayout(root);
+  const found = await findSession(root, options.sessionId);
+  return withLock(layout, found.sessionId, async () => {
+    let state = await loadSession(layout, found.sessionId);
+    const sha256 = createHash('sha256').update(answer).digest('hex');
+    let outcome: StepOutcome;
+    if (state.pendingAnswer) state = await recoverInterrupted(layout, state);
+    if (state.processedAnswers.includes(sha256)) {
+      outcome = { kind: 'duplicate', state, outboxPath: state.isComplete ? undefined : outboxPath(layout, state) };
+    } else if (state.isComplete) {
+      throw new SessionError(`session ${state.sessionId} is complete; start a new one`);
+    } else {
+      outcome = await apply(layout, state, answer, sha256, options);
+    }
+    if (options.source !== undefined) await moveToProcessed(layout, options.source);
+    return outcome;
+  });
+}
+
+async function apply(layout: SessionLayout, state: SessionState, answer: string, sha256: string, options: SessionOptions): Promise<StepOutcome> {
+  state.pendingAnswer = { sha256, sequence: state.sequenceNumber };
+  await saveSession(layout, state);
+  const workspace = await openWorkspace(layout.workspace);
+  const report = await executeAnswer(workspace, answer, { ...options, runTimeoutMs: (state.runTimeoutSeconds ?? 30) * 1000 });
+  state.lastResults = report.results;
+  state.readFileRequests = report.readFileRequests;
+  state.processedAnswers.push(sha256);
+  delete state.interrupted;
+  let next: string | undefined;
+  if (report.done) {
+    state.isComplete = true;
+  } else {
+    state.sequenceNumber += 1;
+    next = await writeOutboxFor(layout, state);
+  }
+  delete state.pendingAnswer;
+  await saveSession(layout, state);
+  return { kind: 'applied', state, report, outboxPath: next };
+}
+
+/** Belay stopped while applying an answer: never apply it again; tell the LLM in the next outbox. */
+async function recoverInterrupted(layout: SessionLayout, state: SessionState): Promise<SessionState> {
+  const pending = state.pendingAnswer!;
+  if (!state.processedAnswers.includes(pending.sha256)) state.processedAnswers.push(pending.sha256);
+  state.sequenceNumber = pending.sequence + 1;
+  state.lastResults = [];
+  state.readFileRequests = [];
+  state.interrupted = true;
+  await writeOutboxFor(layout, state);
+  delete state.pendingAnswer;
+  await saveSession(layout, state);
+  return state;
+}
+
+async function moveToProcessed(layout: SessionLayout, source: string): Promise<void> {
+  const absolute = path.resolve(source);
+  if (path.dirname(absolute) !== layout.inbox) return;
+  const name = path.basename(absolute);
+  let target = path.join(layout.processed, name);
+  if (await exists(target)) target = path.join(layout.processed, `${path.parse(name).name}.${Date.now()}${path.extname(name)}`);
+  await fs.rename(absolute, target);
+}
+
+/** Inbox answers waiting: `.txt` files, oldest modification first (then by name). */
+export async function pendingInboxFiles(layout: SessionLayout): Promise<Array<{ file: string; mtimeMs: number }>> {
+  let names: string[];
+  try {
+    names = await fs.readdir(layout.inbox);
+  } catch {
+    return [];
+  }
+  const files: Array<{ file: string; mtimeMs: number; name: string }> = [];
+  for (const name of names) {
+    if (!name.toLowerCase().endsWith('.txt') || name.startsWith('.')) continue;
+    const file = path.join(layout.inbox, name);
+    try {
+      const stats = await fs.stat(file);
+      if (stats.isFile()) files.push({ file, mtimeMs: stats.mtimeMs, name });
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  files.sort((a, b) => a.mtimeMs - b.mtimeMs || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return files.map(({ file, mtimeMs }) => ({ file, mtimeMs }));
+}
+
+export interface WatchOptions extends SessionOptions {
+  sessionId?: string;
+  /** Called after each inbox file is processed. */
+  onStep?: (outcome: StepOutcome, file: string) => void;
+  /** A file younger than this (by modification time) may still be being written: it waits. Default 300 ms. */
+  settleMs?: number;
+  /** How often the inbox is looked at besides file-system events. Default 1000 ms. */
+  pollMs?: number;
+}
+
+/**
+ * Processes inbox files as they arrive, oldest first, until the session is complete (resolves
+ * with its state) or the signal aborts (resolves with the state so far).
+ */
+export async function watchSession(root: string, options: WatchOptions = {}): Promise<SessionState> {
+  const layout = await ensureLayout(root);
+  let state = await findSession(root, options.sessionId);
+  const settleMs = options.settleMs ?? 300;
+  const pollMs = options.pollMs ?? 1000;
+  while (!state.isComplete && !options.signal?.aborted) {
+    let wait = pollMs;
+    for (const { file, mtimeMs } of await pendingInboxFiles(layout)) {
+      const age = Date.now() - mtimeMs;
+      if (age < settleMs) {
+        wait = Math.min(wait, settleMs - age + 10);
+        break;
+      }
+      const outcome = await stepSession(root, await fs.readFile(file, 'utf8'), { ...options, sessionId: state.sessionId, source: file });
+      state = outcome.state;
+      options.onStep?.(outcome, file);
+      if (state.isComplete || options.signal?.aborted) break;
+    }
+    if (state.isComplete || options.signal?.aborted) break;
+    await inboxChange(layout.inbox, wait, options.signal);
+  }
+  return state;
+}
+
+/** Resolves when something changes in the folder, after `ms`, or on abort, whichever comes first. */
+function inboxChange(folder: string, ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const watcher = (() => {
+      try {
+        return watch(folder, () => done());
+      } catch {
+        return undefined;
+      }
+    })();
+    const timer = setTimeout(() => done(), ms);
+    const done = () => {
+      clearTimeout(timer);
+      watcher?.close();
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    watcher?.on('error', () => done());
+    signal?.addEventListener('abort', done);
+  });
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await fs.lstat(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** One step at a time per session, across processes: a lock file holding the owner's pid. */
+async function withLock<T>(layout: SessionLayout, sessionId: string, work: () => Promise<T>): Promise<T> {
+  const lock = path.join(layout.sessions, `${sessionId}.lock`);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await fs.writeFile(lock, String(process.pid), { flag: 'wx' });
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const owner = Number(await fs.readFile(lock, 'utf8').catch(() => ''));
+      if (!isAlive(owner)) {
+        await fs.rm(lock, { force: true });
+        continue;
+      }
+      if (attempt >= 600) throw new SessionError(`session ${sessionId} is busy (process ${owner} holds ${lock})`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  try {
+    return await work();
+  } finally {
+    await fs.rm(lock, { force: true });
+  }
+}
+
+function isAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

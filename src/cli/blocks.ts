@@ -1,0 +1,146 @@
+// `belay blocks parse|apply`: the command-block parser and executor on the command line. The
+// output formats are a contract: scripts and checks read them.
+import { readFile } from 'node:fs/promises';
+import * as path from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { DEFAULT_RUN_TIMEOUT_MS, executeAnswer, type ExecutedItem } from '../blocks/core/executor.ts';
+import { parseAnswer } from '../blocks/core/parser.ts';
+import { formatResult } from '../blocks/core/results.ts';
+import { openWorkspace } from '../blocks/core/sandbox.ts';
+import { inOrder, type Command, type ParseError } from '../blocks/core/syntax.ts';
+import { readAll, UsageError, type CliIO } from './io.ts';
+
+const USAGE = `Usage:
+  belay blocks parse [FILE|-] [--json]
+  belay blocks apply --workspace DIR [FILE|-] [--json] [--timeout SECONDS]
+
+Reads an LLM answer from FILE, or from standard input when FILE is '-' or absent.
+
+parse   Lists the answer's command blocks and parse errors, in order.
+        --json prints {"commands":[…],"errors":[…]}: each command has "type", "line" (1-based
+        line of its opening tag), then "path", "startLine", "endLine" and "body" when it has
+        them; each error has "line" and "message".
+        Exit 0 when there is no parse error, 1 when there is.
+apply   Executes the blocks in DIR and prints one result line per command and parse error, in
+        order: "[OK] TYPE: summary" or "[FAILED] TYPE: summary", RUN_COMMAND output indented
+        below. --json prints {"results":[{"line","commandType","success","summary","output"}],
+        "done","readFileRequests"} instead.
+        --timeout SECONDS: RUN_COMMAND timeout (default ${DEFAULT_RUN_TIMEOUT_MS / 1000}).
+        Exit 0 when every command succeeded, 1 otherwise.
+Exit 2: a usage mistake.
+`;
+
+export async function run(args: string[], io: CliIO): Promise<number> {
+  const [action, ...rest] = args;
+  if (action === undefined || action === '--help' || action === '-h') {
+    io.stdout.write(USAGE);
+    return action === undefined ? 2 : 0;
+  }
+  if (action !== 'parse' && action !== 'apply') throw new UsageError(`unknown action '${action}'; use 'parse' or 'apply' (see --help)`);
+  const { values, positionals } = parseCommandLine(rest, {
+    json: { type: 'boolean' },
+    workspace: { type: 'string' },
+    timeout: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values.help) {
+    io.stdout.write(USAGE);
+    return 0;
+  }
+  if (positionals.length > 1) throw new UsageError(`one answer at a time; got ${positionals.length} files`);
+  if (action === 'parse') {
+    if (values.workspace !== undefined || values.timeout !== undefined) throw new UsageError('--workspace and --timeout belong to apply');
+    return parse(await readAnswer(positionals[0], io), values.json === true, io);
+  }
+  if (values.workspace === undefined) throw new UsageError('apply needs --workspace DIR');
+  return apply(await readAnswer(positionals[0], io), values.workspace, values.json === true, timeoutMs(values.timeout), io);
+}
+
+/** `parseArgs` with positionals, strict, its complaints turned into usage errors (exit 2). */
+export function parseCommandLine<T extends ParseArgsConfig['options']>(args: string[], options: T) {
+  try {
+    return parseArgs({ args, allowPositionals: true, strict: true, options });
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+}
+
+export function timeoutMs(value: string | undefined): number {
+  if (value === undefined) return DEFAULT_RUN_TIMEOUT_MS;
+  const seconds = Number(value);
+  if (!Number.isFinite(seconds) || seconds <= 0) throw new UsageError(`--timeout wants a number of seconds above 0, got '${value}'`);
+  return Math.round(seconds * 1000);
+}
+
+export async function readAnswer(file: string | undefined, io: CliIO): Promise<string> {
+  if (file === undefined || file === '-') return readAll(io.stdin);
+  try {
+    return await readFile(path.resolve(io.cwd, file), 'utf8');
+  } catch (error) {
+    throw new UsageError(`cannot read '${file}': ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
+}
+
+/** A command as `blocks parse --json` prints it. */
+export function commandJson(command: Command): Record<string, unknown> {
+  const line = command.openTag.range.start.line + 1;
+  switch (command.type) {
+    case 'CREATE_FILE':
+      return { type: command.type, line, path: command.path, body: command.body.text };
+    case 'EDIT_FILE':
+      return { type: command.type, line, path: command.path, startLine: command.startLine, endLine: command.endLine, body: command.body.text };
+    case 'DELETE_FILE':
+    case 'READ_FILE':
+      return { type: command.type, line, path: command.path };
+    default:
+      return { type: command.type, line, body: command.body.text };
+  }
+}
+
+export function errorJson(error: ParseError): { line: number; message: string } {
+  return { line: error.range.start.line + 1, message: error.message };
+}
+
+function parse(answer: string, json: boolean, io: CliIO): number {
+  const parsed = parseAnswer(answer);
+  if (json) {
+    io.stdout.write(`${JSON.stringify({ commands: parsed.commands.map(commandJson), errors: parsed.errors.map(errorJson) })}\n`);
+  } else {
+    for (const item of inOrder(parsed)) {
+      if ('error' in item) {
+        io.stdout.write(`line ${item.error.range.start.line + 1}: error: ${item.error.message}\n`);
+        continue;
+      }
+      const c = item.command;
+      const what = 'path' in c ? ` ${c.path}` : '';
+      const lines = c.type === 'EDIT_FILE' ? ` lines ${c.startLine}-${c.endLine}` : '';
+      const body = 'body' in c ? ` (${c.body.lineCount} line${c.body.lineCount === 1 ? '' : 's'})` : '';
+      io.stdout.write(`line ${c.openTag.range.start.line + 1}: ${c.type}${what}${lines}${body}\n`);
+    }
+    io.stdout.write(`${parsed.commands.length} command${parsed.commands.length === 1 ? '' : 's'}, ${parsed.errors.length} error${parsed.errors.length === 1 ? '' : 's'}\n`);
+  }
+  return parsed.errors.length === 0 ? 0 : 1;
+}
+
+function itemLine(item: ExecutedItem): number {
+  return ('command' in item ? item.command.range.start.line : item.error.range.start.line) + 1;
+}
+
+async function apply(answer: string, workspaceDir: string, json: boolean, runTimeoutMs: number, io: CliIO): Promise<number> {
+  let workspace;
+  try {
+    workspace = await openWorkspace(path.resolve(io.cwd, workspaceDir));
+  } catch (error) {
+    throw new UsageError(`workspace '${workspaceDir}' cannot be used: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
+  const report = await executeAnswer(workspace, answer, {
+    runTimeoutMs,
+    env: io.env,
+    onResult: json ? undefined : (item) => io.stdout.write(`${formatResult(item.result)}\n`),
+  });
+  if (json) {
+    const results = report.items.map((item) => ({ line: itemLine(item), ...item.result }));
+    io.stdout.write(`${JSON.stringify({ results, done: report.done, readFileRequests: report.readFileRequests })}\n`);
+  }
+  return report.success ? 0 : 1;
+}

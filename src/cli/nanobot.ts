@@ -1,0 +1,97 @@
+// `belay nanobot`: runs a nanobot terminal micro-agent once and prints what a chat user would see.
+import { readFile } from 'node:fs/promises';
+import * as path from 'node:path';
+import { parseArgs } from 'node:util';
+import { UsageError, type CliIO } from './io.ts';
+import { runNanobot, TerminalConfigSchema, type NanobotEvent, type TerminalConfig } from '../runner/core/nanobot.ts';
+
+const USAGE = `Usage: belay nanobot --command "COMMAND" --text TEXT [options]
+
+Runs a nanobot terminal micro-agent (terminal protocol v1) once: the envelope goes to its
+stdin, and what a chat user would see is printed: progress (⏳), each message, errors.
+
+Options:
+  --command "COMMAND"    shell command; {message} is replaced by the shell-quoted text
+  --text TEXT            the user's message
+  --protocol rich|plain  rich: JSONL frames; plain: output scanned for media (default plain)
+  --timeout S            seconds before the agent's process group is killed (default 120)
+  --workspace DIR        the bot's workspace (default: the current folder); users/<chat>/ is created
+  --media FILE           a file the user attached (repeatable)
+  --config FILE          a nanobot config.json; its "terminal" section (env, providers, ...) is used,
+                         the options above override it
+  --json                 print the whole result as JSON
+  -h, --help             show this help
+
+Exit status: 0 unless the agent reported an error, exited non-zero or timed out; 2 for usage errors.
+Example:
+  belay nanobot --command "python3 bot.py" --protocol rich --text "draw a cat"
+`;
+
+export async function run(args: string[], io: CliIO): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      options: {
+        command: { type: 'string' },
+        text: { type: 'string' },
+        protocol: { type: 'string' },
+        timeout: { type: 'string' },
+        workspace: { type: 'string' },
+        media: { type: 'string', multiple: true, default: [] },
+        config: { type: 'string' },
+        json: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message}\n\n${USAGE}`);
+  }
+  const { values } = parsed;
+  if (values.help) {
+    io.stdout.write(USAGE);
+    return 0;
+  }
+  let fromFile: unknown = {};
+  if (values.config !== undefined) {
+    const file = path.resolve(io.cwd, values.config);
+    let raw: unknown;
+    try {
+      raw = JSON.parse(await readFile(file, 'utf8'));
+    } catch (error) {
+      throw new UsageError(`--config ${file}: ${(error as Error).message}`);
+    }
+    fromFile = (raw as { terminal?: unknown } | null)?.terminal ?? {};
+  }
+  const merged = { ...(fromFile as object) } as Record<string, unknown>;
+  if (values.command !== undefined) merged.command = values.command;
+  if (values.protocol !== undefined) merged.protocol = values.protocol;
+  if (values.timeout !== undefined) merged.timeout = Number(values.timeout);
+  const config = TerminalConfigSchema.safeParse(merged);
+  if (!config.success) {
+    const issue = config.error.issues[0]!;
+    const where = issue.path.join('.');
+    const flag = { protocol: '--protocol', timeout: '--timeout', command: '--command' }[where] ?? `terminal.${where} in --config`;
+    throw new UsageError(`${flag}: ${issue.message}`);
+  }
+  const terminal: TerminalConfig = config.data;
+  if (terminal.command.trim() === '') throw new UsageError('--command "COMMAND" is required');
+  if (values.text === undefined) throw new UsageError('--text TEXT is required');
+
+  const show = (event: NanobotEvent) => {
+    if (values.json) return;
+    if (event.type === 'progress') io.stdout.write(`⏳ ${event.text}\n`);
+    else if (event.type === 'message') {
+      if (event.text !== '') io.stdout.write(`${event.text}\n`);
+      for (const file of event.media) io.stdout.write(`[media] ${file}\n`);
+    } else if (event.type === 'error') io.stdout.write(`Error: ${event.text}${event.code ? ` [${event.code}]` : ''}\n`);
+    else io.stderr.write(`[${event.level}] ${event.text}\n`);
+  };
+  const result = await runNanobot({
+    config: terminal,
+    input: { text: values.text, media: values.media, workspace: path.resolve(io.cwd, values.workspace ?? '.') },
+    onEvent: show,
+  });
+  if (values.json) io.stdout.write(JSON.stringify(result, null, 2) + '\n');
+  return result.ok ? 0 : 1;
+}

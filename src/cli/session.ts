@@ -1,0 +1,135 @@
+// `belay session start|step|watch|list`: the outbox/inbox loop on the command line. Standard
+// output carries only what scripts need (outbox paths); results and notes go to standard error.
+import * as path from 'node:path';
+import { formatResults } from '../blocks/core/results.ts';
+import { listSessions, SessionError, startSession, stepSession, watchSession, type StepOutcome } from '../blocks/core/session.ts';
+import { parseCommandLine, readAnswer, timeoutMs } from './blocks.ts';
+import { readAll, UsageError, type CliIO } from './io.ts';
+
+const USAGE = `Usage:
+  belay session start --root DIR --task TEXT [--timeout SECONDS]
+  belay session step  --root DIR [--session ID] FILE|-
+  belay session watch --root DIR [--session ID]
+  belay session list  --root DIR [--json]
+
+DIR holds workspace/, inbox/ (and inbox/processed/), outbox/ and sessions/.
+
+start   Creates the folders and a session, writes the first outbox and prints its path.
+        --task - reads the task from standard input. --timeout: RUN_COMMAND timeout (default 30).
+step    Applies one LLM answer (FILE, or standard input with '-') to the workspace and prints
+        the path of the next outbox; prints nothing once the answer said DONE. Results go to
+        standard error. An answer applied before is not applied again. A FILE inside inbox/
+        is moved to inbox/processed/.
+watch   Processes the .txt files dropped into inbox/, oldest first, printing each next outbox
+        path, until the session is done (exit 0) or interrupted (exit 130).
+list    The sessions under DIR, most recent first.
+--session ID: the session (8 hex characters); default: the most recently updated open one.
+Exit 1: the session cannot go on (unknown, complete, unreadable). Exit 2: a usage mistake.
+`;
+
+export async function run(args: string[], io: CliIO): Promise<number> {
+  const [action, ...rest] = args;
+  if (action === undefined || action === '--help' || action === '-h') {
+    io.stdout.write(USAGE);
+    return action === undefined ? 2 : 0;
+  }
+  const { values, positionals } = parseCommandLine(rest, {
+    root: { type: 'string' },
+    task: { type: 'string' },
+    session: { type: 'string' },
+    timeout: { type: 'string' },
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values.help) {
+    io.stdout.write(USAGE);
+    return 0;
+  }
+  if (values.root === undefined) throw new UsageError(`${action} needs --root DIR`);
+  const root = path.resolve(io.cwd, values.root);
+  try {
+    switch (action) {
+      case 'start': {
+        expectPositionals(positionals, 0, action);
+        if (values.task === undefined) throw new UsageError('start needs --task TEXT (or --task - to read it from standard input)');
+        const task = values.task === '-' ? await readAll(io.stdin) : values.task;
+        const seconds = values.timeout === undefined ? undefined : timeoutMs(values.timeout) / 1000;
+        const started = await startSession(root, task, seconds === undefined ? {} : { runTimeoutSeconds: seconds });
+        io.stderr.write(`session ${started.state.sessionId} started; paste the outbox into the LLM and save its answer\n`);
+        io.stdout.write(`${started.outboxPath}\n`);
+        return 0;
+      }
+      case 'step': {
+        expectPositionals(positionals, 1, action);
+        const file = positionals[0]!;
+        const answer = await readAnswer(file, io);
+        const outcome = await stepSession(root, answer, {
+          env: io.env,
+          ...(values.session !== undefined ? { sessionId: values.session } : {}),
+          ...(file !== '-' ? { source: path.resolve(io.cwd, file) } : {}),
+        });
+        report(outcome, io);
+        return 0;
+      }
+      case 'watch': {
+        expectPositionals(positionals, 0, action);
+        const controller = new AbortController();
+        const stop = () => controller.abort();
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+        try {
+          io.stderr.write(`watching ${path.join(root, 'inbox')} for answers (.txt); Ctrl-C stops\n`);
+          const state = await watchSession(root, {
+            env: io.env,
+            signal: controller.signal,
+            ...(values.session !== undefined ? { sessionId: values.session } : {}),
+            onStep: (outcome, file) => {
+              io.stderr.write(`processed ${file}\n`);
+              report(outcome, io);
+            },
+          });
+          return state.isComplete ? 0 : 130;
+        } finally {
+          process.off('SIGINT', stop);
+          process.off('SIGTERM', stop);
+        }
+      }
+      case 'list': {
+        expectPositionals(positionals, 0, action);
+        const sessions = await listSessions(root);
+        if (values.json) {
+          io.stdout.write(`${JSON.stringify(sessions)}\n`);
+        } else {
+          for (const s of sessions) {
+            io.stdout.write(`${s.sessionId}  seq ${s.sequenceNumber}  ${s.isComplete ? 'complete' : 'open    '}  ${s.task.split('\n', 1)[0]}\n`);
+          }
+        }
+        return 0;
+      }
+      default:
+        throw new UsageError(`unknown action '${action}'; use start, step, watch or list (see --help)`);
+    }
+  } catch (error) {
+    if (error instanceof SessionError) {
+      io.stderr.write(`belay session ${action}: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  }
+}
+
+function report(outcome: StepOutcome, io: CliIO): void {
+  if (outcome.kind === 'duplicate') {
+    io.stderr.write('this answer was applied before; it was not applied again\n');
+  } else if (outcome.report) {
+    io.stderr.write(`${formatResults(outcome.report.results) || '(no command blocks in the answer)'}\n`);
+  }
+  if (outcome.outboxPath !== undefined) io.stdout.write(`${outcome.outboxPath}\n`);
+  else io.stderr.write(`session ${outcome.state.sessionId} is complete\n`);
+}
+
+function expectPositionals(positionals: string[], count: number, action: string): void {
+  if (positionals.length !== count) {
+    throw new UsageError(count === 0 ? `${action} takes no file argument` : `${action} needs exactly one answer file (or - for standard input)`);
+  }
+}

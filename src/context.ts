@@ -1,0 +1,77 @@
+import * as vscode from 'vscode';
+import { Config } from './config.ts';
+
+/**
+ * The owner of every lifetime in Belay: features get this object, register what they create on
+ * it, and everything is disposed with the extension.
+ */
+export class BelayContext implements vscode.Disposable {
+  readonly log: vscode.LogOutputChannel;
+  readonly config: Config;
+  private readonly disposables: vscode.Disposable[] = [];
+  private readonly viewResolved = new vscode.EventEmitter<string>();
+  private readonly resolved = new Set<string>();
+
+  readonly extension: vscode.ExtensionContext;
+
+  constructor(extension: vscode.ExtensionContext) {
+    this.extension = extension;
+    this.log = this.own(vscode.window.createOutputChannel('Belay', { log: true }));
+    this.config = this.own(new Config());
+    this.own(this.viewResolved);
+  }
+
+  /** Takes ownership of a disposable and returns it. */
+  own<T extends vscode.Disposable>(disposable: T): T {
+    this.disposables.push(disposable);
+    return disposable;
+  }
+
+  registerCommand(id: string, handler: (...args: unknown[]) => unknown): void {
+    this.own(
+      vscode.commands.registerCommand(id, async (...args: unknown[]) => {
+        try {
+          return await handler(...args);
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error);
+          this.log.error(`${id} failed: ${message}`);
+          void vscode.window.showErrorMessage(`Belay: ${message}`, 'Show Log').then((choice) => {
+            if (choice) this.log.show();
+          });
+          return undefined;
+        }
+      }),
+    );
+  }
+
+  /** Features call this when one of their views has shown content for the first time. */
+  markViewResolved(viewId: string): void {
+    if (this.resolved.has(viewId)) return;
+    this.resolved.add(viewId);
+    this.log.debug(`view ${viewId} resolved`);
+    this.viewResolved.fire(viewId);
+  }
+
+  /** What `activate` returns: used by Belay's own integration tests and by other extensions. */
+  get api(): BelayApi {
+    return {
+      resolvedViews: () => [...this.resolved],
+      onDidResolveView: this.viewResolved.event,
+    };
+  }
+
+  dispose(): void {
+    for (const d of this.disposables.splice(0).reverse()) {
+      try {
+        d.dispose();
+      } catch (error) {
+        console.error('Belay: dispose failed', error);
+      }
+    }
+  }
+}
+
+export interface BelayApi {
+  resolvedViews(): string[];
+  onDidResolveView: vscode.Event<string>;
+}

@@ -1,0 +1,38 @@
+import * as path from 'node:path';
+import { MailboxError } from './errors.ts';
+
+export interface MailboxPaths {
+  /** The mailbox folder: CUE_HOME, else ~/.cue. */
+  home: string;
+  /** `<home>/cue.db` */
+  dbPath: string;
+  /** `<home>/files`: attachments, named by their SHA-256. */
+  filesDir: string;
+  /** The base name of the database; its -wal, -shm and -journal files start with it. */
+  dbFileName: string;
+}
+
+export const DB_FILE_NAME = 'cue.db';
+
+/**
+ * Where the mailbox is. The public tools always use `~/.cue`; Belay also reads `CUE_HOME` (the
+ * folder itself, not its parent) so tests and people who want a separate mailbox can move it.
+ * Without CUE_HOME, HOME (USERPROFILE on Windows) must be set: guessing another home would give a
+ * mailbox no other tool reads.
+ */
+export function mailboxPaths(options: { home?: string; env?: NodeJS.ProcessEnv } = {}): MailboxPaths {
+  const env = options.env ?? process.env;
+  let home = options.home ?? (env.CUE_HOME?.trim() || undefined);
+  if (home === undefined) {
+    const userHome = env.HOME?.trim() || env.USERPROFILE?.trim();
+    if (!userHome) {
+      throw new MailboxError(
+        'no-home',
+        'cannot find the cue mailbox: HOME is not set (USERPROFILE on Windows). Set HOME, or set CUE_HOME to the folder that holds cue.db (normally ~/.cue)',
+      );
+    }
+    home = path.join(userHome, '.cue');
+  }
+  home = path.resolve(home);
+  return { home, dbPath: path.join(home, DB_FILE_NAME), filesDir: path.join(home, 'files'), dbFileName: DB_FILE_NAME };
+}

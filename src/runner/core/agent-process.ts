@@ -1,0 +1,180 @@
+// A long-lived agent process: its own process group (killed whole at the end, on timeout and
+// on abort), stdout read as lines of bounded length, stdout and stderr copied in full to log
+// files, and only a bounded tail of stderr kept in memory.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync, writeSync } from 'node:fs';
+import { BoundedText, killProcessGroup } from '../../shared/process.ts';
+import type { HostCommand } from './backend.ts';
+
+export interface AgentProcessOptions {
+  command: HostCommand;
+  /** 'pipe' keeps stdin open for requests; 'ignore' gives the agent an empty stdin. */
+  stdin: 'pipe' | 'ignore';
+  stdoutLog: string;
+  stderrLog: string;
+  /** Longer stdout lines are cut here (the log keeps them whole). */
+  maxLineChars?: number;
+  /** Unread lines kept; older ones are dropped beyond this. */
+  maxQueuedLines?: number;
+  onStderr?: (chunk: string) => void;
+  onStdout?: (chunk: string) => void;
+}
+
+export type LineResult =
+  | { kind: 'line'; text: string; truncated: boolean }
+  | { kind: 'eof' }
+  | { kind: 'timeout' }
+  | { kind: 'aborted' };
+
+export interface ExitInfo {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  spawnError?: Error;
+}
+
+export class AgentProcess {
+  readonly stderrTail = new BoundedText(0, 8000);
+  /** Resolves when the process has exited and its output is read (or could not start). */
+  readonly exited: Promise<ExitInfo>;
+  private readonly child: ChildProcess;
+  private readonly lines: { text: string; truncated: boolean }[] = [];
+  private partial = '';
+  private partialTruncated = false;
+  private ended = false;
+  private wake: (() => void) | undefined;
+  private readonly maxLine: number;
+  private readonly maxQueued: number;
+  private exitInfo: ExitInfo | undefined;
+
+  constructor(options: AgentProcessOptions) {
+    this.maxLine = options.maxLineChars ?? 1_000_000;
+    this.maxQueued = options.maxQueuedLines ?? 1000;
+    const [program, ...args] = options.command.argv;
+    const stdoutFd = openSync(options.stdoutLog, 'a');
+    const stderrFd = openSync(options.stderrLog, 'a');
+    this.child = spawn(program, args, {
+      cwd: options.command.cwd,
+      env: options.command.env,
+      detached: true,
+      stdio: [options.stdin, 'pipe', 'pipe'],
+    });
+    this.child.stdin?.on('error', () => undefined);
+    // Synchronous log writes pace a flooding agent to the disk instead of to memory.
+    this.child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      writeSync(stdoutFd, chunk);
+      options.onStdout?.(chunk);
+      this.takeStdout(chunk);
+    });
+    this.child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+      writeSync(stderrFd, chunk);
+      this.stderrTail.append(chunk);
+      options.onStderr?.(chunk);
+    });
+    this.exited = new Promise((resolve) => {
+      let closed = false;
+      const done = (info: ExitInfo) => {
+        if (closed) return;
+        closed = true;
+        this.exitInfo = info;
+        this.endLines();
+        closeSync(stdoutFd);
+        closeSync(stderrFd);
+        resolve(info);
+      };
+      this.child.on('error', (spawnError) => done({ code: null, signal: null, spawnError }));
+      this.child.on('exit', (code, signal) => {
+        // Background members of the group would keep the pipes open: the agent is over.
+        this.killGroup();
+        this.child.once('close', () => done({ code, signal }));
+        // A process that left the group (setsid) may still hold a pipe: stop waiting for it.
+        setTimeout(() => {
+          this.child.stdout?.destroy();
+          this.child.stderr?.destroy();
+          done({ code, signal });
+        }, 2000).unref();
+      });
+    });
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** Set once the process has ended. */
+  get exit(): ExitInfo | undefined {
+    return this.exitInfo;
+  }
+
+  send(line: string): void {
+    if (this.child.stdin?.writable) this.child.stdin.write(line.endsWith('\n') ? line : `${line}\n`);
+  }
+
+  closeStdin(): void {
+    this.child.stdin?.end();
+  }
+
+  /** The next stdout line; waits at most `timeoutMs`. */
+  nextLine(timeoutMs: number, signal?: AbortSignal): Promise<LineResult> {
+    return new Promise((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const finish = (result: LineResult) => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        this.wake = undefined;
+        resolve(result);
+      };
+      const check = () => {
+        const line = this.lines.shift();
+        if (line) finish({ kind: 'line', ...line });
+        else if (this.ended) finish({ kind: 'eof' });
+        else return false;
+        return true;
+      };
+      const onAbort = () => finish({ kind: 'aborted' });
+      if (signal?.aborted) return finish({ kind: 'aborted' });
+      if (check()) return;
+      timer = setTimeout(() => finish({ kind: 'timeout' }), timeoutMs);
+      signal?.addEventListener('abort', onAbort);
+      this.wake = () => void check();
+    });
+  }
+
+  /** Kills the whole process group and waits until the process is gone. */
+  async kill(): Promise<ExitInfo> {
+    this.killGroup();
+    return this.exited;
+  }
+
+  private killGroup(): void {
+    if (this.child.pid !== undefined) killProcessGroup(this.child.pid);
+  }
+
+  private takeStdout(chunk: string): void {
+    let start = 0;
+    for (;;) {
+      const newline = chunk.indexOf('\n', start);
+      const piece = chunk.slice(start, newline < 0 ? undefined : newline);
+      const room = this.maxLine - this.partial.length;
+      if (piece.length > room) this.partialTruncated = true;
+      if (room > 0) this.partial += piece.slice(0, room);
+      if (newline < 0) break;
+      this.pushLine();
+      start = newline + 1;
+    }
+  }
+
+  private pushLine(): void {
+    const text = this.partial.endsWith('\r') ? this.partial.slice(0, -1) : this.partial;
+    this.lines.push({ text, truncated: this.partialTruncated });
+    if (this.lines.length > this.maxQueued) this.lines.shift();
+    this.partial = '';
+    this.partialTruncated = false;
+    this.wake?.();
+  }
+
+  private endLines(): void {
+    if (this.partial !== '' || this.partialTruncated) this.pushLine();
+    this.ended = true;
+    this.wake?.();
+  }
+}

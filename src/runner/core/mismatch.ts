@@ -1,0 +1,84 @@
+// Telling an agent that speaks the other protocol from one that is merely slow, so that the
+// user reads "this is an HTTP agent, use --protocol sdk2" instead of a silent timeout.
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+
+/** The first balanced JSON object in a line (string- and escape-aware), or undefined. */
+export function firstJsonObject(line: string): unknown {
+  for (let start = line.indexOf('{'); start >= 0; start = line.indexOf('{', start + 1)) {
+    let depth = 0;
+    let inString = false;
+    for (let i = start; i < line.length; i++) {
+      const c = line[i];
+      if (inString) {
+        if (c === '\\') i++;
+        else if (c === '"') inString = false;
+      } else if (c === '"') inString = true;
+      else if (c === '{') depth++;
+      else if (c === '}' && --depth === 0) {
+        try {
+          const value: unknown = JSON.parse(line.slice(start, i + 1));
+          return value;
+        } catch {
+          break;
+        }
+      }
+    }
+  }
+  return undefined;
+}
+
+/** True when the line carries what an SDK 1.x agent answers with. */
+export function looksLikeSdk1Response(line: string): boolean {
+  const value = firstJsonObject(line);
+  return typeof value === 'object' && value !== null && ('task_complete' in value || 'command' in value || 'commands' in value);
+}
+
+/**
+ * TCP ports that members of a process group listen on (Linux /proc; empty elsewhere). The
+ * sockets are matched by inode, so other programs' listeners on the machine do not count.
+ */
+export function listeningPorts(processGroup: number): number[] {
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+  } catch {
+    return [];
+  }
+  const ports = new Set<number>();
+  for (const pid of pids) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    // Fields after the parenthesised name: state ppid pgrp ...
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(fields[2]) !== processGroup) continue;
+    const inodes = new Set<string>();
+    try {
+      for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+        const target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+        const match = /^socket:\[(\d+)\]$/.exec(target);
+        if (match) inodes.add(match[1]!);
+      }
+    } catch {
+      continue;
+    }
+    if (inodes.size === 0) continue;
+    for (const table of ['tcp', 'tcp6']) {
+      let text: string;
+      try {
+        text = readFileSync(`/proc/${pid}/net/${table}`, 'utf8');
+      } catch {
+        continue;
+      }
+      for (const row of text.split('\n').slice(1)) {
+        const cols = row.trim().split(/\s+/);
+        // local_address rem_address st ... inode (column 9)
+        if (cols[3] === '0A' && inodes.has(cols[9] ?? '')) ports.add(Number.parseInt(cols[1]!.split(':')[1]!, 16));
+      }
+    }
+  }
+  return [...ports].sort((a, b) => a - b);
+}

@@ -1,0 +1,251 @@
+// nanobot terminal protocol v1: one JSON envelope on stdin, then either JSONL frames on
+// stdout (rich) or plain output scanned for media paths (plain).
+import { existsSync, statSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import * as path from 'node:path';
+import { z } from 'zod';
+import { runBounded } from '../../shared/process.ts';
+import { shellPath } from './backend.ts';
+
+/** The `terminal` section of a bot's config.json (camelCase on disk). */
+export const ProviderConfigSchema = z.object({
+  apiKeys: z.array(z.string()).default([]),
+  models: z.array(z.string()).optional(),
+  baseUrl: z.string().optional(),
+});
+
+export const TerminalConfigSchema = z.object({
+  enabled: z.boolean().default(false),
+  command: z.string().default(''),
+  timeout: z.number().positive().default(120),
+  protocol: z.enum(['plain', 'rich']).default('plain'),
+  passMedia: z.boolean().default(true),
+  env: z.record(z.string(), z.string()).default({}),
+  providers: z.record(z.string(), ProviderConfigSchema).default({}),
+});
+export type TerminalConfig = z.infer<typeof TerminalConfigSchema>;
+
+/** The envelope on stdin (snake_case). */
+export const EnvelopeSchema = z.object({
+  version: z.literal(1),
+  text: z.string(),
+  media: z.array(z.string()).optional(),
+  channel: z.string(),
+  chat_id: z.string(),
+  session_key: z.string(),
+  workspace: z.string(),
+  user_data_dir: z.string(),
+  providers: z
+    .record(z.string(), z.object({ api_keys: z.array(z.string()), models: z.array(z.string()).optional(), base_url: z.string().optional() }))
+    .optional(),
+});
+export type Envelope = z.infer<typeof EnvelopeSchema>;
+
+export const FrameSchema = z.discriminatedUnion('type', [
+  z.looseObject({ type: z.literal('message'), text: z.string(), media: z.array(z.string()).optional() }),
+  z.looseObject({ type: z.literal('progress'), text: z.string() }),
+  z.looseObject({ type: z.literal('error'), text: z.string(), code: z.string().optional() }),
+  z.looseObject({ type: z.literal('log'), text: z.string(), level: z.enum(['debug', 'info', 'warning', 'error']).default('debug') }),
+]);
+export type Frame = z.infer<typeof FrameSchema>;
+
+export const MEDIA_EXTENSIONS = ['jpg', 'jpeg', 'png', 'gif', 'webp', 'mp4', 'mov', 'avi', 'mkv', 'webm', 'mp3', 'ogg', 'm4a', 'wav', 'flac', 'pdf'];
+
+/** POSIX shell quoting: the text becomes one word, whatever it holds. */
+export function shellQuote(text: string): string {
+  return `'${text.replace(/'/g, `'\\''`)}'`;
+}
+
+export function buildCommand(template: string, text: string): string {
+  return template.split('{message}').join(shellQuote(text.trim()));
+}
+
+export interface NanobotInput {
+  text: string;
+  media?: string[];
+  channel?: string;
+  chatId?: string;
+  workspace: string;
+}
+
+export async function buildEnvelope(config: TerminalConfig, input: NanobotInput): Promise<Envelope> {
+  const channel = input.channel ?? 'cli';
+  const chatId = input.chatId ?? 'local';
+  const workspace = path.resolve(input.workspace);
+  const userDataDir = path.join(workspace, 'users', chatId);
+  await mkdir(userDataDir, { recursive: true });
+  const envelope: Envelope = {
+    version: 1,
+    text: input.text,
+    channel,
+    chat_id: chatId,
+    session_key: `${channel}:${chatId}`,
+    workspace,
+    user_data_dir: userDataDir,
+  };
+  if (config.passMedia && input.media && input.media.length > 0) envelope.media = input.media.map((m) => path.resolve(m));
+  const providers = Object.entries(config.providers).filter(([, p]) => p.apiKeys.length > 0);
+  if (providers.length > 0) {
+    envelope.providers = Object.fromEntries(
+      providers.map(([name, p]) => [
+        name,
+        { api_keys: p.apiKeys, ...(p.models ? { models: p.models } : {}), ...(p.baseUrl ? { base_url: p.baseUrl } : {}) },
+      ]),
+    );
+  }
+  return envelope;
+}
+
+/** Absolute paths on stdout that exist and have a media extension (plain mode). */
+export function detectMedia(text: string): string[] {
+  const pattern = new RegExp(`(/[^\\s'"<>|]+\\.(?:${MEDIA_EXTENSIONS.join('|')}))(?![A-Za-z0-9])`, 'gi');
+  const found: string[] = [];
+  for (const match of text.matchAll(pattern)) {
+    const file = match[1]!;
+    if (found.includes(file)) continue;
+    try {
+      if (existsSync(file) && statSync(file).isFile()) found.push(file);
+    } catch {
+      // unreadable: not media
+    }
+  }
+  return found;
+}
+
+export type NanobotEvent =
+  | { type: 'progress'; text: string }
+  | { type: 'message'; text: string; media: string[] }
+  | { type: 'error'; text: string; code?: string }
+  | { type: 'log'; text: string; level: string };
+
+export interface NanobotResult {
+  messages: { text: string; media: string[] }[];
+  progress: string[];
+  logs: { text: string; level: string }[];
+  error: { text: string; code?: string } | undefined;
+  exitCode: number | null;
+  timedOut: boolean;
+  stderr: string;
+  /** False when the agent reported an error, exited non-zero, timed out or could not start. */
+  ok: boolean;
+}
+
+export interface RunNanobotOptions {
+  config: TerminalConfig;
+  input: NanobotInput;
+  /** Bounds each of stdout and stderr in memory. */
+  maxOutputChars?: number;
+  onEvent?: (event: NanobotEvent) => void;
+  signal?: AbortSignal;
+}
+
+export async function runNanobot(options: RunNanobotOptions): Promise<NanobotResult> {
+  const { config } = options;
+  const envelope = await buildEnvelope(config, options.input);
+  const emit = (event: NanobotEvent) => options.onEvent?.(event);
+  const messages: NanobotResult['messages'] = [];
+  const progress: string[] = [];
+  const logs: NanobotResult['logs'] = [];
+  let error: NanobotResult['error'];
+  const plainLines: string[] = [];
+  let plainChars = 0;
+  const maxChars = options.maxOutputChars ?? 1_000_000;
+  let partial = '';
+
+  const takeLine = (line: string) => {
+    const frame = parseFrame(line);
+    if (frame === undefined) {
+      if (plainChars < maxChars) {
+        plainLines.push(line);
+        plainChars += line.length + 1;
+      }
+      return;
+    }
+    if (frame === null) return; // a valid frame of a type this version does not know: skipped
+    if (frame.type === 'progress') {
+      progress.push(frame.text);
+      emit({ type: 'progress', text: frame.text });
+    } else if (frame.type === 'message') {
+      const message = { text: frame.text, media: frame.media ?? [] };
+      messages.push(message);
+      emit({ type: 'message', ...message });
+    } else if (frame.type === 'error') {
+      error = { text: frame.text, ...(frame.code ? { code: frame.code } : {}) };
+    } else {
+      logs.push({ text: frame.text, level: frame.level });
+      emit({ type: 'log', text: frame.text, level: frame.level });
+    }
+  };
+
+  const rich = config.protocol === 'rich';
+  const result = await runBounded({
+    argv: [shellPath(), '-c', buildCommand(config.command, options.input.text)],
+    cwd: envelope.workspace,
+    env: { ...process.env, ...config.env },
+    input: `${JSON.stringify(envelope)}\n`,
+    timeoutMs: config.timeout * 1000,
+    maxOutputChars: maxChars,
+    onStdout: rich
+      ? (chunk) => {
+          const lines = (partial + chunk).split('\n');
+          partial = lines.pop() ?? '';
+          if (partial.length > maxChars) partial = partial.slice(0, maxChars);
+          for (const line of lines) takeLine(line);
+        }
+      : undefined,
+    signal: options.signal,
+  });
+  if (rich && partial !== '') takeLine(partial);
+  const stderr = result.stderr.text('[… stderr cut …]');
+  const exitCode = result.exitCode;
+
+  if (result.spawnError) error ??= { text: `could not start: ${result.spawnError.message}` };
+  if (result.timedOut) error = { text: `Timed out after ${config.timeout} s`, code: 'TIMEOUT' };
+  if (rich) {
+    const plain = plainLines.join('\n').trim();
+    if (messages.length === 0 && plain !== '' && !result.timedOut) {
+      const message = { text: plain, media: [] };
+      messages.push(message);
+      emit({ type: 'message', ...message });
+    }
+    if (error && exitCode !== 0 && exitCode !== null && !result.timedOut) error.text += ` (exit code ${exitCode})`;
+    if (!error && exitCode !== 0 && exitCode !== null) error = { text: `Exit code: ${exitCode}${stderr.trim() ? `\nSTDERR:\n${stderr.trim()}` : ''}` };
+  } else if (!result.timedOut) {
+    const stdout = result.stdout.text('[… output cut …]').trim();
+    const parts: string[] = [];
+    if (stdout) parts.push(stdout);
+    if (stderr.trim()) parts.push(`STDERR:\n${stderr.trim()}`);
+    if (exitCode !== 0 && exitCode !== null) parts.push(`Exit code: ${exitCode}`);
+    const message = { text: parts.length > 0 ? parts.join('\n') : '(no output)', media: detectMedia(stdout) };
+    messages.push(message);
+    emit({ type: 'message', ...message });
+  }
+  if (error) emit({ type: 'error', ...error });
+  return {
+    messages,
+    progress,
+    logs,
+    error,
+    exitCode,
+    timedOut: result.timedOut,
+    stderr,
+    ok: error === undefined && exitCode === 0 && !result.aborted,
+  };
+}
+
+/** A frame, null for a frame type this version does not know, undefined for plain text. */
+export function parseFrame(line: string): Frame | null | undefined {
+  const trimmed = line.trim();
+  if (!trimmed.startsWith('{')) return undefined;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(trimmed);
+  } catch {
+    return undefined;
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || typeof (raw as { type?: unknown }).type !== 'string') return undefined;
+  const parsed = FrameSchema.safeParse(raw);
+  if (parsed.success) return parsed.data;
+  const known = ['message', 'progress', 'error', 'log'].includes((raw as { type: string }).type);
+  return known ? undefined : null;
+}

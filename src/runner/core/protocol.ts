@@ -1,0 +1,64 @@
+// What a protocol gets from the run and gives back: the protocols never see the backend's
+// kind, the run's files beyond their own logs, or the verification.
+import type { BackendSession } from './backend.ts';
+import type { RunEvent } from './events.ts';
+import type { TrajectoryEntry } from './records.ts';
+import type { Task } from './task.ts';
+
+export interface RunLimits {
+  maxSteps: number;
+  /** The agent's whole time (the task's agent timeout unless overridden). */
+  agentTimeoutMs: number;
+  /** SDK 1.x: longest wait for one response line. */
+  silenceTimeoutMs: number;
+  /** SDK 1.x: one command's time limit. */
+  commandTimeoutMs: number;
+  /** Characters kept from each end of a command's output for the agent. */
+  excerptChars: number;
+  /** SDK 1.x: silence at step 1 after which the agent is checked for a TCP listener. */
+  mismatchProbeMs: number;
+  /** SDK 2.0 timings (the spec's values by default). */
+  healthTimeoutMs: number;
+  healthIntervalMs: number;
+  startTimeoutMs: number;
+  pollIntervalMs: number;
+  statusTimeoutMs: number;
+  maxConsecutiveErrors: number;
+}
+
+export const DEFAULT_LIMITS: Omit<RunLimits, 'agentTimeoutMs'> = {
+  maxSteps: 200,
+  silenceTimeoutMs: 300_000,
+  commandTimeoutMs: 120_000,
+  excerptChars: 16_000,
+  mismatchProbeMs: 3_000,
+  healthTimeoutMs: 15_000,
+  healthIntervalMs: 100,
+  startTimeoutMs: 10_000,
+  pollIntervalMs: 500,
+  statusTimeoutMs: 5_000,
+  maxConsecutiveErrors: 5,
+};
+
+export interface AgentContext {
+  task: Task;
+  session: BackendSession;
+  runDir: string;
+  /** The agent's shell command. */
+  agentCommand: string;
+  /** The agent's working directory as seen inside the backend. */
+  agentCwd: string;
+  /** Variables given to the agent and its commands. */
+  env: Record<string, string>;
+  limits: RunLimits;
+  /** Milliseconds left of the agent's time. */
+  remainingMs(): number;
+  emit(event: RunEvent): void;
+  trajectory: TrajectoryEntry[];
+  signal: AbortSignal;
+}
+
+export interface AgentOutcome {
+  steps: number;
+  agentCompleted: boolean;
+}

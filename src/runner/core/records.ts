@@ -1,0 +1,93 @@
+// What a run leaves on disk: result.json and trajectory.json with the Term Challenge fields
+// (plus Belay's own), beside the agent's logs and every step's full output.
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { z } from 'zod';
+import { writeFileAtomic } from '../../shared/atomic.ts';
+import { FAILURE_CAUSES } from './events.ts';
+
+export const TestResultSchema = z.object({
+  name: z.string(),
+  status: z.string(),
+  duration_ms: z.number().optional(),
+  message: z.string().optional(),
+});
+
+export const VerificationSchema = z.object({
+  success: z.boolean(),
+  reward: z.number(),
+  output: z.string(),
+  error: z.string().nullable(),
+  timed_out: z.boolean(),
+  exit_code: z.number().nullable(),
+  test_results: z.array(TestResultSchema),
+});
+export type Verification = z.infer<typeof VerificationSchema>;
+
+export const TrajectoryEntrySchema = z.object({
+  step: z.number(),
+  /** What the agent saw before answering: the previous command's output as sent to it. */
+  screen: z.string().nullable(),
+  /** The agent's answer as parsed (SDK 1.x) or the history entry (SDK 2.0). */
+  response: z.unknown(),
+  command: z.string().nullable(),
+  cwd: z.string().nullable(),
+  exit_code: z.number().nullable(),
+  timed_out: z.boolean(),
+  duration_ms: z.number().nullable(),
+  /** The step's full output, relative to the run folder. */
+  output_file: z.string().nullable(),
+});
+export type TrajectoryEntry = z.infer<typeof TrajectoryEntrySchema>;
+
+export const RunResultSchema = z.object({
+  run_id: z.string(),
+  task_name: z.string(),
+  task_dir: z.string(),
+  protocol: z.enum(['sdk1', 'sdk2']),
+  backend: z.string(),
+  started_at: z.string(),
+  ended_at: z.string(),
+  duration_sec: z.number(),
+  steps: z.number(),
+  agent_completed: z.boolean(),
+  verification: VerificationSchema.nullable(),
+  passed: z.boolean(),
+  reward: z.number(),
+  failure_cause: z.enum(FAILURE_CAUSES).nullable(),
+  error: z.string().nullable(),
+  run_dir: z.string(),
+});
+export type RunResult = z.infer<typeof RunResultSchema>;
+
+/** The files of one run folder. */
+export function runFiles(runDir: string) {
+  return {
+    result: path.join(runDir, 'result.json'),
+    trajectory: path.join(runDir, 'trajectory.json'),
+    agentStdout: path.join(runDir, 'agent.stdout.log'),
+    agentStderr: path.join(runDir, 'agent.stderr.log'),
+    steps: path.join(runDir, 'steps'),
+    testOutput: path.join(runDir, 'verifier', 'test-output.log'),
+    workspace: path.join(runDir, 'app'),
+    tests: path.join(runDir, 'tests'),
+    logs: path.join(runDir, 'logs'),
+    control: path.join(runDir, 'control'),
+  };
+}
+
+export function stepOutputFile(step: number): string {
+  return path.posix.join('steps', `${String(step).padStart(4, '0')}.log`);
+}
+
+export async function writeRecords(runDir: string, result: RunResult, trajectory: TrajectoryEntry[]): Promise<void> {
+  const files = runFiles(runDir);
+  await fs.mkdir(runDir, { recursive: true });
+  await writeFileAtomic(files.trajectory, JSON.stringify(trajectory, null, 2) + '\n');
+  await writeFileAtomic(files.result, JSON.stringify(result, null, 2) + '\n');
+}
+
+export async function readResult(runDir: string): Promise<RunResult> {
+  const raw: unknown = JSON.parse(await fs.readFile(runFiles(runDir).result, 'utf8'));
+  return RunResultSchema.parse(raw);
+}

@@ -1,0 +1,214 @@
+// Term Challenge SDK 1.x: one JSON request line on the agent's stdin per step, one JSON
+// response line back; the harness runs the command and tracks the working directory.
+import { z } from 'zod';
+import * as path from 'node:path';
+import { AgentProcess, type LineResult } from './agent-process.ts';
+import { shellPath } from './backend.ts';
+import { RunFailure } from './events.ts';
+import { firstJsonObject, listeningPorts } from './mismatch.ts';
+import type { AgentContext, AgentOutcome } from './protocol.ts';
+import { runFiles, stepOutputFile } from './records.ts';
+import { prepareStep, type PreparedStep } from './step.ts';
+
+export const Sdk1RequestSchema = z.object({
+  instruction: z.string(),
+  step: z.number().int().positive(),
+  last_command: z.string().nullable(),
+  output: z.string().nullable(),
+  exit_code: z.number().int().nullable(),
+  cwd: z.string(),
+});
+export type Sdk1Request = z.infer<typeof Sdk1RequestSchema>;
+
+const nullableString = z.string().nullish();
+
+/** The current form, the `done` alias and the legacy Terminal-Bench form; extra fields are ignored. */
+export const Sdk1ResponseSchema = z.looseObject({
+  command: nullableString,
+  task_complete: z.boolean().nullish(),
+  done: z.boolean().nullish(),
+  text: nullableString,
+  analysis: nullableString,
+  plan: nullableString,
+  commands: z.array(z.looseObject({ keystrokes: z.string(), duration: z.number().nullish() })).nullish(),
+});
+
+export interface Sdk1Response {
+  command: string | null;
+  taskComplete: boolean;
+  text: string | null;
+}
+
+/** Parses one response line; undefined when the line holds no valid response. */
+export function parseSdk1Response(line: string): { response: Sdk1Response; raw: unknown } | { error: string } {
+  const raw = firstJsonObject(line);
+  if (raw === undefined) return { error: 'no JSON object in the line' };
+  const parsed = Sdk1ResponseSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    return { error: `field '${issue.path.join('.')}': ${issue.message}` };
+  }
+  const r = parsed.data;
+  let command = r.command ?? null;
+  if (command === null && r.commands && r.commands.length > 0) {
+    command = r.commands.map((c) => c.keystrokes.replace(/\r?\n$/, '')).join('\n');
+  }
+  if (command !== null && command.trim() === '') command = null;
+  return {
+    response: { command, taskComplete: r.task_complete ?? r.done ?? false, text: r.text ?? r.analysis ?? null },
+    raw,
+  };
+}
+
+const MAX_INVALID = 3;
+const MAX_EMPTY = 3;
+
+export async function runSdk1(ctx: AgentContext): Promise<AgentOutcome> {
+  const files = runFiles(ctx.runDir);
+  const agent = new AgentProcess({
+    command: ctx.session.command({
+      argv: [shellPath(), '-c', ctx.agentCommand],
+      cwd: ctx.agentCwd,
+      env: { ...ctx.env, PYTHONUNBUFFERED: '1' },
+    }),
+    stdin: 'pipe',
+    stdoutLog: files.agentStdout,
+    stderrLog: files.agentStderr,
+    onStderr: (chunk) => ctx.emit({ type: 'agent-log', chunk }),
+  });
+  let step = 0;
+  let agentCompleted = false;
+  let last: { command: string | null; output: string | null; exitCode: number | null } = { command: null, output: null, exitCode: null };
+  let cwd = ctx.session.workdir;
+  let emptyInARow = 0;
+  // A spare shell is always starting: while the agent thinks and while the previous command
+  // runs, so that spawning (a sandbox costs milliseconds) stays off the step's path.
+  const spare = () => prepareStep({ session: ctx.session, env: ctx.env, excerptChars: ctx.limits.excerptChars });
+  let shell: PreparedStep = spare();
+  try {
+    for (;;) {
+      step++;
+      if (step > ctx.limits.maxSteps) {
+        const failure = new RunFailure('max_steps', `the agent did not finish within ${ctx.limits.maxSteps} steps`);
+        failure.steps = ctx.limits.maxSteps;
+        throw failure;
+      }
+      ctx.emit({ type: 'step-started', step });
+      const request: Sdk1Request = {
+        instruction: ctx.task.instruction,
+        step,
+        last_command: last.command,
+        output: last.output,
+        exit_code: last.exitCode,
+        cwd,
+      };
+      const { response, raw } = await exchange(ctx, agent, JSON.stringify(request), step);
+      if (response.text) ctx.emit({ type: 'agent-text', step, text: response.text });
+      const entry = {
+        step,
+        screen: last.output,
+        response: raw,
+        command: response.command,
+        cwd,
+        exit_code: null as number | null,
+        timed_out: false,
+        duration_ms: null as number | null,
+        output_file: null as string | null,
+      };
+      ctx.trajectory.push(entry);
+      if (response.command !== null) {
+        emptyInARow = 0;
+        ctx.emit({ type: 'command', step, command: response.command, cwd });
+        const outputFile = stepOutputFile(step);
+        const prepared = shell;
+        const running = prepared.run({
+          command: response.command,
+          cwd,
+          timeoutMs: Math.max(1, Math.min(ctx.limits.commandTimeoutMs, ctx.remainingMs())),
+          outputFile: path.join(ctx.runDir, outputFile),
+          onOutput: (chunk) => ctx.emit({ type: 'output', step, chunk }),
+          signal: ctx.signal,
+        });
+        // Spawning blocks this thread for a moment: do it while the command already runs.
+        shell = spare();
+        const result = await running;
+        ctx.emit({ type: 'step-ended', step, exitCode: result.exitCode, timedOut: result.timedOut, durationMs: result.durationMs });
+        Object.assign(entry, { exit_code: result.exitCode, timed_out: result.timedOut, duration_ms: Math.round(result.durationMs), output_file: outputFile });
+        if (result.aborted) throw new RunFailure('aborted', 'the run was stopped');
+        last = { command: response.command, output: result.observation, exitCode: result.exitCode };
+        cwd = result.cwd;
+        if (ctx.remainingMs() <= 0) throw agentTimeout(ctx);
+      } else {
+        ctx.emit({ type: 'step-ended', step, exitCode: null, timedOut: false, durationMs: 0 });
+        if (!response.taskComplete && ++emptyInARow >= MAX_EMPTY) {
+          throw new RunFailure('agent_error', `the agent answered ${MAX_EMPTY} times in a row with no command and without completing`);
+        }
+        last = { command: null, output: null, exitCode: null };
+      }
+      if (response.taskComplete) {
+        agentCompleted = true;
+        return { steps: step, agentCompleted };
+      }
+    }
+  } catch (error) {
+    if (error instanceof RunFailure) error.steps ??= step;
+    throw error;
+  } finally {
+    shell.discard();
+    await agent.kill();
+  }
+}
+
+function agentTimeout(ctx: AgentContext): RunFailure {
+  return new RunFailure('agent_timeout', `the agent did not finish within its time limit of ${Math.round(ctx.limits.agentTimeoutMs / 1000)} s`);
+}
+
+/** Sends a request and reads lines until one holds a valid response; retries invalid ones. */
+async function exchange(ctx: AgentContext, agent: AgentProcess, request: string, step: number): Promise<{ response: Sdk1Response; raw: unknown }> {
+  let invalid = 0;
+  agent.send(request);
+  for (;;) {
+    const line = await readLine(ctx, agent, step);
+    if (line.text.trim() === '') continue;
+    const parsed = line.truncated ? { error: 'the line is too long' } : parseSdk1Response(line.text);
+    if ('response' in parsed) return parsed;
+    invalid++;
+    const excerpt = line.text.length > 200 ? `${line.text.slice(0, 200)}…` : line.text;
+    ctx.emit({ type: 'notice', message: `step ${step}: invalid response (${parsed.error}) ${invalid}/${MAX_INVALID}: ${excerpt}` });
+    if (invalid >= MAX_INVALID) {
+      throw new RunFailure('parse_error', `the agent gave ${MAX_INVALID} invalid responses in a row at step ${step} (last: ${parsed.error}: ${excerpt})`);
+    }
+    agent.send(request);
+  }
+}
+
+async function readLine(ctx: AgentContext, agent: AgentProcess, step: number): Promise<{ text: string; truncated: boolean }> {
+  const silenceDeadline = Date.now() + ctx.limits.silenceTimeoutMs;
+  // Until the first answer, the agent is checked now and then for an HTTP server instead.
+  const probing = step === 1;
+  for (;;) {
+    const silence = silenceDeadline - Date.now();
+    const wait = Math.min(silence, ctx.remainingMs(), probing ? ctx.limits.mismatchProbeMs : Infinity);
+    const result: LineResult = await agent.nextLine(Math.max(0, wait), ctx.signal);
+    if (result.kind === 'line') return result;
+    if (result.kind === 'aborted') throw new RunFailure('aborted', 'the run was stopped');
+    if (result.kind === 'eof') {
+      const exit = await agent.exited;
+      const how = exit.spawnError ? `could not start: ${exit.spawnError.message}` : `exited with ${exit.code !== null ? `code ${exit.code}` : exit.signal}`;
+      const tail = agent.stderrTail.text('…').trim();
+      throw new RunFailure('agent_error', `the agent ${how} before answering step ${step}${tail ? `; its stderr ends with: ${tail.slice(-500)}` : ''}`);
+    }
+    if (probing && silence > ctx.limits.mismatchProbeMs && ctx.remainingMs() > 0) {
+      const ports = agent.pid !== undefined ? listeningPorts(agent.pid) : [];
+      if (ports.length > 0) {
+        throw new RunFailure(
+          'agent_error',
+          `protocol mismatch: the agent listens on TCP port ${ports.join(', ')} and has not answered the SDK 1.x request on stdin; it looks like an SDK 2.0 (HTTP) agent: run it with --protocol sdk2`,
+        );
+      }
+      continue;
+    }
+    if (ctx.remainingMs() <= 0) throw agentTimeout(ctx);
+    throw new RunFailure('agent_timeout', `the agent sent nothing for ${Math.round(ctx.limits.silenceTimeoutMs / 1000)} s at step ${step}`);
+  }
+}

@@ -1,0 +1,219 @@
+// Term Challenge SDK 2.0: the agent is an HTTP server on AGENT_PORT; the harness waits for
+// /health, sends POST /start, and polls /status until the agent completes or fails.
+import * as http from 'node:http';
+import * as net from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
+import { z } from 'zod';
+import { AgentProcess } from './agent-process.ts';
+import { shellPath, type Endpoint } from './backend.ts';
+import { RunFailure } from './events.ts';
+import { looksLikeSdk1Response } from './mismatch.ts';
+import type { AgentContext, AgentOutcome } from './protocol.ts';
+import { runFiles } from './records.ts';
+
+export const HistoryEntrySchema = z.looseObject({
+  step: z.number().int(),
+  command: z.string().nullish(),
+  output: z.string().nullish(),
+  exit_code: z.number().int().nullish(),
+});
+
+export const StatusSchema = z.looseObject({
+  status: z.enum(['idle', 'running', 'completed', 'failed']),
+  steps: z.number().int().nonnegative().optional(),
+  elapsed_secs: z.number().optional(),
+  error: z.string().nullish(),
+  done: z.boolean().optional(),
+  history: z.array(HistoryEntrySchema).optional(),
+});
+export type AgentStatus = z.infer<typeof StatusSchema>;
+
+/** A port nobody listens on right now on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+interface HttpAnswer {
+  status: number;
+  body: string;
+}
+
+/** One HTTP request with a time limit and a bounded body. */
+export function httpRequest(endpoint: Endpoint, method: string, pathName: string, timeoutMs: number, body?: string): Promise<HttpAnswer> {
+  return new Promise((resolve, reject) => {
+    const target = 'socketPath' in endpoint ? { socketPath: endpoint.socketPath } : { host: endpoint.host, port: endpoint.port };
+    const request = http.request(
+      {
+        ...target,
+        method,
+        path: pathName,
+        agent: false,
+        headers: body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => {
+          text += chunk;
+          if (text.length > 4_000_000) request.destroy(new Error('response larger than 4 MB'));
+        });
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
+        response.on('error', reject);
+      },
+    );
+    request.setTimeout(timeoutMs, () => request.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+export async function runSdk2(ctx: AgentContext): Promise<AgentOutcome> {
+  const files = runFiles(ctx.runDir);
+  const port = await freePort();
+  let sdk1Line: string | undefined;
+  const agent = new AgentProcess({
+    command: ctx.session.command({
+      argv: [shellPath(), '-c', ctx.agentCommand],
+      cwd: ctx.agentCwd,
+      env: {
+        ...ctx.env,
+        AGENT_PORT: String(port),
+        EVALUATION_MODE: 'true',
+        FORCE_HTTP_SERVER: '1',
+        PYTHONUNBUFFERED: '1',
+      },
+      exposePort: port,
+    }),
+    stdin: 'ignore',
+    stdoutLog: files.agentStdout,
+    stderrLog: files.agentStderr,
+    maxQueuedLines: 50,
+    onStderr: (chunk) => ctx.emit({ type: 'agent-log', chunk }),
+    onStdout: (chunk) => {
+      if (sdk1Line === undefined) sdk1Line = chunk.split('\n').find((line) => looksLikeSdk1Response(line));
+    },
+  });
+  const endpoint = ctx.session.endpoint(port);
+  const stop = ctx.signal;
+  const gone = (what: string): RunFailure => {
+    if (sdk1Line !== undefined) {
+      return new RunFailure(
+        'agent_error',
+        `protocol mismatch: the agent wrote SDK 1.x JSON on stdout (${sdk1Line.slice(0, 120)}) instead of serving HTTP on AGENT_PORT; run it with --protocol sdk1`,
+      );
+    }
+    const exit = agent.exit;
+    const how = !exit ? 'is still running' : exit.spawnError ? `could not start: ${exit.spawnError.message}` : `exited with ${exit.code !== null ? `code ${exit.code}` : exit.signal}`;
+    const tail = agent.stderrTail.text('…').trim().slice(-500);
+    return new RunFailure('agent_error', `the agent ${how} ${what}${tail ? `; its stderr ends with: ${tail}` : ''}`);
+  };
+  const history = new Map<number, z.infer<typeof HistoryEntrySchema>>();
+  try {
+    // 1. Health: every healthIntervalMs until healthTimeoutMs.
+    const healthDeadline = Date.now() + ctx.limits.healthTimeoutMs;
+    let lastProblem = 'no answer';
+    for (;;) {
+      if (stop.aborted) throw new RunFailure('aborted', 'the run was stopped');
+      if (agent.exit) {
+        throw gone(`before its HTTP server answered /health on AGENT_PORT=${port}; an SDK 1.x agent reads requests on stdin instead (use --protocol sdk1)`);
+      }
+      try {
+        const answer = await httpRequest(endpoint, 'GET', '/health', Math.max(100, ctx.limits.healthIntervalMs * 5));
+        if (answer.status === 200 && answer.body.includes('ok')) break;
+        lastProblem = `HTTP ${answer.status}`;
+      } catch (error) {
+        lastProblem = (error as Error).message;
+      }
+      // A line of SDK 1.x JSON and no HTTP server: no need to wait for the startup timeout.
+      if (sdk1Line !== undefined) throw gone('');
+      if (Date.now() >= healthDeadline) {
+        throw new RunFailure(
+          'agent_error',
+          `the agent did not answer GET /health on AGENT_PORT=${port} within ${ctx.limits.healthTimeoutMs / 1000} s (last: ${lastProblem}); is it an SDK 2.0 agent?`,
+        );
+      }
+      await delay(ctx.limits.healthIntervalMs, undefined, { signal: stop }).catch(() => undefined);
+    }
+    // 2. Start.
+    const startBody = JSON.stringify({
+      instruction: ctx.task.instruction,
+      max_steps: ctx.limits.maxSteps,
+      timeout_secs: Math.max(1, Math.round(ctx.remainingMs() / 1000)),
+    });
+    let started: HttpAnswer;
+    try {
+      started = await httpRequest(endpoint, 'POST', '/start', ctx.limits.startTimeoutMs, startBody);
+    } catch (error) {
+      throw new RunFailure('agent_error', `POST /start failed: ${(error as Error).message}`);
+    }
+    if (started.status !== 200) throw new RunFailure('agent_error', `POST /start answered HTTP ${started.status}: ${started.body.slice(0, 300)}`);
+    // 3. Poll.
+    let errorsInARow = 0;
+    for (;;) {
+      await delay(ctx.limits.pollIntervalMs, undefined, { signal: stop }).catch(() => undefined);
+      if (stop.aborted) throw new RunFailure('aborted', 'the run was stopped');
+      if (ctx.remainingMs() <= 0) {
+        throw new RunFailure('agent_timeout', `the agent did not finish within its time limit of ${Math.round(ctx.limits.agentTimeoutMs / 1000)} s`);
+      }
+      if (agent.exit) throw gone('while the task was running');
+      let status: AgentStatus;
+      try {
+        const answer = await httpRequest(endpoint, 'GET', '/status', ctx.limits.statusTimeoutMs);
+        if (answer.status !== 200) throw new Error(`HTTP ${answer.status}`);
+        const parsed = StatusSchema.safeParse(JSON.parse(answer.body));
+        if (!parsed.success) throw new Error(`field '${parsed.error.issues[0]!.path.join('.')}': ${parsed.error.issues[0]!.message}`);
+        status = parsed.data;
+        errorsInARow = 0;
+      } catch (error) {
+        errorsInARow++;
+        ctx.emit({ type: 'notice', message: `GET /status failed (${errorsInARow}/${ctx.limits.maxConsecutiveErrors}): ${(error as Error).message}` });
+        if (errorsInARow >= ctx.limits.maxConsecutiveErrors) {
+          throw new RunFailure('agent_error', `GET /status failed ${errorsInARow} times in a row (last: ${(error as Error).message})`);
+        }
+        continue;
+      }
+      record(ctx, history, status);
+      const steps = Math.max(status.steps ?? 0, ...history.keys(), 0);
+      if (status.status === 'completed') return { steps, agentCompleted: true };
+      if (status.status === 'failed') {
+        const message = status.error ?? 'the agent reported failure without an error';
+        const failure = new RunFailure(/max steps/i.test(message) ? 'max_steps' : /timeout/i.test(message) ? 'agent_timeout' : 'agent_error', `the agent failed: ${message}`);
+        failure.steps = steps;
+        throw failure;
+      }
+    }
+  } finally {
+    await agent.kill();
+  }
+}
+
+/** Turns history entries not seen before into step events and trajectory entries. */
+function record(ctx: AgentContext, history: Map<number, z.infer<typeof HistoryEntrySchema>>, status: AgentStatus): void {
+  for (const entry of status.history ?? []) {
+    if (history.has(entry.step)) continue;
+    history.set(entry.step, entry);
+    const command = entry.command ?? null;
+    ctx.emit({ type: 'step-started', step: entry.step });
+    if (command !== null) ctx.emit({ type: 'command', step: entry.step, command, cwd: '' });
+    if (entry.output) ctx.emit({ type: 'output', step: entry.step, chunk: entry.output });
+    ctx.emit({ type: 'step-ended', step: entry.step, exitCode: entry.exit_code ?? null, timedOut: false, durationMs: 0 });
+    ctx.trajectory.push({
+      step: entry.step,
+      screen: entry.output ?? null,
+      response: entry,
+      command,
+      cwd: null,
+      exit_code: entry.exit_code ?? null,
+      timed_out: false,
+      duration_ms: null,
+      output_file: null,
+    });
+  }
+}

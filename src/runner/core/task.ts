@@ -1,0 +1,210 @@
+// Term Challenge / Terminal-Bench tasks, in the current layout (task.toml, instruction.md,
+// tests/test.sh, environment/, solution/) and the older one (task.yaml, run-tests.sh + tests/,
+// solution.sh). Both load into one Task; a broken task names the file and the field.
+import { existsSync, promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { z } from 'zod';
+import { parseToml } from './toml.ts';
+import { parseYaml } from './yaml.ts';
+
+export class TaskError extends Error {
+  override name = 'TaskError';
+  readonly file: string;
+  constructor(file: string, detail: string) {
+    super(`${file}: ${detail}`);
+    this.file = file;
+  }
+}
+
+const seconds = z.number().positive();
+
+export const TaskTomlSchema = z.looseObject({
+  version: z.union([z.string(), z.number()]).optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  agent: z.looseObject({ timeout_sec: seconds.optional() }).optional(),
+  verifier: z.looseObject({ timeout_sec: seconds.optional() }).optional(),
+  environment: z.record(z.string(), z.unknown()).optional(),
+});
+
+export const TaskYamlSchema = z.looseObject({
+  instruction: z.string().min(1),
+  difficulty: z.string().optional(),
+  category: z.string().optional(),
+  tags: z.array(z.string()).optional(),
+  max_agent_timeout_sec: seconds.optional(),
+  max_test_timeout_sec: seconds.optional(),
+  run_tests_in_same_shell: z.boolean().optional(),
+});
+
+export interface Task {
+  /** The folder's name. */
+  name: string;
+  dir: string;
+  layout: 'current' | 'legacy';
+  instruction: string;
+  agentTimeoutSec: number;
+  testTimeoutSec: number;
+  /** The folder whose files seed the run's working directory. */
+  environmentDir: string;
+  /** Names (relative to environmentDir) that are not copied: Docker files, tests, solutions. */
+  seedExclude: string[];
+  /** Files staged as the tests folder after the agent finishes. */
+  testsDir: string | undefined;
+  /** The test script, relative to the staged tests folder. */
+  testScript: string;
+  /** A reference solution script, when the task has one. */
+  solutionScript: string | undefined;
+  metadata: Record<string, unknown>;
+}
+
+/** Defaults of the harnesses (Harbor for the current layout, Terminal-Bench for the older one). */
+export const DEFAULT_TIMEOUTS = {
+  current: { agent: 600, test: 600 },
+  legacy: { agent: 360, test: 60 },
+} as const;
+
+const DOCKER_FILES = ['Dockerfile', 'docker-compose.yaml', 'docker-compose.yml', '.dockerignore'];
+
+function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => `field '${issue.path.join('.') || '(top level)'}': ${issue.message}`)
+    .join('; ');
+}
+
+async function readText(file: string): Promise<string> {
+  try {
+    return await fs.readFile(file, 'utf8');
+  } catch (error) {
+    throw new TaskError(file, `cannot read: ${(error as Error).message}`);
+  }
+}
+
+/** Reads, parses and validates a task file; every mistake names the file (and line or field). */
+async function readTaskFile<T>(file: string, parse: (text: string) => unknown, schema: z.ZodType<T>): Promise<T> {
+  const text = await readText(file);
+  let raw: unknown;
+  try {
+    raw = parse(text);
+  } catch (error) {
+    throw new TaskError(file, (error as Error).message);
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) throw new TaskError(file, describeIssues(parsed.error));
+  return parsed.data;
+}
+
+export function isTaskDir(dir: string): boolean {
+  return existsSync(path.join(dir, 'task.toml')) || existsSync(path.join(dir, 'task.yaml'));
+}
+
+export async function loadTask(taskDir: string): Promise<Task> {
+  const dir = path.resolve(taskDir);
+  const name = path.basename(dir);
+  const toml = path.join(dir, 'task.toml');
+  if (existsSync(toml)) return loadCurrent(dir, name, toml);
+  const yaml = path.join(dir, 'task.yaml');
+  if (existsSync(yaml)) return loadLegacy(dir, name, yaml);
+  throw new TaskError(dir, 'not a task: neither task.toml nor task.yaml is there');
+}
+
+async function loadCurrent(dir: string, name: string, file: string): Promise<Task> {
+  const config = await readTaskFile(file, parseToml, TaskTomlSchema);
+  const instructionFile = path.join(dir, 'instruction.md');
+  const instruction = (await readText(instructionFile)).trim();
+  if (instruction === '') throw new TaskError(instructionFile, 'the instruction is empty');
+  const testScript = path.join(dir, 'tests', 'test.sh');
+  if (!existsSync(testScript)) throw new TaskError(testScript, 'missing: the current layout runs tests/test.sh');
+  const solution = path.join(dir, 'solution', 'solve.sh');
+  return {
+    name,
+    dir,
+    layout: 'current',
+    instruction,
+    agentTimeoutSec: config.agent?.timeout_sec ?? DEFAULT_TIMEOUTS.current.agent,
+    testTimeoutSec: config.verifier?.timeout_sec ?? DEFAULT_TIMEOUTS.current.test,
+    environmentDir: path.join(dir, 'environment'),
+    seedExclude: DOCKER_FILES,
+    testsDir: path.join(dir, 'tests'),
+    testScript: 'test.sh',
+    solutionScript: existsSync(solution) ? solution : undefined,
+    metadata: config.metadata ?? {},
+  };
+}
+
+async function loadLegacy(dir: string, name: string, file: string): Promise<Task> {
+  const config = await readTaskFile(file, parseYaml, TaskYamlSchema);
+  const runTests = path.join(dir, 'run-tests.sh');
+  if (!existsSync(runTests)) throw new TaskError(runTests, 'missing: the older layout runs run-tests.sh');
+  const solution = path.join(dir, 'solution.sh');
+  const { instruction, difficulty, category, tags } = config;
+  return {
+    name,
+    dir,
+    layout: 'legacy',
+    instruction: instruction.trim(),
+    agentTimeoutSec: config.max_agent_timeout_sec ?? DEFAULT_TIMEOUTS.legacy.agent,
+    testTimeoutSec: config.max_test_timeout_sec ?? DEFAULT_TIMEOUTS.legacy.test,
+    environmentDir: dir,
+    seedExclude: [...DOCKER_FILES, 'task.yaml', 'solution.sh', 'solution.yaml', 'run-tests.sh', 'tests'],
+    testsDir: existsSync(path.join(dir, 'tests')) ? path.join(dir, 'tests') : undefined,
+    testScript: 'run-tests.sh',
+    solutionScript: existsSync(solution) ? solution : undefined,
+    metadata: { difficulty, category, tags },
+  };
+}
+
+/**
+ * Every task under the given folders (a folder that is a task counts as one), sorted by path.
+ * Broken tasks are returned as errors beside the good ones, so one bad task does not hide the rest.
+ */
+export async function discoverTasks(roots: readonly string[]): Promise<{ tasks: Task[]; errors: TaskError[] }> {
+  const dirs: string[] = [];
+  const walk = async (dir: string, depth: number): Promise<void> => {
+    if (isTaskDir(dir)) {
+      dirs.push(dir);
+      return;
+    }
+    if (depth > 6) return;
+    let entries;
+    try {
+      entries = await fs.readdir(dir, { withFileTypes: true });
+    } catch (error) {
+      throw new TaskError(dir, `cannot read the folder: ${(error as Error).message}`);
+    }
+    for (const entry of entries) {
+      if (entry.isDirectory() && !entry.name.startsWith('.') && entry.name !== 'node_modules') {
+        await walk(path.join(dir, entry.name), depth + 1);
+      }
+    }
+  };
+  for (const root of roots) await walk(path.resolve(root), 0);
+  dirs.sort();
+  const tasks: Task[] = [];
+  const errors: TaskError[] = [];
+  for (const dir of [...new Set(dirs)]) {
+    try {
+      tasks.push(await loadTask(dir));
+    } catch (error) {
+      if (error instanceof TaskError) errors.push(error);
+      else throw error;
+    }
+  }
+  return { tasks, errors };
+}
+
+/** Copies the task's environment files into a fresh working directory (the Dockerfile is not run). */
+export async function seedWorkspace(task: Task, workspace: string): Promise<void> {
+  await fs.mkdir(workspace, { recursive: true });
+  if (!existsSync(task.environmentDir)) return;
+  for (const entry of await fs.readdir(task.environmentDir)) {
+    if (task.seedExclude.includes(entry)) continue;
+    await fs.cp(path.join(task.environmentDir, entry), path.join(workspace, entry), { recursive: true, verbatimSymlinks: true });
+  }
+}
+
+/** Stages the tests (and, in the older layout, run-tests.sh) into the folder the verifier sees. */
+export async function stageTests(task: Task, testsDir: string): Promise<void> {
+  await fs.mkdir(testsDir, { recursive: true });
+  if (task.testsDir) await fs.cp(task.testsDir, testsDir, { recursive: true, verbatimSymlinks: true });
+  if (task.layout === 'legacy') await fs.copyFile(path.join(task.dir, 'run-tests.sh'), path.join(testsDir, 'run-tests.sh'));
+}

@@ -1,0 +1,43 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { cuesFrame, openBelayContainer, openWorkbench, type Workbench } from './lib.ts';
+
+for (const theme of ['dark', 'light'] as const) {
+  describe(`the Belay container (${theme} theme)`, () => {
+    let wb: Workbench;
+    before(async () => {
+      wb = await openWorkbench({ theme });
+    });
+    after(async () => {
+      await wb?.close();
+    });
+
+    test('shows Cues, Tasks and Sessions with honest empty states', async () => {
+      const { page } = wb;
+      await openBelayContainer(page);
+      const headers = page.locator('.sidebar .pane-header h3.title');
+      await headers.filter({ hasText: 'Sessions' }).waitFor();
+      const titles = (await headers.allTextContents()).map((t) => t.trim().toUpperCase());
+      assert.deepEqual(titles, ['CUES', 'TASKS', 'SESSIONS']);
+
+      // The Cues webview rendered its empty state through the typed protocol (ready -> state).
+      const cues = cuesFrame(page);
+      await cues.getByRole('heading', { name: 'No agent is waiting for you' }).waitFor();
+      const mailbox = await cues.locator('.detail code').textContent();
+      assert.match(mailbox ?? '', /\.cue$/, 'the empty state names the mailbox folder');
+
+      // The trees show their welcome content, not fake data.
+      await page.locator('.welcome-view-content', { hasText: 'No tasks yet.' }).waitFor();
+      await page.locator('.welcome-view-content', { hasText: 'No command-block sessions yet.' }).waitFor();
+      await wb.screenshot(`belay-container-${theme}`);
+    });
+
+    test('the Cues webview runs under a strict content security policy', async () => {
+      const csp = await cuesFrame(wb.page).locator('meta[http-equiv="Content-Security-Policy"]').getAttribute('content');
+      assert.ok(csp, 'no CSP meta tag');
+      assert.match(csp, /default-src 'none'/);
+      assert.match(csp, /script-src 'nonce-[A-Za-z0-9+/=]{16,}'/);
+      assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
+    });
+  });
+}

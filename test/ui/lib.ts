@@ -1,0 +1,87 @@
+// Shared set-up for UI tests: a real code-server with Belay under development, a headless browser
+// on its workbench, screenshots into test-results/ui/.
+import type { Page } from 'playwright-core';
+import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import * as path from 'node:path';
+import { startHost, type Host } from '../../scripts/lib/host.ts';
+import { cacheDir, repoRoot, resultsDir } from '../../scripts/lib/paths.ts';
+import { launchBrowser, runPaletteCommand, waitForWorkbench, type Browser } from '../../scripts/lib/workbench.ts';
+
+export interface Workbench {
+  host: Host;
+  browser: Browser;
+  page: Page;
+  workspace: string;
+  screenshot(name: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** The themes' labels in "Preferences: Color Theme". */
+export const themes = { dark: 'Dark Modern', light: 'Light Modern' } as const;
+
+export async function openWorkbench(options: { theme?: keyof typeof themes; settings?: Record<string, unknown> } = {}): Promise<Workbench> {
+  await mkdir(cacheDir, { recursive: true });
+  const workspace = await mkdtemp(path.join(cacheDir, 'ui-ws-'));
+  await cp(path.join(repoRoot, 'demo'), workspace, { recursive: true });
+  const theme = options.theme ?? 'dark';
+  // An Extension Development Host in the browser does not read the server's user settings:
+  // the test's settings go into the workspace.
+  if (options.settings) {
+    await mkdir(path.join(workspace, '.vscode'), { recursive: true });
+    await writeFile(path.join(workspace, '.vscode', 'settings.json'), JSON.stringify(options.settings, null, 2));
+  }
+  const host = await startHost({ folder: workspace });
+  const browser = await launchBrowser({ colorScheme: theme });
+  const page = await browser.context.newPage();
+  await page.goto(host.url(workspace, [['extensionDevelopmentPath', host.remoteUri(repoRoot)]]));
+  await waitForWorkbench(page);
+  await setColorTheme(page, theme);
+  const shots = path.join(resultsDir, 'ui');
+  await mkdir(shots, { recursive: true });
+  return {
+    host,
+    browser,
+    page,
+    workspace,
+    async screenshot(name) {
+      await page.mouse.move(900, 700); // no hover tooltip in the picture
+      await page.locator('.monaco-hover:visible').waitFor({ state: 'detached', timeout: 5_000 }).catch(() => undefined);
+      const file = path.join(shots, `${name}.png`);
+      await page.screenshot({ path: file });
+      return file;
+    },
+    async close() {
+      await browser.close();
+      await host.stop();
+      await rm(workspace, { recursive: true, force: true });
+      await rm(host.stateDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Picks the colour theme the way a person does, through "Preferences: Color Theme". (An Extension
+ * Development Host in the browser starts in Light+ whatever the settings say.)
+ */
+export async function setColorTheme(page: Page, theme: keyof typeof themes): Promise<void> {
+  const cssClass = theme === 'dark' ? 'vs-dark' : 'vs';
+  const isApplied = () => page.evaluate((c) => document.querySelector('.monaco-workbench')?.classList.contains(c) ?? false, cssClass);
+  await runPaletteCommand(page, 'Preferences: Color Theme');
+  const input = page.locator('.quick-input-widget input.input');
+  await input.fill(themes[theme]);
+  await page.locator(`.quick-input-widget .monaco-list-row[aria-label^="${themes[theme]}"]`).first().waitFor();
+  await page.keyboard.press('Enter');
+  await page.waitForFunction((c) => document.querySelector('.monaco-workbench')?.classList.contains(c), cssClass);
+  if (!(await isApplied())) throw new Error(`theme ${themes[theme]} was not applied`);
+}
+
+/** Opens the Belay container from the activity bar. */
+export async function openBelayContainer(page: Page): Promise<void> {
+  await page.locator('.activitybar .action-item a[aria-label^="Belay"], .activitybar .action-label[aria-label^="Belay"]').first().click();
+  await page.locator('.sidebar .composite.title h2', { hasText: /belay/i }).waitFor();
+}
+
+/** The Cues webview's document (two nested iframes). */
+export function cuesFrame(page: Page) {
+  return page.frameLocator('iframe.webview.ready').first().frameLocator('#active-frame');
+}

@@ -1,0 +1,84 @@
+// Shared by the runner tests: fixture paths, temporary folders, the backends, orphan checks.
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { localBackend, sandboxBackend, type Backend } from '../../../src/runner/core/backend.ts';
+import type { RunEvent } from '../../../src/runner/core/events.ts';
+import type { RunLimits } from '../../../src/runner/core/protocol.ts';
+import { runTask, type RunTaskOptions } from '../../../src/runner/core/run.ts';
+import { loadTask } from '../../../src/runner/core/task.ts';
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+export const fixtures = path.join(repoRoot, 'test', 'fixtures', 'runner');
+export const taskDir = (name: string) => path.join(fixtures, 'tasks', name);
+export const agentFile = (name: string) => path.join(fixtures, 'agents', name);
+/** The shell command that runs a fixture agent with this Node (22). */
+export const nodeAgent = (name: string) => `'${process.execPath}' '${agentFile(name)}'`;
+
+export function tempDir(prefix = 'belay-runner-'): { dir: string; remove: () => void } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+let sandbox: Promise<Backend | Error> | undefined;
+/** The sandbox backend, or the reason it cannot run here (probed once per test file). */
+export function sandboxOrReason(): Promise<Backend | Error> {
+  sandbox ??= sandboxBackend({ readable: [repoRoot] }).catch((error: Error) => error);
+  return sandbox;
+}
+
+export const backends: { name: 'local' | 'sandbox'; get: () => Promise<Backend | Error> }[] = [
+  { name: 'local', get: async () => localBackend() },
+  { name: 'sandbox', get: sandboxOrReason },
+];
+
+/** Short limits so that failures come fast in tests. */
+export const fastLimits: Partial<RunLimits> = {
+  silenceTimeoutMs: 10_000,
+  commandTimeoutMs: 20_000,
+  agentTimeoutMs: 60_000,
+  mismatchProbeMs: 1_000,
+  healthTimeoutMs: 5_000,
+};
+
+export async function runFixture(
+  backend: Backend,
+  runsDir: string,
+  agent: string,
+  options: Partial<RunTaskOptions> & { taskName?: string } = {},
+): Promise<{ result: Awaited<ReturnType<typeof runTask>>; events: RunEvent[] }> {
+  const events: RunEvent[] = [];
+  // Output chunks are kept up to a point: the flood test measures the harness, not this list.
+  let outputKept = 0;
+  const task = options.task ?? (await loadTask(taskDir(options.taskName ?? 'hello')));
+  const result = await runTask({
+    task,
+    agentCommand: agent,
+    agentCwd: repoRoot,
+    protocol: 'sdk1',
+    backend,
+    runsDir,
+    ...options,
+    limits: { ...fastLimits, ...options.limits },
+    onEvent: (event) => {
+      if (event.type !== 'output' || (outputKept += event.chunk.length) < 1_000_000) events.push(event);
+      options.onEvent?.(event);
+    },
+  });
+  return { result, events };
+}
+
+/** Processes whose command line contains `token` (Linux /proc). */
+export function processesWith(token: string): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      if (cmdline.includes(token) && Number(pid) !== process.pid) found.push(`${pid}: ${cmdline}`);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
