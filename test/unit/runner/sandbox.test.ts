@@ -7,6 +7,8 @@ import { localBackend, sandboxBackend, SandboxUnavailableError } from '../../../
 import { runFiles } from '../../../src/runner/core/records.ts';
 import { fixtures, nodeAgent, runFixture, sandboxOrReason, tempDir } from './helpers.ts';
 
+// Resolved before any test is registered: node:test runs root hooks early after a top-level await.
+const sandbox = await sandboxOrReason();
 const tmp = tempDir();
 after(() => tmp.remove());
 
@@ -21,7 +23,6 @@ describe('sandbox availability', () => {
   });
 });
 
-const sandbox = await sandboxOrReason();
 describe('sandbox isolation', { skip: sandbox instanceof Error ? sandbox.message : false }, () => {
   it('blocks writes outside /app and the network, for the agent and for its commands', async () => {
     const backend = sandbox as Exclude<typeof sandbox, Error>;

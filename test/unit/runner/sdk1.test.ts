@@ -8,6 +8,8 @@ import { readResult, runFiles } from '../../../src/runner/core/records.ts';
 import { parseSdk1Response, Sdk1RequestSchema } from '../../../src/runner/core/sdk1.ts';
 import { backends, nodeAgent, processesWith, runFixture, tempDir } from './helpers.ts';
 
+// Resolved before any test is registered: node:test runs root hooks early after a top-level await.
+const available = await Promise.all(backends.map(async (b) => ({ ...b, backend: await b.get() })));
 const tmp = tempDir();
 after(() => tmp.remove());
 
@@ -38,7 +40,6 @@ describe('SDK 1.x responses', () => {
   });
 });
 
-const available = await Promise.all(backends.map(async (b) => ({ ...b, backend: await b.get() })));
 
 for (const { name, backend } of available) {
   const skip = backend instanceof Error ? `${backend.message}` : false;

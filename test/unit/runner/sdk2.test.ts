@@ -6,6 +6,8 @@ import { runFiles } from '../../../src/runner/core/records.ts';
 import { freePort, httpRequest, StatusSchema } from '../../../src/runner/core/sdk2.ts';
 import { backends, nodeAgent, runFixture, tempDir } from './helpers.ts';
 
+// Resolved before any test is registered: node:test runs root hooks early after a top-level await.
+const available = await Promise.all(backends.map(async (b) => ({ ...b, backend: await b.get() })));
 const tmp = tempDir();
 after(() => tmp.remove());
 
@@ -22,7 +24,6 @@ describe('SDK 2.0 status schema', () => {
   });
 });
 
-const available = await Promise.all(backends.map(async (b) => ({ ...b, backend: await b.get() })));
 
 for (const { name, backend } of available) {
   describe(`SDK 2.0 runs (${name} backend)`, { skip: backend instanceof Error ? backend.message : false }, () => {
