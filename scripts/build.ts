@@ -1,19 +1,22 @@
 // The one build: every bundle Belay ships (extension, language server, webview apps, command
 // lines) and, with --tests, the bundles that run inside the VS Code extension host.
 import * as esbuild from 'esbuild';
-import { chmod, copyFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { repoRoot } from './lib/paths.ts';
 
-const args = new Set(process.argv.slice(2));
+const argv = process.argv.slice(2);
+const args = new Set(argv);
 const watch = args.has('--watch');
 const withTests = args.has('--tests') || watch;
 const production = args.has('--production');
+// --dist DIR: where the shipped bundles go (packaging builds into a staging folder).
+const distArg = argv.indexOf('--dist');
 
 const pkg = JSON.parse(await readFile(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string };
 const define = { BELAY_VERSION: JSON.stringify(pkg.version) };
-const dist = path.join(repoRoot, 'dist');
+const dist = distArg >= 0 && argv[distArg + 1] ? path.resolve(argv[distArg + 1]!) : path.join(repoRoot, 'dist');
 const out = path.join(repoRoot, 'out');
 
 const nodeCommon: esbuild.BuildOptions = {
@@ -79,6 +82,14 @@ if (withTests) {
     outdir: path.join(out, 'test', 'host'),
     external: ['vscode', 'mocha'],
   });
+  builds.push({
+    ...nodeCommon,
+    sourcemap: false,
+    minify: false,
+    entryPoints: { activation: 'bench/host/activation.ts' },
+    outdir: path.join(out, 'bench'),
+    external: ['vscode'],
+  });
 }
 
 /** Each folder under src/webviews/ with a main.ts is one webview app: dist/webviews/<name>.js. */
@@ -111,6 +122,7 @@ async function afterBuild(): Promise<void> {
 }
 
 const started = performance.now();
+if (production) await rm(dist, { recursive: true, force: true });
 await mkdir(dist, { recursive: true });
 const active = builds.filter((b) => Object.keys(b.entryPoints as Record<string, string>).length > 0);
 if (watch) {

@@ -3,9 +3,9 @@
 // solution.sh). Both load into one Task; a broken task names the file and the field.
 import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
+import { parse as parseTomlDocument, TomlError } from 'smol-toml';
+import { parse as parseYamlDocument, YAMLError } from 'yaml';
 import { z } from 'zod';
-import { parseToml } from './toml.ts';
-import { parseYaml } from './yaml.ts';
 
 export class TaskError extends Error {
   override name = 'TaskError';
@@ -79,6 +79,34 @@ async function readText(file: string): Promise<string> {
   }
 }
 
+/** The first line of a parser's message, without the snippet the libraries append. */
+function firstLine(message: string): string {
+  return (message.split('\n')[0] ?? '').trim();
+}
+
+/** Parses task.toml; a syntax error says the line and column, then what was wrong. */
+export function parseTaskToml(text: string): unknown {
+  try {
+    return parseTomlDocument(text);
+  } catch (error) {
+    if (!(error instanceof TomlError)) throw error;
+    const what = firstLine(error.message).replace(/^Invalid TOML document:\s*/, '');
+    throw new Error(`line ${error.line}, column ${error.column}: ${what}`);
+  }
+}
+
+/** Parses task.yaml (one document, unique keys); a syntax error says the line and column. */
+export function parseTaskYaml(text: string): unknown {
+  try {
+    return parseYamlDocument(text, { uniqueKeys: true, maxAliasCount: 50 });
+  } catch (error) {
+    if (!(error instanceof YAMLError)) throw error;
+    const at = error.linePos?.[0];
+    const what = firstLine(error.message).replace(/ at line \d+, column \d+:?$/, '');
+    throw new Error(at ? `line ${at.line}, column ${at.col}: ${what}` : what);
+  }
+}
+
 /** Reads, parses and validates a task file; every mistake names the file (and line or field). */
 async function readTaskFile<T>(file: string, parse: (text: string) => unknown, schema: z.ZodType<T>): Promise<T> {
   const text = await readText(file);
@@ -108,7 +136,7 @@ export async function loadTask(taskDir: string): Promise<Task> {
 }
 
 async function loadCurrent(dir: string, name: string, file: string): Promise<Task> {
-  const config = await readTaskFile(file, parseToml, TaskTomlSchema);
+  const config = await readTaskFile(file, parseTaskToml, TaskTomlSchema);
   const instructionFile = path.join(dir, 'instruction.md');
   const instruction = (await readText(instructionFile)).trim();
   if (instruction === '') throw new TaskError(instructionFile, 'the instruction is empty');
@@ -132,7 +160,7 @@ async function loadCurrent(dir: string, name: string, file: string): Promise<Tas
 }
 
 async function loadLegacy(dir: string, name: string, file: string): Promise<Task> {
-  const config = await readTaskFile(file, parseYaml, TaskYamlSchema);
+  const config = await readTaskFile(file, parseTaskYaml, TaskYamlSchema);
   const runTests = path.join(dir, 'run-tests.sh');
   if (!existsSync(runTests)) throw new TaskError(runTests, 'missing: the older layout runs run-tests.sh');
   const solution = path.join(dir, 'solution.sh');

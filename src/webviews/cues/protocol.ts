@@ -1,11 +1,82 @@
 // The Cues webview's message protocol, shared by the extension host and the webview app.
-// Every message is parsed with these schemas where it arrives.
+// Every message is parsed with these schemas where it arrives (host: toHostSchema; app:
+// toWebviewSchema). The app says `ready` first; the host queues what it sends until then.
 import { z } from 'zod';
+
+/** Largest pasted image the host accepts, in base64 characters (about 15 MB of image). */
+export const MAX_PASTE_BASE64 = 20_000_000;
+
+/** What a payload asks for, in the shape the UI draws (labels already resolved by the host). */
+export const uiPayloadSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('none') }),
+  z.object({ kind: z.literal('invalid'), warning: z.string() }),
+  z.object({ kind: z.literal('choice'), options: z.array(z.string()), multiple: z.boolean() }),
+  z.object({ kind: z.literal('confirm'), text: z.string(), confirmLabel: z.string(), cancelLabel: z.string() }),
+  z.object({ kind: z.literal('pause'), text: z.string(), confirmLabel: z.string() }),
+  z.object({
+    kind: z.literal('form'),
+    fields: z.array(z.object({ label: z.string(), options: z.array(z.string()), multiple: z.boolean() })),
+  }),
+]);
+export type UiPayload = z.infer<typeof uiPayloadSchema>;
+
+/**
+ * pending: waiting for the human; expired: pending but older than the CLI waits (600 s), so nobody
+ * reads an answer any more; answered / cancelled / timeout: has a response; closed: ended elsewhere.
+ */
+export const cueStateSchema = z.enum(['pending', 'expired', 'answered', 'cancelled', 'timeout', 'closed']);
+export type CueState = z.infer<typeof cueStateSchema>;
+
+export const uiCueSchema = z.object({
+  requestId: z.string(),
+  agentId: z.string(),
+  prompt: z.string(),
+  payload: uiPayloadSchema,
+  createdAtMs: z.number().optional(),
+  state: cueStateSchema,
+  response: z
+    .object({
+      text: z.string(),
+      files: z.array(z.string()),
+      atMs: z.number().optional(),
+    })
+    .optional(),
+});
+export type UiCue = z.infer<typeof uiCueSchema>;
+
+export const uiAgentSchema = z.object({
+  agentId: z.string(),
+  runtime: z.string().optional(),
+  projectDir: z.string().optional(),
+  terminal: z.string().optional(),
+  lastActivityMs: z.number().optional(),
+  pendingCount: z.number(),
+  /** A reply waiting for this agent's next cue. */
+  queued: z.string().optional(),
+});
+export type UiAgent = z.infer<typeof uiAgentSchema>;
+
+/** The human's answer as the UI gathered it; the host turns it into the core's answer text. */
+export const selectionSchema = z.object({
+  text: z.string().optional(),
+  choices: z.array(z.string()).optional(),
+  confirm: z.boolean().optional(),
+  fields: z.array(z.tuple([z.string(), z.string()])).optional(),
+});
+export type UiSelection = z.infer<typeof selectionSchema>;
 
 /** Webview -> host. */
 export const toHostSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ready') }),
-  z.object({ type: z.literal('command'), command: z.enum(['belay.showLog', 'belay.openSettings']) }),
+  z.object({ type: z.literal('command'), command: z.enum(['belay.showLog', 'belay.openSettings', 'belay.cues.copyInstructions']) }),
+  /** Attachment ids come from `attachments` messages: the webview never names a path. */
+  z.object({ type: z.literal('answer'), requestId: z.string(), selection: selectionSchema, attachments: z.array(z.string()) }),
+  z.object({ type: z.literal('cancel'), requestId: z.string() }),
+  z.object({ type: z.literal('pickFiles'), requestId: z.string() }),
+  z.object({ type: z.literal('pasteImage'), requestId: z.string(), mime: z.string(), dataBase64: z.string().max(MAX_PASTE_BASE64) }),
+  /** An empty text removes the queued reply. */
+  z.object({ type: z.literal('queue'), agentId: z.string(), text: z.string() }),
+  z.object({ type: z.literal('openLink'), url: z.string() }),
 ]);
 export type ToHost = z.infer<typeof toHostSchema>;
 
@@ -13,9 +84,22 @@ export type ToHost = z.infer<typeof toHostSchema>;
 export const toWebviewSchema = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('state'),
-    /** Where the mailbox is, for the empty state's explanation. */
+    /** Where the mailbox is. */
     mailbox: z.string(),
     trusted: z.boolean(),
+    /** Why the mailbox cannot be read, with what to do. */
+    error: z.string().optional(),
+    /** The host's clock when the state was read, to run "waiting" timers without skew. */
+    nowMs: z.number(),
+    /** How long `cueme cue` waits; older pending cues are expired. */
+    expireAfterMs: z.number(),
+    pending: z.array(uiCueSchema),
+    agents: z.array(uiAgentSchema),
+    /** Answered and ended cues, oldest first. */
+    history: z.array(uiCueSchema),
   }),
+  z.object({ type: z.literal('attachments'), requestId: z.string(), files: z.array(z.object({ id: z.string(), name: z.string() })) }),
+  z.object({ type: z.literal('result'), requestId: z.string(), ok: z.boolean(), message: z.string().optional() }),
+  z.object({ type: z.literal('focus'), requestId: z.string() }),
 ]);
 export type ToWebview = z.infer<typeof toWebviewSchema>;

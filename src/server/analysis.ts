@@ -1,0 +1,237 @@
+// What the language server knows about one answer document: its blocks, the problems it would
+// meet if applied now (the core's own planning, so the editor, `belay blocks apply` and these
+// diagnostics agree), its outline, folds and CodeLenses. No LSP connection here: plain data in
+// LSP shapes, so it is tested and benchmarked without any editor.
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import type { CodeLens, Diagnostic, DocumentSymbol, FoldingRange, Range } from 'vscode-languageserver';
+import { blockKeys, changesWorkspace } from '../blocks/blockKey.ts';
+import { answerTarget, isOutboxDocument, repliedOutboxTime, type AnswerTarget } from '../blocks/core/answerTarget.ts';
+import { AnswerState, planCommand, type Plan } from '../blocks/core/executor.ts';
+import { parseAnswer } from '../blocks/core/parser.ts';
+import { SECTION } from '../blocks/core/protocol.ts';
+import { openWorkspace, type Workspace } from '../blocks/core/sandbox.ts';
+import type { Command, ParseResult } from '../blocks/core/syntax.ts';
+import { LENS_COMMANDS, type ServerSettings } from './protocol.ts';
+
+// LSP enumerations as numbers: this module stays free of the server library's runtime.
+const ERROR = 1;
+const WARNING = 2;
+const SYMBOL_FILE = 1;
+const SYMBOL_EVENT = 24;
+const SYMBOL_STRING = 15;
+const SYMBOL_NAMESPACE = 3;
+
+export interface Analysis {
+  uri: string;
+  /** An outbox: its blocks are the protocol's examples, shown and never applied. */
+  outbox: boolean;
+  parsed: ParseResult;
+  keys: string[];
+  target: AnswerTarget | undefined;
+  workspace: Workspace | undefined;
+  diagnostics: Diagnostic[];
+  lenses: CodeLens[];
+}
+
+export interface AnalyzeInput {
+  uri: string;
+  text: string;
+  /** The file behind the document, when it is one. */
+  documentPath: string | undefined;
+  settings: ServerSettings;
+}
+
+const EMPTY: ParseResult = { commands: [], errors: [] };
+
+export async function analyze(input: AnalyzeInput): Promise<Analysis> {
+  const { uri, text, documentPath, settings } = input;
+  if (isOutboxDocument(text, documentPath)) {
+    return { uri, outbox: true, parsed: EMPTY, keys: [], target: undefined, workspace: undefined, diagnostics: [], lenses: [] };
+  }
+  const parsed = parseAnswer(text);
+  const keys = blockKeys(parsed.commands);
+  const target = await answerTarget(documentPath, settings.workspaceFolders, settings.sessionRoot);
+  let workspace: Workspace | undefined;
+  try {
+    workspace = target ? await openWorkspace(target.workspace) : undefined;
+  } catch {
+    workspace = undefined;
+  }
+  const diagnostics: Diagnostic[] = parsed.errors.map((error) => ({
+    range: error.range,
+    severity: ERROR,
+    source: 'belay',
+    code: error.code,
+    message: error.message,
+  }));
+  if (workspace) diagnostics.push(...(await planDiagnostics(workspace, parsed.commands, target!, documentPath)));
+  else if (parsed.commands.length > 0) {
+    const first = parsed.commands[0]!;
+    diagnostics.push({
+      range: first.openTag.range,
+      severity: WARNING,
+      source: 'belay',
+      message: target ? `The folder these blocks act on, ${target.workspace}, does not exist` : 'Open a folder: command blocks act on the workspace folder',
+    });
+  }
+  return { uri, outbox: false, parsed, keys, target, workspace, diagnostics, lenses: codeLenses(uri, parsed.commands, keys) };
+}
+
+/** Plans the whole answer as `belay blocks apply` would run it, touching nothing, and reports what would fail. */
+async function planDiagnostics(workspace: Workspace, commands: readonly Command[], target: AnswerTarget, documentPath: string | undefined): Promise<Diagnostic[]> {
+  const diagnostics: Diagnostic[] = [];
+  const state = new AnswerState({ simulate: true, cacheFolders: true });
+  const firstEdits: Array<{ command: Command; real: string }> = [];
+  for (const command of commands) {
+    const plan = await planCommand(workspace, command, state);
+    if (plan.kind === 'fail') {
+      diagnostics.push({ range: failureRange(command, plan.result.summary), severity: ERROR, source: 'belay', message: plan.result.summary });
+    } else if (plan.kind === 'write' && command.type === 'EDIT_FILE') {
+      if (plan.result.summary.includes('is past the end of the file')) {
+        const end = command.attributes.find((a) => a.name.toLowerCase() === 'end_line');
+        diagnostics.push({ range: end?.valueRange ?? command.openTag.range, severity: WARNING, source: 'belay', message: plan.result.summary });
+      }
+      if (state.history(plan.target.real) === undefined && state.simulated(plan.target.real) === undefined) firstEdits.push({ command, real: plan.target.real });
+    }
+    state.record(plan);
+    if (plan.kind === 'run') state.folders?.clear();
+  }
+  if (firstEdits.length > 0 && target.sessionRoot !== undefined) {
+    let answerMtime: number | undefined;
+    if (documentPath !== undefined) answerMtime = await fs.stat(documentPath).then((s) => s.mtimeMs, () => undefined);
+    const outbox = await repliedOutboxTime(target.sessionRoot, answerMtime);
+    if (outbox) {
+      for (const { command, real } of firstEdits) {
+        const mtime = await fs.stat(real).then((s) => s.mtimeMs, () => undefined);
+        if (mtime !== undefined && mtime > outbox.mtimeMs) {
+          diagnostics.push({
+            range: command.openTag.range,
+            severity: WARNING,
+            source: 'belay',
+            code: 'stale',
+            message: `'${(command as { path: string }).path}' changed after ${path.basename(outbox.file)} was written: these line numbers may no longer point at the lines the LLM saw`,
+          });
+        }
+      }
+    }
+  }
+  return diagnostics;
+}
+
+function attributeRange(command: Command, name: string): Range | undefined {
+  return command.attributes.find((a) => a.name.toLowerCase() === name)?.valueRange;
+}
+
+/** The spot a planning failure is about: the path, the line numbers, or the tag. */
+function failureRange(command: Command, summary: string): Range {
+  if (/line range|overlap/i.test(summary)) {
+    const start = attributeRange(command, 'start_line');
+    const end = attributeRange(command, 'end_line');
+    if (start && end) return { start: start.start, end: end.end };
+  }
+  return attributeRange(command, 'path') ?? command.openTag.range;
+}
+
+/** Whether a plan the analysis made for a command failed: used by the editor before applying. */
+export function planFailed(plan: Plan): boolean {
+  return plan.kind === 'fail';
+}
+
+function lineRange(command: Command): Range {
+  return command.openTag.range;
+}
+
+/** Apply / Preview / Run above each block; Apply All and Preview All above the first. */
+export function codeLenses(uri: string, commands: readonly Command[], keys: readonly string[]): CodeLens[] {
+  const lenses: CodeLens[] = [];
+  const applicable = commands.filter(changesWorkspace).length;
+  if (commands.length > 0) {
+    const top: Range = { start: { line: commands[0]!.range.start.line, character: 0 }, end: { line: commands[0]!.range.start.line, character: 0 } };
+    lenses.push({ range: top, command: { title: `Apply All (${applicable})`, command: LENS_COMMANDS.applyAll, arguments: [uri] } });
+    lenses.push({ range: top, command: { title: 'Preview All', command: LENS_COMMANDS.previewAll, arguments: [uri] } });
+  }
+  for (let i = 0; i < commands.length; i++) {
+    const command = commands[i]!;
+    const args = [uri, command.openTag.range.start.line, keys[i]!];
+    const range = lineRange(command);
+    switch (command.type) {
+      case 'CREATE_FILE':
+      case 'EDIT_FILE':
+      case 'DELETE_FILE':
+        lenses.push({ range, command: { title: 'Apply', command: LENS_COMMANDS.apply, arguments: args } });
+        lenses.push({ range, command: { title: 'Preview', command: LENS_COMMANDS.preview, arguments: args } });
+        break;
+      case 'RUN_COMMAND':
+        lenses.push({ range, command: { title: 'Run', command: LENS_COMMANDS.run, arguments: args } });
+        break;
+      case 'READ_FILE':
+        lenses.push({ range, command: { title: 'Open File', command: LENS_COMMANDS.open, arguments: args } });
+        break;
+      case 'MESSAGE':
+        lenses.push({ range, command: { title: 'Show Message', command: LENS_COMMANDS.show, arguments: args } });
+        break;
+      case 'DONE':
+        lenses.push({ range, command: { title: 'Task Done', command: LENS_COMMANDS.show, arguments: args } });
+        break;
+    }
+  }
+  return lenses;
+}
+
+function describe(command: Command): string {
+  switch (command.type) {
+    case 'CREATE_FILE':
+    case 'DELETE_FILE':
+    case 'READ_FILE':
+      return `${command.type} ${command.path}`;
+    case 'EDIT_FILE':
+      return `EDIT_FILE ${command.path} ${command.startLine}-${command.endLine}`;
+    default: {
+      const first = command.body.text.split('\n', 1)[0] ?? '';
+      return `${command.type} ${first.length > 60 ? `${first.slice(0, 57)}...` : first}`.trimEnd();
+    }
+  }
+}
+
+/** The outline: one symbol per block, or per section for an outbox. */
+export function documentSymbols(analysis: Analysis, text: string): DocumentSymbol[] {
+  if (analysis.outbox) return sectionSymbols(text);
+  return analysis.parsed.commands.map((command) => ({
+    name: describe(command),
+    kind: command.type === 'RUN_COMMAND' ? SYMBOL_EVENT : command.type === 'MESSAGE' || command.type === 'DONE' ? SYMBOL_STRING : SYMBOL_FILE,
+    range: command.range,
+    selectionRange: command.openTag.range,
+  }));
+}
+
+function sections(text: string): Array<{ name: string; start: number; end: number; width: number }> {
+  const markers = new Set<string>(Object.values(SECTION));
+  const lines = text.split(/\r\n|\r|\n/);
+  const found: Array<{ name: string; start: number; end: number; width: number }> = [];
+  lines.forEach((line, i) => {
+    if (markers.has(line.trim())) {
+      const last = found.at(-1);
+      if (last) last.end = i - 1;
+      found.push({ name: line.trim().replace(/=/g, '').trim(), start: i, end: lines.length - 1, width: line.length });
+    }
+  });
+  return found;
+}
+
+function sectionSymbols(text: string): DocumentSymbol[] {
+  return sections(text).map((s) => ({
+    name: s.name,
+    kind: SYMBOL_NAMESPACE,
+    range: { start: { line: s.start, character: 0 }, end: { line: s.end, character: 0 } },
+    selectionRange: { start: { line: s.start, character: 0 }, end: { line: s.start, character: s.width } },
+  }));
+}
+
+/** One fold per block of more than one line (per section in an outbox). */
+export function foldingRanges(analysis: Analysis, text: string): FoldingRange[] {
+  if (analysis.outbox) return sections(text).filter((s) => s.end > s.start).map((s) => ({ startLine: s.start, endLine: s.end, kind: 'region' }));
+  return analysis.parsed.commands
+    .filter((c) => c.range.end.line > c.range.start.line)
+    .map((c) => ({ startLine: c.range.start.line, endLine: c.range.end.line, kind: 'region' }));
+}

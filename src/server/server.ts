@@ -1,0 +1,109 @@
+// Belay's language server for CodingAgent documents, over any LSP connection (IPC in the editor,
+// an in-process stream pair in the tests).
+import { fileURLToPath } from 'node:url';
+import { CodeLensRefreshRequest, TextDocuments, TextDocumentSyncKind, type Connection } from 'vscode-languageserver';
+import { TextDocument } from 'vscode-languageserver-textdocument';
+import { analyze, documentSymbols, foldingRanges, type Analysis } from './analysis.ts';
+import { complete, hover, ListingCache } from './assist.ts';
+import { REFRESH_NOTIFICATION, SETTINGS_NOTIFICATION, settingsSchema, type ServerSettings } from './protocol.ts';
+
+/** How long after the last keystroke diagnostics are recomputed. */
+const SETTLE_MS = 150;
+
+export function startServer(connection: Connection): void {
+  const documents = new TextDocuments(TextDocument);
+  let settings: ServerSettings = { workspaceFolders: [], sessionRoot: '.belay/agent' };
+  const analyses = new Map<string, { version: number; analysis: Promise<Analysis> }>();
+  const timers = new Map<string, NodeJS.Timeout>();
+  const listings = new ListingCache();
+
+  const filePath = (uri: string) => (uri.startsWith('file:') ? fileURLToPath(uri) : undefined);
+
+  /** The analysis of the document's current version, computed once per version. */
+  function analysisOf(document: TextDocument): Promise<Analysis> {
+    const cached = analyses.get(document.uri);
+    if (cached && cached.version === document.version) return cached.analysis;
+    const analysis = analyze({ uri: document.uri, text: document.getText(), documentPath: filePath(document.uri), settings });
+    analyses.set(document.uri, { version: document.version, analysis });
+    return analysis;
+  }
+
+  async function publish(document: TextDocument): Promise<void> {
+    const analysis = await analysisOf(document);
+    if (documents.get(document.uri)?.version !== document.version) return;
+    await connection.sendDiagnostics({ uri: document.uri, version: document.version, diagnostics: analysis.diagnostics });
+  }
+
+  function schedule(document: TextDocument, delay = SETTLE_MS): void {
+    clearTimeout(timers.get(document.uri));
+    timers.set(
+      document.uri,
+      setTimeout(() => {
+        timers.delete(document.uri);
+        publish(document).catch((error: unknown) => connection.console.error(`diagnostics failed: ${String(error)}`));
+      }, delay),
+    );
+  }
+
+  /** Files or settings changed: every open answer is analysed again. */
+  function reanalyseAll(): void {
+    analyses.clear();
+    listings.clear();
+    for (const document of documents.all()) schedule(document, 50);
+    void connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
+  }
+
+  connection.onInitialize((params) => {
+    const options = settingsSchema.safeParse(params.initializationOptions);
+    if (options.success) settings = options.data;
+    return {
+      capabilities: {
+        textDocumentSync: TextDocumentSyncKind.Incremental,
+        completionProvider: { triggerCharacters: ['[', '"', "'", '/', ' '] },
+        hoverProvider: true,
+        documentSymbolProvider: true,
+        foldingRangeProvider: true,
+        codeLensProvider: { resolveProvider: false },
+      },
+      serverInfo: { name: 'Belay CodingAgent' },
+    };
+  });
+
+  connection.onNotification(SETTINGS_NOTIFICATION, (params: unknown) => {
+    const parsed = settingsSchema.safeParse(params);
+    if (!parsed.success) return;
+    settings = parsed.data;
+    reanalyseAll();
+  });
+  connection.onNotification(REFRESH_NOTIFICATION, () => {
+    void connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
+  });
+  connection.onDidChangeWatchedFiles(() => reanalyseAll());
+
+  documents.onDidOpen((e) => schedule(e.document, 0));
+  documents.onDidChangeContent((e) => schedule(e.document));
+  documents.onDidClose((e) => {
+    clearTimeout(timers.get(e.document.uri));
+    timers.delete(e.document.uri);
+    analyses.delete(e.document.uri);
+    void connection.sendDiagnostics({ uri: e.document.uri, diagnostics: [] });
+  });
+
+  const withDocument = <T>(uri: string, fallback: T, work: (document: TextDocument, analysis: Analysis) => Promise<T> | T): Promise<T> | T => {
+    const document = documents.get(uri);
+    if (!document) return fallback;
+    return analysisOf(document).then((analysis) => work(document, analysis));
+  };
+
+  connection.onCodeLens((params) => withDocument(params.textDocument.uri, [], (_d, analysis) => analysis.lenses));
+  connection.onDocumentSymbol((params) => withDocument(params.textDocument.uri, [], (document, analysis) => documentSymbols(analysis, document.getText())));
+  connection.onFoldingRanges((params) => withDocument(params.textDocument.uri, [], (document, analysis) => foldingRanges(analysis, document.getText())));
+  connection.onCompletion((params) => withDocument(params.textDocument.uri, [], (document, analysis) => complete(analysis, document.getText(), params.position, listings)));
+  connection.onHover((params) => withDocument(params.textDocument.uri, null, (_d, analysis) => hover(analysis, params.position)));
+
+  documents.listen(connection);
+  connection.onShutdown(() => {
+    for (const timer of timers.values()) clearTimeout(timer);
+    timers.clear();
+  });
+}
