@@ -4,7 +4,16 @@ import { z } from 'zod';
 /** Belay's settings as one typed, validated object; invalid values fall back to the defaults. */
 const settingsSchema = z.object({
   cuesHome: z.string().catch(''),
+  cuesNotifications: z.boolean().catch(true),
+  cuesTerminalPath: z.boolean().catch(true),
   sessionRoot: z.string().min(1).catch('.belay/agent'),
+  // The task runner: agent lists are validated entry by entry in src/runner/agents.ts.
+  agents: z.unknown(),
+  microAgents: z.unknown(),
+  runnerBackend: z.enum(['sandbox', 'local']).catch('sandbox'),
+  runnerConcurrency: z.number().int().min(1).max(16).catch(2),
+  runnerRunsDir: z.string().min(1).catch('.belay/runs'),
+  runnerMaxSteps: z.number().int().positive().catch(200),
 });
 export type Settings = z.infer<typeof settingsSchema>;
 
@@ -32,7 +41,15 @@ export class Config implements vscode.Disposable {
     const c = vscode.workspace.getConfiguration('belay');
     return settingsSchema.parse({
       cuesHome: c.get('cues.home'),
+      cuesNotifications: c.get('cues.notifications'),
+      cuesTerminalPath: c.get('cues.terminalPath'),
       sessionRoot: c.get('blocks.sessionRoot'),
+      agents: c.get('agents'),
+      microAgents: c.get('microAgents'),
+      runnerBackend: c.get('runner.backend'),
+      runnerConcurrency: c.get('runner.concurrency'),
+      runnerRunsDir: c.get('runner.runsDir'),
+      runnerMaxSteps: c.get('runner.maxSteps'),
     });
   }
 

@@ -86,7 +86,8 @@ describe('CodingAgent language server', () => {
     const diagnostics = await client.open(path.join(dir, 'parse.agent'), text);
     const invalid = diagnostics.find((d) => d.code === 'invalid-line-number');
     assert.ok(invalid, JSON.stringify(diagnostics));
-    assert.deepEqual(invalid.range, { start: { line: 1, character: 46 }, end: { line: 1, character: 47 } });
+    const x = text.split('\n')[1]!.indexOf('"x"') + 1;
+    assert.deepEqual(invalid.range, { start: { line: 1, character: x }, end: { line: 1, character: x + 1 } });
     const unknown = diagnostics.find((d) => d.code === 'unknown-command');
     assert.ok(unknown);
     assert.match(unknown.message, /did you mean CREATE_FILE/);

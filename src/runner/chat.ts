@@ -1,0 +1,168 @@
+// "Belay: Chat with Micro-agent": a terminal conversation with a nanobot micro-agent. Each line
+// the person types runs the agent once with a fresh envelope; progress shows at once (⏳),
+// messages as they come, media as file links. Its workspace (and so each user's data) is
+// `.belay/micro-agents/<name>/` in the workspace folder, kept between chats.
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import { microAgentSecretTexts, resolveDir, terminalConfig, type MicroAgent } from './agents.ts';
+import { runNanobot, type NanobotEvent } from './core/nanobot.ts';
+import { ansi, sanitizeTerminalText, toTerminalNewlines } from './format.ts';
+
+export const MEDIA_PREFIX = '📎 ';
+
+export interface ChatOptions {
+  agent: MicroAgent;
+  /** The bot's workspace; users/<chat>/ inside it holds per-user data. */
+  workspace: string;
+  secrets: () => Promise<ReadonlyMap<string, string>>;
+  /** Why nothing may run now (untrusted workspace), checked before each message. */
+  refusal: () => string | undefined;
+  log: vscode.LogOutputChannel;
+}
+
+export class ChatTerminal implements vscode.Pseudoterminal {
+  readonly #write = new vscode.EventEmitter<string>();
+  readonly #close = new vscode.EventEmitter<number | void>();
+  readonly onDidWrite = this.#write.event;
+  readonly onDidClose = this.#close.event;
+  readonly #options: ChatOptions;
+  #opened = false;
+  #pending: string[] = [];
+  #line = '';
+  #busy: AbortController | undefined;
+  #transcript = '';
+  readonly #turnEnded = new vscode.EventEmitter<void>();
+  /** Fires after each reply is complete (tests wait on it). */
+  readonly onDidEndTurn = this.#turnEnded.event;
+
+  constructor(options: ChatOptions) {
+    this.#options = options;
+  }
+
+  get transcript(): string {
+    return this.#transcript;
+  }
+
+  open(): void {
+    this.#opened = true;
+    for (const text of this.#pending.splice(0)) this.#write.fire(text);
+    const a = this.#options.agent;
+    this.#print(`${ansi.bold(`Chat with ${a.name}`)} ${ansi.dim(`(${a.protocol}, timeout ${a.timeout} s)`)}\n`);
+    this.#print(ansi.dim(`Each line you send runs the micro-agent once. Its data: ${path.join(this.#options.workspace, 'users')}\nCtrl+C stops a reply; Ctrl+D or closing the terminal ends the chat.\n`));
+    this.#prompt();
+  }
+
+  close(): void {
+    this.#busy?.abort();
+    this.#turnEnded.dispose();
+  }
+
+  #print(text: string): void {
+    if (this.#transcript.length < 1_000_000) this.#transcript += text;
+    const out = toTerminalNewlines(text);
+    if (this.#opened) this.#write.fire(out);
+    else this.#pending.push(out);
+  }
+
+  #prompt(): void {
+    this.#print(`\n${ansi.cyan('you ›')} `);
+  }
+
+  handleInput(data: string): void {
+    if (data === '\x03') {
+      if (this.#busy) {
+        this.#busy.abort();
+        this.#print(ansi.yellow('\n^C stopping the micro-agent…\n'));
+      } else {
+        this.#line = '';
+        this.#print('^C');
+        this.#prompt();
+      }
+      return;
+    }
+    if (data === '\x04' && !this.#busy) {
+      this.#close.fire(0);
+      return;
+    }
+    if (this.#busy) return; // typing while the agent answers is ignored, not queued
+    for (const ch of data) {
+      if (ch === '\r' || ch === '\n') {
+        const text = this.#line;
+        this.#line = '';
+        this.#print('\n');
+        if (text.trim() === '') this.#prompt();
+        else void this.send(text);
+      } else if (ch === '\x7f' || ch === '\b') {
+        if (this.#line.length > 0) {
+          this.#line = [...this.#line].slice(0, -1).join('');
+          this.#print('\b \b');
+        }
+      } else if (ch >= ' ') {
+        this.#line += ch;
+        this.#print(ch);
+      }
+    }
+  }
+
+  /** Sends one message (what pressing Enter does); resolves when the reply is complete. */
+  async send(text: string): Promise<void> {
+    const controller = new AbortController();
+    this.#busy = controller;
+    try {
+      const refusal = this.#options.refusal();
+      if (refusal) {
+        this.#print(ansi.red(`${refusal}\n`));
+        return;
+      }
+      const agent = this.#options.agent;
+      const config = terminalConfig(agent, await this.#options.secrets(), process.execPath);
+      const show = (event: NanobotEvent) => {
+        if (event.type === 'progress') this.#print(ansi.dim(`⏳ ${sanitizeTerminalText(event.text)}\n`));
+        else if (event.type === 'message') {
+          if (event.text !== '') this.#print(`${ansi.green(`${agent.name} ›`)} ${sanitizeTerminalText(event.text)}\n`);
+          for (const file of event.media) this.#print(`${MEDIA_PREFIX}${sanitizeTerminalText(file)}\n`);
+        } else if (event.type === 'error') this.#print(ansi.red(`Error: ${sanitizeTerminalText(event.text)}${event.code ? ` [${event.code}]` : ''}\n`));
+        else this.#options.log.debug(`micro-agent ${agent.name} [${event.level}]: ${event.text}`);
+      };
+      const result = await runNanobot({
+        config: { ...config, command: config.command },
+        input: { text, workspace: this.#options.workspace, chatId: 'vscode', channel: 'vscode' },
+        onEvent: show,
+        signal: controller.signal,
+      });
+      if (controller.signal.aborted) this.#print(ansi.yellow('(stopped)\n'));
+      this.#options.log.info(`micro-agent ${agent.name}: ${result.ok ? 'ok' : 'failed'} (exit ${result.exitCode ?? 'none'}) in ${resolveDir(agent.baseDir, agent.cwd)}`);
+    } catch (error) {
+      this.#print(ansi.red(`Error: ${(error as Error).message}\n`));
+    } finally {
+      this.#busy = undefined;
+      this.#prompt();
+      this.#turnEnded.fire();
+    }
+  }
+
+  dispose(): void {
+    this.#write.dispose();
+    this.#close.dispose();
+  }
+}
+
+/** Secrets a micro-agent's env and provider keys refer to. */
+export function microAgentTexts(agent: MicroAgent): string[] {
+  return microAgentSecretTexts(agent);
+}
+
+/** Makes the `📎 /path` lines of chat terminals open the file. */
+export function mediaLinkProvider(isChat: (terminal: vscode.Terminal) => boolean): vscode.TerminalLinkProvider<vscode.TerminalLink & { file: string }> {
+  return {
+    provideTerminalLinks(context) {
+      if (!isChat(context.terminal) || !context.line.startsWith(MEDIA_PREFIX)) return [];
+      const file = context.line.slice(MEDIA_PREFIX.length).trim();
+      if (!path.isAbsolute(file)) return [];
+      return [{ startIndex: MEDIA_PREFIX.length, length: file.length, tooltip: 'Open the media file', file }];
+    },
+    handleTerminalLink(link) {
+      void vscode.commands.executeCommand('vscode.open', vscode.Uri.file(link.file));
+    },
+  };
+}

@@ -1,0 +1,155 @@
+// How a run reads in the agent terminal and in Test Explorer: RunEvents to text with ANSI
+// colours. Pure (no vscode import): unit-tested in test/unit/runner/editor-format.test.ts.
+// Agent text and command output are untrusted: escape sequences in them are neutralised so an
+// agent cannot clear the screen, move the cursor or fake a result line.
+import type { RunEvent } from './core/events.ts';
+import type { RunResult } from './core/records.ts';
+
+const ESC = '\x1b[';
+export const ansi = {
+  bold: (s: string) => `${ESC}1m${s}${ESC}0m`,
+  dim: (s: string) => `${ESC}2m${s}${ESC}0m`,
+  red: (s: string) => `${ESC}31m${s}${ESC}0m`,
+  green: (s: string) => `${ESC}32m${s}${ESC}0m`,
+  yellow: (s: string) => `${ESC}33m${s}${ESC}0m`,
+  blue: (s: string) => `${ESC}34m${s}${ESC}0m`,
+  cyan: (s: string) => `${ESC}36m${s}${ESC}0m`,
+  magenta: (s: string) => `${ESC}35m${s}${ESC}0m`,
+};
+
+/**
+ * Untrusted text made safe for a terminal: SGR colour sequences are kept (commands' colours are
+ * part of their output), every other escape or control character is shown as a visible symbol.
+ */
+export function sanitizeTerminalText(text: string): string {
+  let out = '';
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    const code = c.charCodeAt(0);
+    if (c === '\x1b') {
+      const sgr = /^\x1b\[[0-9;]{0,32}m/.exec(text.slice(i, i + 40));
+      if (sgr) {
+        out += sgr[0];
+        i += sgr[0].length - 1;
+      } else out += '␛';
+    } else if (c === '\n' || c === '\t') out += c;
+    else if (c === '\r') out += text[i + 1] === '\n' ? '' : '\n';
+    else if (code < 0x20 || code === 0x7f || (code >= 0x80 && code < 0xa0)) out += '·';
+    else out += c;
+  }
+  return out;
+}
+
+/** Converts bare `\n` to `\r\n`, as a Pseudoterminal needs. */
+export function toTerminalNewlines(text: string): string {
+  return text.replace(/\r?\n/g, '\r\n');
+}
+
+function indent(text: string, prefix: string): string {
+  return text
+    .replace(/\n$/, '')
+    .split('\n')
+    .map((line) => prefix + line)
+    .join('\n');
+}
+
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const minutes = Math.floor(ms / 60_000);
+  return `${minutes} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+/** Human words for the failure causes. */
+export const CAUSE_WORDS: Record<string, string> = {
+  agent_timeout: 'the agent ran out of time',
+  test_timeout: 'the tests ran out of time',
+  parse_error: 'the agent answered with something that is not the protocol',
+  agent_error: 'the agent failed',
+  max_steps: 'the agent used up its steps',
+  tests_failed: 'the tests failed',
+  setup_error: 'the run could not be set up',
+  aborted: 'the run was stopped',
+};
+
+/** One line of the result: "PASSED reward 1 · 3 steps · 2.1 s" or "FAILED (tests_failed): …". */
+export function resultLine(result: RunResult): string {
+  const facts = `reward ${round(result.reward)} · ${result.steps} step${result.steps === 1 ? '' : 's'} · ${formatDuration(result.duration_sec * 1000)}`;
+  if (result.passed) return `PASSED  ${facts}`;
+  return `FAILED  ${facts} · ${result.failure_cause ?? 'unknown'}: ${result.error ?? ''}`.trimEnd();
+}
+
+export function round(n: number): number {
+  return Math.round(n * 100) / 100;
+}
+
+/**
+ * A run event as terminal text (with `\n`, not yet `\r\n`). `output` chunks arrive in pieces:
+ * the caller keeps the stream; this only colours and frames them.
+ */
+export function formatEvent(event: RunEvent): string {
+  switch (event.type) {
+    case 'run-started':
+      return `${ansi.bold(`Belay: ${event.task}`)} ${ansi.dim(`(${event.protocol}, ${event.backend})`)}\n${ansi.dim(`run folder ${event.runDir}`)}\n`;
+    case 'step-started':
+      return `\n${ansi.blue(ansi.bold(`── step ${event.step} ──`))}\n`;
+    case 'agent-text':
+      return `${ansi.magenta(indent(sanitizeTerminalText(event.text), '» '))}\n`;
+    case 'command':
+      return `${ansi.cyan('$')} ${ansi.bold(sanitizeTerminalText(event.command))}\n`;
+    case 'output':
+      return sanitizeTerminalText(event.chunk);
+    case 'step-ended': {
+      if (event.timedOut) return `\n${ansi.red(`timed out after ${formatDuration(event.durationMs)}`)}\n`;
+      if (event.exitCode === null) return '';
+      const took = event.durationMs > 0 ? ` · ${formatDuration(event.durationMs)}` : '';
+      const text = `[exit ${event.exitCode}${took}]`;
+      return `${event.exitCode === 0 ? ansi.dim(text) : ansi.red(text)}\n`;
+    }
+    case 'agent-log':
+      return '';
+    case 'notice':
+      return `${ansi.yellow(`! ${sanitizeTerminalText(event.message)}`)}\n`;
+    case 'verification-started':
+      return `\n${ansi.bold('── running the tests ──')}\n`;
+    case 'verification-ended': {
+      const v = event.verification;
+      const output = v.output.trim() === '' ? '' : `${sanitizeTerminalText(v.output.replace(/\s+$/, ''))}\n`;
+      const tests = v.test_results.map((t) => `  ${t.status === 'passed' ? ansi.green('✓') : ansi.red('✗')} ${sanitizeTerminalText(t.name)}\n`).join('');
+      const verdict = v.success ? ansi.green(`tests passed (reward ${round(v.reward)})`) : ansi.red(`tests failed (reward ${round(v.reward)})${v.error ? `: ${sanitizeTerminalText(v.error)}` : ''}`);
+      return `${output}${tests}${verdict}\n`;
+    }
+    case 'run-ended': {
+      const line = resultLine(event.result);
+      return `\n${event.result.passed ? ansi.green(ansi.bold(line)) : ansi.red(ansi.bold(sanitizeTerminalText(line)))}\n`;
+    }
+  }
+}
+
+/** Ensures the step header starts on a new line after output that did not end with one. */
+export class EventFormatter {
+  private atLineStart = true;
+
+  format(event: RunEvent): string {
+    let text = formatEvent(event);
+    if (text === '') return '';
+    if (event.type !== 'output' && !this.atLineStart && !text.startsWith('\n')) text = `\n${text}`;
+    this.atLineStart = text.endsWith('\n');
+    return text;
+  }
+}
+
+/** The message Test Explorer shows for a failed run: the cause in words, the error, the tests' output. */
+export function failureMessage(result: RunResult, maxOutputChars = 8000): string {
+  const cause = result.failure_cause ?? 'unknown';
+  const lines = [`${cause}: ${CAUSE_WORDS[cause] ?? cause}`];
+  if (result.error) lines.push(result.error);
+  const output = result.verification?.output.trim();
+  if (output) {
+    const cut = output.length > maxOutputChars ? `…${output.slice(-maxOutputChars)}` : output;
+    lines.push('', 'Test output:', cut);
+  }
+  const failedTests = result.verification?.test_results.filter((t) => t.status !== 'passed') ?? [];
+  if (failedTests.length > 0) lines.push('', 'Failed tests:', ...failedTests.map((t) => `- ${t.name}${t.message ? `: ${t.message}` : ''}`));
+  return lines.join('\n');
+}

@@ -1,0 +1,313 @@
+// The runner's state in the editor: the workspace's tasks, its agents, past and active runs.
+// Every view (Tasks tree, Test Explorer, task provider, terminals) reads from here and every run
+// starts here, so the trust check, the secrets and the backend are decided in one place.
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import type { BelayContext } from '../context.ts';
+import {
+  AgentSchema,
+  expandCommand,
+  fillEnv,
+  MicroAgentSchema,
+  parseAgentsFile,
+  parseList,
+  resolveDir,
+  secretNames,
+  uniqueByName,
+  type Agent,
+  type MicroAgent,
+} from './agents.ts';
+import { localBackend, sandboxBackend, SandboxUnavailableError, type Backend } from './core/backend.ts';
+import type { RunEvent } from './core/events.ts';
+import type { RunResult } from './core/records.ts';
+import { newRunId, runTask } from './core/run.ts';
+import { discoverTasks, type Task, type TaskError } from './core/task.ts';
+import { listRuns, ORIGIN_FILE, runsByTask, type PastRun, type RunOrigin } from './history.ts';
+
+export const AGENTS_FILE = 'belay-agents.json';
+export const SECRET_PREFIX = 'belay.secret.';
+
+export interface ActiveRun {
+  id: string;
+  task: Task;
+  agent: Agent;
+  controller: AbortController;
+  startedAt: number;
+}
+
+export interface StartOptions {
+  onEvent?: (event: RunEvent) => void;
+  signal?: AbortSignal;
+  startedBy: RunOrigin['startedBy'];
+}
+
+interface FileAgents {
+  agents: Agent[];
+  microAgents: MicroAgent[];
+  problems: string[];
+}
+
+/** Thrown when a run is refused before it starts (trust, secrets, sandbox). */
+export class RunRefusedError extends Error {
+  override name = 'RunRefusedError';
+}
+
+export class RunnerService implements vscode.Disposable {
+  readonly #ctx: BelayContext;
+  readonly #changed = new vscode.EventEmitter<void>();
+  /** Fires when tasks, agents, history or active runs change. */
+  readonly onDidChange = this.#changed.event;
+  readonly #runFinished = new vscode.EventEmitter<RunResult>();
+  readonly onDidFinishRun = this.#runFinished.event;
+  readonly #disposables: vscode.Disposable[] = [];
+  #tasks: Task[] = [];
+  #taskErrors: TaskError[] = [];
+  #runs: PastRun[] = [];
+  #fileAgents: FileAgents = { agents: [], microAgents: [], problems: [] };
+  #active = new Map<string, ActiveRun>();
+  #loaded = false;
+  #refreshing: Promise<void> | undefined;
+  #refreshAgain = false;
+  #timer: NodeJS.Timeout | undefined;
+  #sandbox: Promise<Backend> | undefined;
+
+  constructor(ctx: BelayContext) {
+    this.#ctx = ctx;
+    const watch = (glob: string) => {
+      const watcher = vscode.workspace.createFileSystemWatcher(glob);
+      const soon = () => this.refreshSoon();
+      this.#disposables.push(watcher, watcher.onDidCreate(soon), watcher.onDidChange(soon), watcher.onDidDelete(soon));
+    };
+    watch('**/{task.toml,task.yaml,instruction.md,run-tests.sh}');
+    watch(`**/${AGENTS_FILE}`);
+    watch('**/result.json');
+    this.#disposables.push(
+      vscode.workspace.onDidChangeWorkspaceFolders(() => this.refreshSoon()),
+      vscode.workspace.onDidGrantWorkspaceTrust(() => this.#changed.fire()),
+      ctx.config.onDidChange(() => {
+        this.#sandbox = undefined;
+        this.refreshSoon();
+      }),
+      this.#changed,
+      this.#runFinished,
+    );
+  }
+
+  get loaded(): boolean {
+    return this.#loaded;
+  }
+  get tasks(): readonly Task[] {
+    return this.#tasks;
+  }
+  get taskErrors(): readonly TaskError[] {
+    return this.#taskErrors;
+  }
+  get activeRuns(): readonly ActiveRun[] {
+    return [...this.#active.values()];
+  }
+
+  /** Past runs of a task, newest first. */
+  runsOf(task: Task): PastRun[] {
+    return runsByTask(this.#runs, [task]).get(task.dir) ?? [];
+  }
+  get allRuns(): readonly PastRun[] {
+    return this.#runs;
+  }
+
+  get agents(): Agent[] {
+    const folder = this.#folders()[0] ?? process.cwd();
+    const fromSettings = parseList(this.#ctx.config.settings.agents, AgentSchema, 'setting belay.agents', folder);
+    return uniqueByName([fromSettings.items, this.#fileAgents.agents]);
+  }
+  get microAgents(): MicroAgent[] {
+    const folder = this.#folders()[0] ?? process.cwd();
+    const fromSettings = parseList(this.#ctx.config.settings.microAgents, MicroAgentSchema, 'setting belay.microAgents', folder);
+    return uniqueByName([fromSettings.items, this.#fileAgents.microAgents]);
+  }
+  /** Mistakes in agent settings or files, one line each (shown in the log and the pickers). */
+  get agentProblems(): string[] {
+    const folder = this.#folders()[0] ?? process.cwd();
+    return [
+      ...parseList(this.#ctx.config.settings.agents, AgentSchema, 'setting belay.agents', folder).problems,
+      ...parseList(this.#ctx.config.settings.microAgents, MicroAgentSchema, 'setting belay.microAgents', folder).problems,
+      ...this.#fileAgents.problems,
+    ];
+  }
+
+  #folders(): string[] {
+    return (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
+  }
+
+  /** The runs folder of the workspace folder that holds `dir` (the first folder otherwise). */
+  runsDirFor(dir: string): string {
+    const folders = this.#folders();
+    const folder = folders.find((f) => dir === f || dir.startsWith(f + path.sep)) ?? folders[0] ?? path.dirname(dir);
+    return path.resolve(folder, this.#ctx.config.settings.runnerRunsDir);
+  }
+
+  refreshSoon(): void {
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => void this.refresh(), 150);
+  }
+
+  /** Re-reads tasks, agent files and history; concurrent calls coalesce into one more pass. */
+  refresh(): Promise<void> {
+    if (this.#refreshing) {
+      this.#refreshAgain = true;
+      return this.#refreshing;
+    }
+    this.#refreshing = (async () => {
+      do {
+        this.#refreshAgain = false;
+        try {
+          await this.#load();
+        } catch (error) {
+          this.#ctx.log.error(`runner: could not read the workspace: ${(error as Error).message}`);
+        }
+      } while (this.#refreshAgain);
+    })().finally(() => {
+      this.#refreshing = undefined;
+    });
+    return this.#refreshing;
+  }
+
+  async #load(): Promise<void> {
+    const folders = this.#folders();
+    const { tasks, errors } = await discoverTasks(folders);
+    const runsDirs = [...new Set(folders.map((f) => path.resolve(f, this.#ctx.config.settings.runnerRunsDir)))];
+    const runs = (await Promise.all(runsDirs.map((d) => listRuns(d)))).flat();
+    runs.sort((a, b) => b.result.started_at.localeCompare(a.result.started_at));
+    const fileAgents: FileAgents = { agents: [], microAgents: [], problems: [] };
+    const files = await vscode.workspace.findFiles(`**/${AGENTS_FILE}`, '**/node_modules/**', 50);
+    for (const uri of files.sort((a, b) => a.fsPath.localeCompare(b.fsPath))) {
+      try {
+        const parsed = parseAgentsFile(await fs.readFile(uri.fsPath, 'utf8'), uri.fsPath);
+        fileAgents.agents.push(...parsed.agents.items);
+        fileAgents.microAgents.push(...parsed.microAgents.items);
+        fileAgents.problems.push(...parsed.agents.problems, ...parsed.microAgents.problems);
+      } catch (error) {
+        fileAgents.problems.push(`${uri.fsPath}: ${(error as Error).message}`);
+      }
+    }
+    this.#tasks = tasks;
+    this.#taskErrors = errors;
+    this.#runs = runs;
+    this.#fileAgents = fileAgents;
+    for (const problem of [...errors.map((e) => e.message), ...this.agentProblems]) this.#ctx.log.warn(`runner: ${problem}`);
+    this.#loaded = true;
+    void vscode.commands.executeCommand('setContext', 'belay.tasks.empty', tasks.length === 0 && errors.length === 0);
+    void vscode.commands.executeCommand('setContext', 'belay.tasks.loaded', true);
+    this.#changed.fire();
+  }
+
+  findTask(ref: string): Task | undefined {
+    const folders = this.#folders();
+    return this.#tasks.find((t) => t.dir === ref || t.name === ref || folders.some((f) => path.resolve(f, ref) === t.dir));
+  }
+  findAgent(name: string): Agent | undefined {
+    return this.agents.find((a) => a.name === name);
+  }
+
+  /** Why nothing can run here, or undefined. */
+  refusal(): string | undefined {
+    if (!vscode.workspace.isTrusted) {
+      return 'This workspace is not trusted, so Belay runs no agent, task or micro-agent here. Trust it with "Manage Workspace Trust" to run them.';
+    }
+    return undefined;
+  }
+
+  /** Secrets named by `${secret:…}` in these texts, read from SecretStorage. */
+  async secretsFor(texts: string[]): Promise<Map<string, string>> {
+    const secrets = new Map<string, string>();
+    for (const name of secretNames(texts)) {
+      const value = await this.#ctx.extension.secrets.get(SECRET_PREFIX + name);
+      if (value !== undefined) secrets.set(name, value);
+    }
+    return secrets;
+  }
+
+  async #backend(): Promise<Backend> {
+    if (this.#ctx.config.settings.runnerBackend === 'local') return localBackend();
+    this.#sandbox ??= sandboxBackend({ readable: this.#folders() });
+    try {
+      return await this.#sandbox;
+    } catch (error) {
+      this.#sandbox = undefined;
+      if (error instanceof SandboxUnavailableError) {
+        throw new RunRefusedError(`${error.message}. Set "belay.runner.backend" to "local" to run agents without isolation.`);
+      }
+      throw error;
+    }
+  }
+
+  /** Runs `agent` on `task`; resolves with the result (also when the run failed or was stopped). */
+  async start(task: Task, agent: Agent, options: StartOptions): Promise<RunResult> {
+    const refusal = this.refusal();
+    if (refusal) throw new RunRefusedError(refusal);
+    const secrets = await this.secretsFor(Object.values(agent.env));
+    const env = fillEnv(agent.env, secrets, `agent '${agent.name}'`);
+    const backend = await this.#backend();
+    const runId = newRunId(task.name);
+    const controller = new AbortController();
+    const abort = () => controller.abort();
+    if (options.signal?.aborted) controller.abort();
+    options.signal?.addEventListener('abort', abort);
+    const active: ActiveRun = { id: runId, task, agent, controller, startedAt: Date.now() };
+    this.#active.set(runId, active);
+    this.#changed.fire();
+    const runsDir = this.runsDirFor(task.dir);
+    this.#ctx.log.info(`runner: ${task.name} with ${agent.name} (${agent.protocol}, ${backend.name}) → ${path.join(runsDir, runId)}`);
+    try {
+      const result = await runTask({
+        task,
+        agentCommand: expandCommand(agent.command, process.execPath, agent.baseDir),
+        agentCwd: resolveDir(agent.baseDir, agent.cwd),
+        protocol: agent.protocol,
+        backend,
+        runsDir,
+        runId,
+        env,
+        limits: { maxSteps: this.#ctx.config.settings.runnerMaxSteps },
+        signal: controller.signal,
+        onEvent: (event) => {
+          if (event.type === 'run-started') void this.#writeOrigin(event.runDir, { agent: agent.name, startedBy: options.startedBy });
+          if (event.type === 'agent-log') this.#ctx.log.trace(`[${task.name}] ${event.chunk.trimEnd()}`);
+          options.onEvent?.(event);
+        },
+      });
+      this.#ctx.log.info(`runner: ${task.name} ${result.passed ? 'passed' : `failed (${result.failure_cause}: ${result.error ?? ''})`}`);
+      this.#runFinished.fire(result);
+      return result;
+    } finally {
+      options.signal?.removeEventListener('abort', abort);
+      this.#active.delete(runId);
+      await this.refresh();
+    }
+  }
+
+  async #writeOrigin(runDir: string, origin: RunOrigin): Promise<void> {
+    try {
+      await fs.writeFile(path.join(runDir, ORIGIN_FILE), JSON.stringify(origin) + '\n');
+    } catch (error) {
+      this.#ctx.log.warn(`runner: could not note the run's agent: ${(error as Error).message}`);
+    }
+  }
+
+  /** Stops one run (or every run) and everything it started. */
+  stop(runId?: string): number {
+    const targets = runId ? [this.#active.get(runId)].filter((r) => r !== undefined) : [...this.#active.values()];
+    for (const run of targets) run.controller.abort();
+    return targets.length;
+  }
+
+  activeRunOf(task: Task): ActiveRun | undefined {
+    return [...this.#active.values()].find((r) => r.task.dir === task.dir);
+  }
+
+  dispose(): void {
+    clearTimeout(this.#timer);
+    this.stop();
+    for (const d of this.#disposables.splice(0)) d.dispose();
+  }
+}

@@ -1,0 +1,104 @@
+// The live agent terminal: a Pseudoterminal that shows a run's events as they come. Writes are
+// buffered until VS Code opens it, `\n` becomes `\r\n`, and it closes with the run's exit code.
+// Ctrl+C (or closing the terminal) stops the run. Terminals are created through a factory that
+// tests replace to read what was written.
+import * as vscode from 'vscode';
+import { toTerminalNewlines } from './format.ts';
+
+export interface TerminalFactory {
+  (options: { name: string; pty: vscode.Pseudoterminal; iconPath?: vscode.ThemeIcon }): vscode.Terminal | undefined;
+}
+
+export const createRealTerminal: TerminalFactory = ({ name, pty, iconPath }) => {
+  const terminal = vscode.window.createTerminal({ name, pty, iconPath, isTransient: true });
+  terminal.show(true);
+  return terminal;
+};
+
+export interface OutputTerminalOptions {
+  /** Called once when the person asks to stop (Ctrl+C, or closing the terminal while running). */
+  onStop?: () => void;
+  /** Close at once with the exit code when done (tasks), or wait for a key (interactive runs). */
+  closeWhenDone: boolean;
+}
+
+export class OutputTerminal implements vscode.Pseudoterminal {
+  readonly #write = new vscode.EventEmitter<string>();
+  readonly #close = new vscode.EventEmitter<number | void>();
+  readonly onDidWrite = this.#write.event;
+  readonly onDidClose = this.#close.event;
+  readonly #options: OutputTerminalOptions;
+  #pending: string[] = [];
+  #opened = false;
+  #exitCode: number | undefined;
+  #closed = false;
+  #stopAsked = false;
+  /** Everything written, for tests and for "copy the run" (bounded). */
+  #transcript = '';
+
+  constructor(options: OutputTerminalOptions) {
+    this.#options = options;
+  }
+
+  get transcript(): string {
+    return this.#transcript;
+  }
+  get finished(): boolean {
+    return this.#exitCode !== undefined;
+  }
+
+  open(): void {
+    this.#opened = true;
+    for (const text of this.#pending.splice(0)) this.#write.fire(text);
+    if (this.#exitCode !== undefined && this.#options.closeWhenDone) this.#fireClose();
+  }
+
+  close(): void {
+    // The person closed the terminal: a run still going is stopped, not left behind unseen.
+    this.#closed = true;
+    if (this.#exitCode === undefined) this.#stop();
+  }
+
+  handleInput(data: string): void {
+    if (this.#exitCode !== undefined) {
+      this.#fireClose();
+      return;
+    }
+    if (data === '\x03') this.#stop();
+  }
+
+  #stop(): void {
+    if (this.#stopAsked) return;
+    this.#stopAsked = true;
+    this.write('\n^C stopping the run and everything it started…\n');
+    this.#options.onStop?.();
+  }
+
+  write(text: string): void {
+    if (text === '') return;
+    if (this.#transcript.length < 2_000_000) this.#transcript += text;
+    const out = toTerminalNewlines(text);
+    if (this.#opened) this.#write.fire(out);
+    else this.#pending.push(out);
+  }
+
+  /** Marks the end: closes now (tasks) or after the next key press. */
+  end(exitCode: number): void {
+    if (this.#exitCode !== undefined) return;
+    this.#exitCode = exitCode;
+    if (this.#options.closeWhenDone) {
+      if (this.#opened) this.#fireClose();
+    } else this.write('\n\x1b[2mPress any key to close this terminal.\x1b[0m\n');
+  }
+
+  #fireClose(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#close.fire(this.#exitCode ?? 0);
+  }
+
+  dispose(): void {
+    this.#write.dispose();
+    this.#close.dispose();
+  }
+}

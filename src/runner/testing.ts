@@ -1,0 +1,140 @@
+// Test Explorer: one test item per task, one run profile per configured agent. A run carries
+// the failure cause and the tests' output as the message, the duration, and the live output.
+import * as vscode from 'vscode';
+import type { Agent } from './agents.ts';
+import type { Task } from './core/task.ts';
+import { EventFormatter, failureMessage, toTerminalNewlines } from './format.ts';
+import type { RunnerService } from './service.ts';
+
+export class TaskTests implements vscode.Disposable {
+  readonly controller: vscode.TestController;
+  readonly #service: RunnerService;
+  readonly #concurrency: () => number;
+  readonly #log: vscode.LogOutputChannel;
+  #profiles: vscode.TestRunProfile[] = [];
+  #profileKey = '';
+  readonly #subscription: vscode.Disposable;
+
+  constructor(service: RunnerService, concurrency: () => number, log: vscode.LogOutputChannel) {
+    this.#service = service;
+    this.#concurrency = concurrency;
+    this.#log = log;
+    this.controller = vscode.tests.createTestController('belay.tasks', 'Belay Tasks');
+    this.controller.refreshHandler = () => this.#service.refresh();
+    this.controller.resolveHandler = async (item) => {
+      if (!item && !this.#service.loaded) await this.#service.refresh();
+    };
+    this.#subscription = service.onDidChange(() => this.sync());
+    this.sync();
+  }
+
+  /** Mirrors the service: items for tasks (and broken tasks), profiles for agents. */
+  sync(): void {
+    const items: vscode.TestItem[] = [];
+    for (const task of this.#service.tasks) {
+      const item = this.controller.createTestItem(task.dir, task.name, vscode.Uri.file(`${task.dir}/${task.layout === 'legacy' ? 'task.yaml' : 'instruction.md'}`));
+      item.description = task.layout === 'legacy' ? 'task.yaml' : undefined;
+      items.push(item);
+    }
+    for (const error of this.#service.taskErrors) {
+      const item = this.controller.createTestItem(`broken:${error.file}`, error.file.split('/').slice(-2, -1)[0] ?? error.file, vscode.Uri.file(error.file));
+      item.error = error.message;
+      items.push(item);
+    }
+    this.controller.items.replace(items);
+    const agents = vscode.workspace.isTrusted ? this.#service.agents : [];
+    const key = JSON.stringify(agents.map((a) => [a.name, a.protocol]));
+    if (key === this.#profileKey) return;
+    this.#profileKey = key;
+    for (const profile of this.#profiles.splice(0)) profile.dispose();
+    agents.forEach((agent, index) => {
+      this.#profiles.push(
+        this.controller.createRunProfile(agent.name, vscode.TestRunProfileKind.Run, (request, token) => this.run(request, token, agent.name), index === 0),
+      );
+    });
+  }
+
+  get profiles(): readonly vscode.TestRunProfile[] {
+    return this.#profiles;
+  }
+
+  async run(request: vscode.TestRunRequest, token: vscode.CancellationToken, agentName: string): Promise<void> {
+    const run = this.controller.createTestRun(request, `Belay: ${agentName}`);
+    const stop = new AbortController();
+    const cancel = token.onCancellationRequested(() => stop.abort());
+    try {
+      const excluded = new Set((request.exclude ?? []).map((i) => i.id));
+      const queue: { item: vscode.TestItem; task: Task }[] = [];
+      const items: vscode.TestItem[] = request.include ? [...request.include] : [];
+      if (!request.include) this.controller.items.forEach((item) => items.push(item));
+      for (const item of items) {
+        if (excluded.has(item.id)) continue;
+        const task = this.#service.tasks.find((t) => t.dir === item.id);
+        if (!task) {
+          run.errored(item, new vscode.TestMessage(item.error ? String(item.error) : 'this task is no longer in the workspace'));
+          continue;
+        }
+        run.enqueued(item);
+        queue.push({ item, task });
+      }
+      const agent: Agent | undefined = this.#service.findAgent(agentName);
+      if (!agent) {
+        for (const { item } of queue) run.errored(item, new vscode.TestMessage(`the agent '${agentName}' is no longer configured`));
+        return;
+      }
+      const refusal = this.#service.refusal();
+      if (refusal) {
+        for (const { item } of queue) run.errored(item, new vscode.TestMessage(refusal));
+        return;
+      }
+      let next = 0;
+      const worker = async () => {
+        while (next < queue.length) {
+          const { item, task } = queue[next++]!;
+          if (stop.signal.aborted) {
+            run.skipped(item);
+            continue;
+          }
+          await this.#runOne(run, item, task, agent, stop.signal);
+        }
+      };
+      const workers = Math.max(1, Math.min(this.#concurrency(), queue.length));
+      await Promise.all(Array.from({ length: workers }, worker));
+    } finally {
+      cancel.dispose();
+      run.end();
+    }
+  }
+
+  async #runOne(run: vscode.TestRun, item: vscode.TestItem, task: Task, agent: Agent, signal: AbortSignal): Promise<void> {
+    run.started(item);
+    const formatter = new EventFormatter();
+    try {
+      const result = await this.#service.start(task, agent, {
+        startedBy: 'test-explorer',
+        signal,
+        onEvent: (event) => {
+          const text = formatter.format(event);
+          if (text !== '') run.appendOutput(toTerminalNewlines(text), undefined, item);
+        },
+      });
+      const durationMs = result.duration_sec * 1000;
+      if (result.passed) run.passed(item, durationMs);
+      else if (result.failure_cause === 'aborted') run.skipped(item);
+      else {
+        const message = new vscode.TestMessage(failureMessage(result));
+        message.location = new vscode.Location(vscode.Uri.file(`${task.dir}/${task.layout === 'legacy' ? 'run-tests.sh' : 'tests/test.sh'}`), new vscode.Position(0, 0));
+        run.failed(item, message, durationMs);
+      }
+    } catch (error) {
+      this.#log.error(`runner: ${task.name}: ${(error as Error).message}`);
+      run.errored(item, new vscode.TestMessage((error as Error).message));
+    }
+  }
+
+  dispose(): void {
+    this.#subscription.dispose();
+    for (const profile of this.#profiles.splice(0)) profile.dispose();
+    this.controller.dispose();
+  }
+}

@@ -1,0 +1,161 @@
+// The Tasks view: each task with its past runs (result, reward, steps, time, cause), each run
+// with its steps (command, exit code; selecting one opens its full output read-only).
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import type { RunResult } from './core/records.ts';
+import type { Task, TaskError } from './core/task.ts';
+import { formatDuration, round } from './format.ts';
+import { readTrajectory, type PastRun, type StepView } from './history.ts';
+import type { RunnerService } from './service.ts';
+
+export type TaskNode =
+  | { kind: 'task'; task: Task }
+  | { kind: 'broken'; error: TaskError }
+  | { kind: 'run'; task: Task | undefined; run: PastRun }
+  | { kind: 'step'; run: RunResult; step: StepView }
+  | { kind: 'note'; text: string };
+
+/** How many past runs each task lists. */
+const RUNS_SHOWN = 20;
+
+export class TasksTree implements vscode.TreeDataProvider<TaskNode> {
+  readonly #service: RunnerService;
+  readonly #changed = new vscode.EventEmitter<TaskNode | undefined>();
+  readonly onDidChangeTreeData = this.#changed.event;
+  readonly #onResolved: () => void;
+
+  constructor(service: RunnerService, onResolved: () => void) {
+    this.#service = service;
+    this.#onResolved = onResolved;
+  }
+
+  refresh(): void {
+    this.#changed.fire(undefined);
+  }
+
+  getTreeItem(node: TaskNode): vscode.TreeItem {
+    switch (node.kind) {
+      case 'task':
+        return this.#taskItem(node.task);
+      case 'broken': {
+        const item = new vscode.TreeItem(path.basename(path.dirname(node.error.file)) || node.error.file);
+        item.iconPath = new vscode.ThemeIcon('warning', new vscode.ThemeColor('problemsWarningIcon.foreground'));
+        item.description = 'broken task';
+        item.tooltip = node.error.message;
+        item.contextValue = 'belay.brokenTask';
+        item.command = { command: 'vscode.open', title: 'Open', arguments: [vscode.Uri.file(node.error.file)] };
+        return item;
+      }
+      case 'run':
+        return runItem(node.run);
+      case 'step':
+        return stepItem(node.step);
+      case 'note': {
+        const item = new vscode.TreeItem(node.text);
+        item.iconPath = new vscode.ThemeIcon('info');
+        return item;
+      }
+    }
+  }
+
+  #taskItem(task: Task): vscode.TreeItem {
+    const runs = this.#service.runsOf(task);
+    const active = this.#service.activeRunOf(task);
+    const item = new vscode.TreeItem(task.name, runs.length > 0 || active ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
+    item.id = `task:${task.dir}`;
+    const last = runs[0]?.result;
+    if (active) {
+      item.iconPath = new vscode.ThemeIcon('loading~spin');
+      item.description = `running with ${active.agent.name}…`;
+      item.contextValue = 'belay.task.running';
+    } else {
+      item.iconPath = last ? resultIcon(last) : new vscode.ThemeIcon('beaker');
+      const passed = runs.filter((r) => r.result.passed).length;
+      item.description = runs.length > 0 ? `${passed}/${runs.length} passed` : task.layout === 'legacy' ? 'task.yaml' : '';
+      item.contextValue = 'belay.task';
+    }
+    const tooltip = new vscode.MarkdownString(undefined, true);
+    tooltip.appendMarkdown(`**${escapeMd(task.name)}** (${task.layout === 'legacy' ? 'task.yaml' : 'task.toml'} layout)\n\n`);
+    tooltip.appendText(task.instruction.slice(0, 400));
+    item.tooltip = tooltip;
+    item.resourceUri = vscode.Uri.file(task.dir);
+    item.command = { command: 'belay.runner.openTask', title: 'Open Instruction', arguments: [{ kind: 'task', task }] };
+    return item;
+  }
+
+  async getChildren(node?: TaskNode): Promise<TaskNode[]> {
+    if (!node) {
+      if (!this.#service.loaded) await this.#service.refresh();
+      this.#onResolved();
+      return [
+        ...this.#service.tasks.map((task): TaskNode => ({ kind: 'task', task })),
+        ...this.#service.taskErrors.map((error): TaskNode => ({ kind: 'broken', error })),
+      ];
+    }
+    if (node.kind === 'task') {
+      const runs = this.#service.runsOf(node.task).slice(0, RUNS_SHOWN);
+      const children: TaskNode[] = runs.map((run) => ({ kind: 'run', task: node.task, run }));
+      const active = this.#service.activeRunOf(node.task);
+      if (active) children.unshift({ kind: 'note', text: `Running with ${active.agent.name}: its terminal shows it live.` });
+      return children;
+    }
+    if (node.kind === 'run') {
+      try {
+        const { steps } = await readTrajectory(node.run.result.run_dir);
+        return steps.map((step): TaskNode => ({ kind: 'step', run: node.run.result, step }));
+      } catch (error) {
+        return [{ kind: 'note', text: `No steps: ${(error as Error).message}` }];
+      }
+    }
+    return [];
+  }
+
+  getParent(): undefined {
+    return undefined;
+  }
+}
+
+function escapeMd(text: string): string {
+  return text.replace(/[\\`*_{}[\]()#+\-.!|<>]/g, '\\$&');
+}
+
+export function resultIcon(result: RunResult): vscode.ThemeIcon {
+  if (result.passed) return new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed'));
+  if (result.failure_cause === 'aborted') return new vscode.ThemeIcon('circle-slash', new vscode.ThemeColor('testing.iconSkipped'));
+  return new vscode.ThemeIcon('error', new vscode.ThemeColor('testing.iconFailed'));
+}
+
+function runItem(run: PastRun): vscode.TreeItem {
+  const r = run.result;
+  const when = new Date(r.started_at);
+  const label = Number.isNaN(when.getTime()) ? r.run_id : when.toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' });
+  const item = new vscode.TreeItem(label, r.steps > 0 ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
+  item.id = `run:${r.run_dir}`;
+  item.iconPath = resultIcon(r);
+  const facts = [`reward ${round(r.reward)}`, `${r.steps} step${r.steps === 1 ? '' : 's'}`, formatDuration(r.duration_sec * 1000)];
+  if (r.failure_cause) facts.push(r.failure_cause);
+  if (run.origin) facts.push(run.origin.agent);
+  item.description = facts.join(' · ');
+  item.tooltip = `${r.passed ? 'Passed' : `Failed: ${r.failure_cause ?? ''}${r.error ? ` — ${r.error}` : ''}`}\n${r.protocol}, ${r.backend}${run.origin ? `, agent ${run.origin.agent}` : ''}\n${r.run_dir}`;
+  item.contextValue = run.origin ? 'belay.run.repeatable' : 'belay.run';
+  item.command = { command: 'belay.runner.openTrajectory', title: 'Open Trajectory', arguments: [{ kind: 'run', run }] };
+  return item;
+}
+
+function stepItem(step: StepView): vscode.TreeItem {
+  const command = step.command?.replace(/\s+/g, ' ').trim();
+  const item = new vscode.TreeItem(`${step.step}. ${command ? `$ ${command}` : (step.agentText?.replace(/\s+/g, ' ').slice(0, 80) ?? '(no command)')}`);
+  item.iconPath = new vscode.ThemeIcon(
+    step.timedOut ? 'watch' : step.exitCode === null ? 'comment' : step.exitCode === 0 ? 'terminal' : 'error',
+    step.exitCode !== null && step.exitCode !== 0 ? new vscode.ThemeColor('testing.iconFailed') : undefined,
+  );
+  item.description = step.timedOut ? 'timed out' : step.exitCode === null ? '' : `exit ${step.exitCode}`;
+  item.tooltip = [step.agentText ? `» ${step.agentText}` : '', command ? `$ ${command}` : '', step.cwd ? `in ${step.cwd}` : '', step.durationMs !== null ? formatDuration(step.durationMs) : '']
+    .filter(Boolean)
+    .join('\n');
+  item.contextValue = 'belay.step';
+  if (step.outputFile) {
+    item.command = { command: 'belay.runner.openStepOutput', title: 'Open Output', arguments: [step.outputFile] };
+  }
+  return item;
+}

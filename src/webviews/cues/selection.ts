@@ -1,0 +1,62 @@
+// What the payload UIs send, from what the human picked: pure, so the rules are unit-tested
+// (test/unit/cues/panel-selection.test.ts) and the host composes the answer text with the core.
+import { formatAge } from '../../cues/core/time.ts';
+import type { UiPayload, UiSelection } from './protocol.ts';
+
+/** The reply box's text as the optional extra line (blank -> none). */
+function extra(text: string): Pick<UiSelection, 'text'> {
+  return text.trim() ? { text } : {};
+}
+
+/** A single-choice option clicked (plus any text typed in the reply box). */
+export function choiceClicked(label: string, replyText: string): UiSelection {
+  return { choices: [label], ...extra(replyText) };
+}
+
+/** The confirm (or pause's Continue) button. */
+export function confirmClicked(replyText: string): UiSelection {
+  return { confirm: true, ...extra(replyText) };
+}
+
+/**
+ * "Send": what the card holds. `checked` are the ticked options of a multiple choice; `fields`
+ * the form's values per label (several for a multi-select field; blank text fields left out).
+ */
+export function sendSelection(payload: UiPayload, ui: { replyText: string; checked?: readonly string[]; fields?: ReadonlyMap<string, readonly string[]> }): UiSelection {
+  switch (payload.kind) {
+    case 'choice': {
+      const checked = payload.options.filter((o) => ui.checked?.includes(o));
+      return checked.length > 0 ? { choices: checked, ...extra(ui.replyText) } : extra(ui.replyText);
+    }
+    case 'form': {
+      const fields: Array<[string, string]> = [];
+      for (const field of payload.fields) {
+        for (const value of ui.fields?.get(field.label) ?? []) if (value.trim()) fields.push([field.label, value.trim()]);
+      }
+      return fields.length > 0 ? { fields, ...extra(ui.replyText) } : extra(ui.replyText);
+    }
+    default:
+      return extra(ui.replyText);
+  }
+}
+
+/** True when "Send" has nothing to send (the UI then says what to do instead of sending). */
+export function isEmptySelection(selection: UiSelection, attachments: number): boolean {
+  return attachments === 0 && !selection.confirm && !selection.text?.trim() && !(selection.choices?.length) && !(selection.fields?.length);
+}
+
+/** Number keys 1-9 pick the n-th option; anything else is no option. */
+export function optionIndexForKey(key: string): number | undefined {
+  return /^[1-9]$/.test(key) ? Number(key) - 1 : undefined;
+}
+
+/** "waiting 2m 10s" */
+export function waitingLabel(createdAtMs: number | undefined, nowMs: number): string {
+  return createdAtMs === undefined ? 'waiting' : `waiting ${formatAge(nowMs - createdAtMs)}`;
+}
+
+/** "3m ago" style label for history times and agents' last activity. */
+export function agoLabel(ms: number | undefined, nowMs: number): string {
+  if (ms === undefined) return '';
+  return `${formatAge(nowMs - ms)} ago`;
+}

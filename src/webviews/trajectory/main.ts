@@ -1,0 +1,167 @@
+// The trajectory view app (runs in the webview, never imports host code): steps through a run
+// with previous / next / jump. Text is set with textContent only: nothing an agent wrote is ever
+// parsed as HTML.
+import { toWebviewSchema, type RunSummary, type ToHost, type TrajectoryStep } from './protocol.ts';
+import './style.css';
+
+interface VsCodeApi {
+  postMessage(message: ToHost): void;
+  getState(): unknown;
+  setState(state: unknown): void;
+}
+declare function acquireVsCodeApi(): VsCodeApi;
+
+const vscode = acquireVsCodeApi();
+let steps: TrajectoryStep[] = [];
+let current = 0;
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, className: string, text?: string): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function button(label: string, icon: string, title: string, onClick: () => void, id?: string): HTMLButtonElement {
+  const b = el('button', 'button');
+  b.type = 'button';
+  b.title = title;
+  if (id) b.id = id;
+  b.append(el('span', `codicon codicon-${icon}`), el('span', '', label));
+  b.addEventListener('click', onClick);
+  return b;
+}
+
+function duration(sec: number): string {
+  return sec < 60 ? `${sec.toFixed(1)} s` : `${Math.floor(sec / 60)} min ${Math.round(sec % 60)} s`;
+}
+
+function header(run: RunSummary): HTMLElement {
+  const head = el('header', 'run');
+  const title = el('h1', 'title');
+  title.append(el('span', `codicon ${run.passed ? 'codicon-pass passed' : run.failureCause === 'aborted' ? 'codicon-circle-slash' : 'codicon-error failed'}`), el('span', '', `${run.task}`));
+  head.append(title);
+  const facts = [
+    run.passed ? 'passed' : `failed: ${run.failureCause ?? 'unknown'}`,
+    `reward ${Math.round(run.reward * 100) / 100}`,
+    `${steps.length} step${steps.length === 1 ? '' : 's'}`,
+    duration(run.durationSec),
+    run.agent ? `agent ${run.agent}` : run.protocol,
+    run.backend,
+  ];
+  head.append(el('p', 'facts', facts.join(' · ')));
+  if (run.error) head.append(el('p', 'cause', run.error));
+  if (run.skippedEntries > 0) head.append(el('p', 'warning', `${run.skippedEntries} malformed step(s) in trajectory.json were skipped.`));
+  const links = el('div', 'links');
+  links.append(
+    button('result.json', 'json', 'Open result.json', () => vscode.postMessage({ type: 'openFile', file: 'result' })),
+    button('Test output', 'output', 'Open the tests’ output', () => vscode.postMessage({ type: 'openFile', file: 'testOutput' })),
+    button('Agent log', 'debug-console', 'Open the agent’s stderr', () => vscode.postMessage({ type: 'openFile', file: 'agentLog' })),
+    button('Repeat', 'debug-rerun', 'Run this task again with the same agent', () => vscode.postMessage({ type: 'repeat' })),
+  );
+  head.append(links);
+  return head;
+}
+
+function stepper(): HTMLElement {
+  const nav = el('nav', 'stepper');
+  nav.setAttribute('aria-label', 'Steps');
+  nav.append(button('Previous', 'arrow-left', 'Previous step (←)', () => show(current - 1), 'previous'));
+  const select = el('select', 'jump');
+  select.id = 'jump';
+  select.title = 'Jump to a step';
+  steps.forEach((s, index) => {
+    const option = el('option', '', `Step ${s.step}${s.command ? `: ${s.command.replace(/\s+/g, ' ').slice(0, 60)}` : ''}`);
+    option.value = String(index);
+    select.append(option);
+  });
+  select.addEventListener('change', () => show(Number(select.value)));
+  nav.append(select);
+  nav.append(button('Next', 'arrow-right', 'Next step (→)', () => show(current + 1), 'next'));
+  nav.append(el('span', 'position', ''));
+  return nav;
+}
+
+function stepBody(step: TrajectoryStep): HTMLElement {
+  const body = el('section', 'step');
+  body.setAttribute('aria-live', 'polite');
+  body.append(el('h2', 'step-title', `Step ${step.step}`));
+  if (step.agentText) {
+    body.append(el('h3', 'label', 'Agent'));
+    body.append(el('p', 'agent-text', step.agentText));
+  }
+  body.append(el('h3', 'label', 'Command'));
+  if (step.command) {
+    const cmd = el('pre', 'command');
+    cmd.append(el('span', 'prompt', '$ '), el('span', '', step.command));
+    body.append(cmd);
+  } else body.append(el('p', 'muted', 'No command in this step.'));
+  const status = step.timedOut ? 'timed out' : step.exitCode === null ? '' : `exit ${step.exitCode}`;
+  const meta = [status, step.cwd ? `in ${step.cwd}` : '', step.durationMs !== null ? `${Math.round(step.durationMs)} ms` : ''].filter(Boolean).join(' · ');
+  if (meta) body.append(el('p', `meta ${step.exitCode !== null && step.exitCode !== 0 ? 'failed' : ''}`, meta));
+  body.append(el('h3', 'label', 'Output'));
+  body.append(el('pre', 'output', step.output === '' ? '(no output)' : step.output));
+  if (step.hasOutputFile) body.append(button('Open full output', 'go-to-file', 'Open this step’s full output read-only', () => vscode.postMessage({ type: 'openOutput', step: step.step })));
+  return body;
+}
+
+function show(index: number): void {
+  if (steps.length === 0) return;
+  current = Math.max(0, Math.min(steps.length - 1, index));
+  const holder = document.getElementById('step-holder');
+  holder?.replaceChildren(stepBody(steps[current]!));
+  const select = document.getElementById('jump') as HTMLSelectElement | null;
+  if (select) select.value = String(current);
+  const position = document.querySelector('.position');
+  if (position) position.textContent = `${current + 1} of ${steps.length}`;
+  (document.getElementById('previous') as HTMLButtonElement | null)?.toggleAttribute('disabled', current === 0);
+  (document.getElementById('next') as HTMLButtonElement | null)?.toggleAttribute('disabled', current === steps.length - 1);
+  vscode.setState({ current });
+}
+
+function render(run: RunSummary, focus: number | undefined): void {
+  const root = document.getElementById('root');
+  if (!root) return;
+  const parts: HTMLElement[] = [header(run)];
+  if (steps.length === 0) parts.push(el('p', 'muted empty', 'This run has no steps.'));
+  else {
+    parts.push(stepper());
+    const holder = el('div', '');
+    holder.id = 'step-holder';
+    parts.push(holder);
+  }
+  if (run.testOutput.trim() !== '') {
+    const tests = el('details', 'tests');
+    tests.append(el('summary', '', 'Test output'), el('pre', 'output', run.testOutput));
+    parts.push(tests);
+  }
+  root.replaceChildren(...parts);
+  const saved = (vscode.getState() as { current?: number } | undefined)?.current;
+  const index = focus !== undefined ? steps.findIndex((s) => s.step === focus) : (saved ?? 0);
+  show(index < 0 ? 0 : index);
+}
+
+window.addEventListener('keydown', (event) => {
+  if (event.target instanceof HTMLSelectElement) return;
+  if (event.key === 'ArrowLeft') show(current - 1);
+  else if (event.key === 'ArrowRight') show(current + 1);
+  else if (event.key === 'Home') show(0);
+  else if (event.key === 'End') show(steps.length - 1);
+});
+
+window.addEventListener('message', (event: MessageEvent<unknown>) => {
+  const parsed = toWebviewSchema.safeParse(event.data);
+  if (!parsed.success) {
+    console.warn('Belay trajectory: ignored a malformed message', parsed.error.issues);
+    return;
+  }
+  const message = parsed.data;
+  if (message.type === 'error') {
+    document.getElementById('root')?.replaceChildren(el('p', 'cause', message.message));
+    return;
+  }
+  steps = message.steps;
+  render(message.run, message.focus);
+});
+
+vscode.postMessage({ type: 'ready' });

@@ -1,0 +1,49 @@
+// The trajectory view's message protocol, shared by the extension host and the webview app.
+// The app says `ready` first; the host queues the run until then. Everything an agent wrote is a
+// plain string here and is shown with textContent only.
+import { z } from 'zod';
+
+export const stepSchema = z.object({
+  step: z.number(),
+  agentText: z.string().nullable(),
+  command: z.string().nullable(),
+  cwd: z.string().nullable(),
+  exitCode: z.number().nullable(),
+  timedOut: z.boolean(),
+  durationMs: z.number().nullable(),
+  /** The step's output (cut when long), or what the agent saw when no output was kept. */
+  output: z.string(),
+  hasOutputFile: z.boolean(),
+});
+export type TrajectoryStep = z.infer<typeof stepSchema>;
+
+export const runSummarySchema = z.object({
+  runId: z.string(),
+  task: z.string(),
+  agent: z.string().nullable(),
+  protocol: z.string(),
+  backend: z.string(),
+  startedAt: z.string(),
+  durationSec: z.number(),
+  passed: z.boolean(),
+  reward: z.number(),
+  failureCause: z.string().nullable(),
+  error: z.string().nullable(),
+  testOutput: z.string(),
+  skippedEntries: z.number(),
+});
+export type RunSummary = z.infer<typeof runSummarySchema>;
+
+export const toWebviewSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('run'), run: runSummarySchema, steps: z.array(stepSchema), focus: z.number().optional() }),
+  z.object({ type: z.literal('error'), message: z.string() }),
+]);
+export type ToWebview = z.infer<typeof toWebviewSchema>;
+
+export const toHostSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('ready') }),
+  z.object({ type: z.literal('openOutput'), step: z.number() }),
+  z.object({ type: z.literal('openFile'), file: z.enum(['result', 'trajectory', 'testOutput', 'agentLog']) }),
+  z.object({ type: z.literal('repeat') }),
+]);
+export type ToHost = z.infer<typeof toHostSchema>;

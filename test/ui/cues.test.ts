@@ -1,0 +1,219 @@
+// The Cues panel in the real workbench, tried as a new user would: real `cueme` child processes
+// write to a temp mailbox that the extension host also uses (through `belay.cues.home`), the
+// human clicks in the webview, and each cueme prints the answer and exits 0.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { FrameLocator } from 'playwright-core';
+import { buildBundles, childEnv, envelope, run, start, type Bundles, type Running } from '../unit/cues/helpers.ts';
+import { cuesFrame, openBelayContainer, openWorkbench, type Workbench } from './lib.ts';
+
+const CHOICE = { type: 'choice', options: ['Staging', 'Production', 'Both'] };
+const MULTI = { type: 'choice', options: ['lint', 'unit tests', 'e2e tests'], allow_multiple: true };
+const CONFIRM = { type: 'confirm', text: 'This pushes the release tag.', confirm_label: 'Deploy', cancel_label: 'Not yet' };
+const FORM = {
+  type: 'form',
+  fields: [
+    { label: 'Environment', options: ['prod', 'staging'] },
+    { label: 'Checks', options: ['lint', 'unit', 'e2e'], allow_multiple: true },
+    { label: 'Note', kind: 'text' },
+  ],
+};
+const HOSTILE = 'Look: <img src=x onerror="document.title=\'pwned\'"> and <script>document.title="pwned"</script> **bold** [bad](javascript:alert(1))';
+
+interface Session {
+  wb: Workbench;
+  frame: FrameLocator;
+  cueHome: string;
+  dir: string;
+}
+
+let bundles: Bundles;
+
+async function openSession(theme: 'dark' | 'light'): Promise<Session> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'belay-cues-ui-'));
+  const cueHome = path.join(dir, '.cue');
+  const wb = await openWorkbench({ theme, settings: { 'belay.cues.home': cueHome, 'belay.cues.notifications': false } });
+  await openBelayContainer(wb.page);
+  const frame = cuesFrame(wb.page);
+  // The panel names the mailbox from the setting: the host and these cuemes share it.
+  await frame.locator('.detail code', { hasText: cueHome }).waitFor({ timeout: 30_000 });
+  return { wb, frame, cueHome, dir };
+}
+
+function cue(s: Session, agentId: string, prompt: string, payload?: unknown): Running {
+  return start(bundles.cueme, ['cue', agentId, '-'], { env: childEnv(s.cueHome), input: envelope(prompt, payload), timeoutMs: 60_000 });
+}
+
+async function card(s: Session, prompt: string) {
+  const c = s.frame.locator('article.cue', { hasText: prompt });
+  await c.waitFor({ timeout: 15_000 });
+  return c;
+}
+
+async function shot(s: Session, c: Awaited<ReturnType<typeof card>>, name: string): Promise<void> {
+  await c.scrollIntoViewIfNeeded();
+  await s.wb.screenshot(name);
+}
+
+describe('the Cues panel (dark theme)', () => {
+  let s: Session;
+  before(async () => {
+    bundles = await buildBundles();
+    s = await openSession('dark');
+  });
+  after(async () => {
+    await s?.wb.close();
+    if (s) rmSync(s.dir, { recursive: true, force: true });
+    rmSync(bundles.dir, { recursive: true, force: true });
+  });
+
+  test('a choice cue appears; clicking an option makes cueme print the label and exit 0', async () => {
+    await run(bundles.cueme, ['join', 'claude_code'], { env: childEnv(s.cueHome), cwd: s.wb.workspace });
+    const running = cue(s, 'choiceagent', 'Where should I **deploy**?', CHOICE);
+    const c = await card(s, 'Where should I');
+    assert.equal(await c.locator('strong', { hasText: 'deploy' }).count(), 1, 'Markdown bold is rendered');
+    await c.locator('.waiting', { hasText: /waiting \d+s/ }).waitFor();
+    await shot(s, c, 'cues-choice-dark');
+    await c.getByRole('button', { name: 'Production' }).click();
+    const done = await running.done;
+    assert.equal(done.code, 0, done.stderr);
+    assert.match(done.stdout, /instructions:\n\nProduction\n/);
+    await c.waitFor({ state: 'detached' });
+  });
+
+  test('number keys pick options: 1 and 3 then Enter answer a multiple choice', async () => {
+    const running = cue(s, 'multiagent', 'Which checks should run?', MULTI);
+    const c = await card(s, 'Which checks should run?');
+    await shot(s, c, 'cues-multiple-dark');
+    await c.focus();
+    await s.wb.page.keyboard.press('1');
+    await s.wb.page.keyboard.press('3');
+    await s.wb.page.keyboard.press('Enter');
+    const done = await running.done;
+    assert.equal(done.code, 0, done.stderr);
+    assert.match(done.stdout, /instructions:\n\nlint\ne2e tests\n/);
+  });
+
+  test('a confirm shows its two labels; the confirm label is the answer', async () => {
+    const running = cue(s, 'confirmagent', 'Ready to ship 1.2.0?', CONFIRM);
+    const c = await card(s, 'Ready to ship 1.2.0?');
+    await c.getByRole('button', { name: 'Not yet' }).waitFor();
+    await shot(s, c, 'cues-confirm-dark');
+    await c.getByRole('button', { name: 'Deploy' }).click();
+    const done = await running.done;
+    assert.equal(done.code, 0, done.stderr);
+    assert.match(done.stdout, /instructions:\n\nDeploy\n/);
+  });
+
+  test('a three-field form answers `Label: value` lines', async () => {
+    const running = cue(s, 'formagent', 'Release details, please', FORM);
+    const c = await card(s, 'Release details, please');
+    await c.locator('vscode-radio', { hasText: 'staging' }).click();
+    await c.locator('vscode-checkbox', { hasText: 'lint' }).click();
+    await c.locator('vscode-checkbox', { hasText: 'e2e' }).click();
+    await c.locator('vscode-textfield input').fill('ship it');
+    await shot(s, c, 'cues-form-dark');
+    await c.getByRole('button', { name: 'Send', exact: true }).click();
+    const done = await running.done;
+    assert.equal(done.code, 0, done.stderr);
+    assert.match(done.stdout, /instructions:\n\nEnvironment: staging\nChecks: lint, e2e\nNote: ship it\n/);
+  });
+
+  test('a pause shows a Continue card; Continue resumes the agent', async () => {
+    const running = start(bundles.cueme, ['pause', 'pauseagent'], { env: childEnv(s.cueHome), timeoutMs: 60_000 });
+    const c = await card(s, 'Paused. Click Continue');
+    await shot(s, c, 'cues-pause-dark');
+    await c.getByRole('button', { name: 'Continue' }).click();
+    const done = await running.done;
+    assert.equal(done.code, 0, done.stderr);
+    assert.match(done.stdout, /^The user resumed the conversation\./);
+  });
+
+  test('End writes a cancelled answer: cueme tells the agent to pause', async () => {
+    const running = cue(s, 'endagent', 'Shall I also refactor the tests?');
+    const c = await card(s, 'Shall I also refactor the tests?');
+    await shot(s, c, 'cues-text-dark');
+    await c.getByRole('button', { name: 'End' }).click();
+    const done = await running.done;
+    assert.equal(done.code, 0, done.stderr);
+    assert.match(done.stdout, /^The user did not continue\./);
+  });
+
+  test('a typed reply is sent with Enter', async () => {
+    const running = cue(s, 'textagent', 'What should the new flag be called?');
+    const c = await card(s, 'What should the new flag be called?');
+    await c.locator('vscode-textarea textarea').fill('Call it --dry-run');
+    await c.locator('vscode-textarea textarea').press('Enter');
+    const done = await running.done;
+    assert.equal(done.code, 0, done.stderr);
+    assert.match(done.stdout, /instructions:\n\nCall it --dry-run\n/);
+  });
+
+  test("a queued reply reaches the agent's next cue without a click", async () => {
+    const agent = s.frame.locator('vscode-collapsible.agent[data-agent-id="textagent"]');
+    await agent.click({ position: { x: 20, y: 10 } });
+    const input = agent.locator('vscode-textfield.queue-input input');
+    await input.fill('Next, write the changelog');
+    await agent.getByRole('button', { name: 'Queue' }).click();
+    await agent.locator('.queued', { hasText: 'Next, write the changelog' }).waitFor();
+    const done = await cue(s, 'textagent', 'Done with the flag. What next?').done;
+    assert.equal(done.code, 0, done.stderr);
+    assert.match(done.stdout, /instructions:\n\nNext, write the changelog\n/);
+    await agent.locator('.turn', { hasText: 'What next?' }).locator('.answer', { hasText: 'Next, write the changelog' }).waitFor();
+    assert.equal(await agent.locator('.queued').count(), 0, 'the queued reply was used once');
+  });
+
+  test('a hostile prompt shows as text: no img or script element is created', async () => {
+    const running = cue(s, 'hostileagent', HOSTILE);
+    const c = await card(s, 'onerror=');
+    const shown = (await c.locator('.prompt').textContent()) ?? '';
+    assert.ok(shown.includes('<img src=x onerror='), shown);
+    assert.ok(shown.includes('<script>document.title="pwned"</script>'), shown);
+    assert.ok(shown.includes('[bad](javascript:alert(1))'), 'a javascript: link stays text');
+    assert.equal(await c.locator('img').count(), 0);
+    assert.equal(await c.locator('script').count(), 0);
+    assert.equal(await s.frame.locator('#root img, #root script, #root a[href^="javascript"]').count(), 0);
+    assert.equal(await c.locator('strong', { hasText: 'bold' }).count(), 1);
+    await shot(s, c, 'cues-hostile-dark');
+    await c.getByRole('button', { name: 'End' }).click();
+    assert.equal((await running.done).code, 0);
+  });
+});
+
+describe('the Cues panel (light theme)', () => {
+  let s: Session;
+  before(async () => {
+    bundles ??= await buildBundles();
+    s = await openSession('light');
+  });
+  after(async () => {
+    await s?.wb.close();
+    if (s) rmSync(s.dir, { recursive: true, force: true });
+  });
+
+  test('every payload UI renders; End answers each', async () => {
+    const cues: Array<[string, string, unknown, string]> = [
+      ['lchoice', 'Where should I deploy?', CHOICE, 'cues-choice-light'],
+      ['lmulti', 'Which checks should run?', MULTI, 'cues-multiple-light'],
+      ['lconfirm', 'Ready to ship 1.2.0?', CONFIRM, 'cues-confirm-light'],
+      ['lform', 'Release details, please', FORM, 'cues-form-light'],
+    ];
+    const running = cues.map(([agent, prompt, payload]) => cue(s, agent, prompt, payload));
+    const paused = start(bundles.cueme, ['pause', 'lpause'], { env: childEnv(s.cueHome), timeoutMs: 60_000 });
+    for (const [, prompt, , name] of cues) await shot(s, await card(s, prompt), name);
+    const pauseCard = await card(s, 'Paused. Click Continue');
+    await shot(s, pauseCard, 'cues-pause-light');
+    for (const [, prompt] of cues) await (await card(s, prompt)).getByRole('button', { name: 'End' }).click();
+    await pauseCard.getByRole('button', { name: 'End' }).click();
+    for (const r of [...running, paused]) {
+      const done = await r.done;
+      assert.equal(done.code, 0, done.stderr);
+      assert.match(done.stdout, /^The user did not continue\./);
+    }
+    await s.frame.getByRole('heading', { name: 'No agent is waiting for you' }).waitFor();
+    await s.wb.screenshot('cues-history-light');
+  });
+});

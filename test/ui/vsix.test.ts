@@ -1,0 +1,58 @@
+// The packaged extension, installed into a separate VS Code as a user installs it (what `npm start`
+// does), works without the development checkout.
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { installVsix, startHost, type Host } from '../../scripts/lib/host.ts';
+import { packagedFiles, packageVsix } from '../../scripts/lib/package.ts';
+import { cacheDir, repoRoot, resultsDir } from '../../scripts/lib/paths.ts';
+import { launchBrowser, waitForWorkbench, type Browser } from '../../scripts/lib/workbench.ts';
+import { cuesFrame, openBelayContainer } from './lib.ts';
+
+test('the .vsix holds only what runs', async () => {
+  const files = await packagedFiles();
+  for (const required of ['package.json', 'README.md', 'LICENSE', 'dist/extension.js', 'dist/cli.js', 'dist/cueme.js', 'dist/webviews/cues.js', 'media/belay.svg']) {
+    assert.ok(files.includes(required), `${required} is missing from the .vsix`);
+  }
+  const allowed = /^(package\.json|README\.md|LICENSE|language-configuration\.json|dist\/.+|syntaxes\/.+|media\/.+)$/;
+  assert.deepEqual(files.filter((f) => !allowed.test(f) || f.endsWith('.map') || f.endsWith('.ts')), []);
+});
+
+describe('the .vsix installed into a separate VS Code', () => {
+  let dir: string;
+  let host: Host;
+  let browser: Browser;
+  before(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'belay-vsix-'));
+    const vsix = await packageVsix(dir);
+    const stateDir = await mkdtemp(path.join(cacheDir, 'vsix-host-'));
+    await installVsix(vsix, stateDir);
+    host = await startHost({ folder: path.join(repoRoot, 'demo'), stateDir });
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+    await host?.stop();
+    if (host) await rm(host.stateDir, { recursive: true, force: true });
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('shows the Belay container with its three views, the Cues panel rendered', async () => {
+    const page = await browser.context.newPage();
+    await page.goto(host.url(path.join(repoRoot, 'demo')));
+    await waitForWorkbench(page);
+    await openBelayContainer(page);
+    const headers = page.locator('.sidebar .pane-header h3.title');
+    await headers.nth(2).waitFor();
+    assert.deepEqual((await headers.allTextContents()).map((t) => t.trim().toUpperCase()), ['CUES', 'TASKS', 'SESSIONS']);
+    // The webview app ran: its document has content built by the script, not just the HTML shell.
+    try {
+      await cuesFrame(page).locator('#root:not(:empty)').waitFor({ state: 'attached' });
+    } finally {
+      await mkdir(path.join(resultsDir, 'ui'), { recursive: true });
+      await page.screenshot({ path: path.join(resultsDir, 'ui', 'vsix-installed.png') });
+    }
+  });
+});
