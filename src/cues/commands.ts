@@ -71,7 +71,7 @@ async function cancelOrText(title: string, prompt: string): Promise<Outcome> {
 
 export function registerCueCommands(ctx: BelayContext, service: CuesService): void {
   ctx.registerCommand('belay.cues.answerNext', async () => {
-    const cue = service.snapshot.pending.find((c) => c.state === 'pending');
+    const cue = service.readNow().pending.find((c) => c.state === 'pending');
     if (!cue) {
       void vscode.window.showInformationMessage('Belay: no agent is waiting for you.');
       return;
@@ -89,7 +89,7 @@ export function registerCueCommands(ctx: BelayContext, service: CuesService): vo
   });
 
   ctx.registerCommand('belay.cues.pauseAgent', async (arg?: unknown) => {
-    const agents = service.snapshot.agents;
+    const agents = service.readNow().agents;
     let agentId = typeof arg === 'string' ? arg : undefined;
     if (!agentId) {
       if (agents.length === 0) {

@@ -101,6 +101,17 @@ export class CuesService implements vscode.Disposable {
     });
   }
 
+  /** Reads the mailbox now (commands use this so they act on what is there, not on the last event). */
+  readNow(): PanelSnapshot {
+    try {
+      if (panelMailboxPaths(this.#ctx.config.settings.cuesHome).home !== this.#paths?.home) this.reopen();
+    } catch {
+      // No home: reopen already reported it.
+    }
+    this.#read();
+    return this.#snapshot;
+  }
+
   #read(): void {
     const mailbox = this.#mailbox;
     const nowMs = Date.now();

@@ -8,7 +8,8 @@ import { microAgentSecretTexts, resolveDir, terminalConfig, type MicroAgent } fr
 import { runNanobot, type NanobotEvent } from './core/nanobot.ts';
 import { ansi, sanitizeTerminalText, toTerminalNewlines } from './format.ts';
 
-export const MEDIA_PREFIX = '📎 ';
+/** Media lines start with this; the link provider makes the path after it clickable. */
+export const MEDIA_PREFIX = 'media: ';
 
 export interface ChatOptions {
   agent: MicroAgent;

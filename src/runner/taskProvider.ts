@@ -26,8 +26,8 @@ export function belayTaskProvider(service: RunnerService): vscode.TaskProvider {
       `${definition.task} with ${definition.agent}`,
       TASK_TYPE,
       new vscode.CustomExecution(async () => {
-        const pty = new OutputTerminal({ closeWhenDone: true, onStop: () => stop.abort() });
         const stop = new AbortController();
+        const pty = new OutputTerminal({ closeWhenDone: true, onStop: () => stop.abort() });
         const found = service.findTask(definition.task);
         const agent = service.findAgent(definition.agent);
         const formatter = new EventFormatter();

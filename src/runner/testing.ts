@@ -6,8 +6,18 @@ import type { Task } from './core/task.ts';
 import { EventFormatter, failureMessage, toTerminalNewlines } from './format.ts';
 import type { RunnerService } from './service.ts';
 
+/** What one task's test ended as (the Test API gives extensions no way to read results back). */
+export interface TaskTestReport {
+  id: string;
+  state: 'passed' | 'failed' | 'errored' | 'skipped';
+  message?: string;
+  durationMs?: number;
+}
+
 export class TaskTests implements vscode.Disposable {
   readonly controller: vscode.TestController;
+  readonly #reported = new vscode.EventEmitter<TaskTestReport>();
+  readonly onDidReport = this.#reported.event;
   readonly #service: RunnerService;
   readonly #concurrency: () => number;
   readonly #log: vscode.LogOutputChannel;
@@ -119,20 +129,28 @@ export class TaskTests implements vscode.Disposable {
         },
       });
       const durationMs = result.duration_sec * 1000;
-      if (result.passed) run.passed(item, durationMs);
-      else if (result.failure_cause === 'aborted') run.skipped(item);
-      else {
-        const message = new vscode.TestMessage(failureMessage(result));
+      if (result.passed) {
+        run.passed(item, durationMs);
+        this.#reported.fire({ id: item.id, state: 'passed', durationMs });
+      } else if (result.failure_cause === 'aborted') {
+        run.skipped(item);
+        this.#reported.fire({ id: item.id, state: 'skipped' });
+      } else {
+        const text = failureMessage(result);
+        const message = new vscode.TestMessage(text);
         message.location = new vscode.Location(vscode.Uri.file(`${task.dir}/${task.layout === 'legacy' ? 'run-tests.sh' : 'tests/test.sh'}`), new vscode.Position(0, 0));
         run.failed(item, message, durationMs);
+        this.#reported.fire({ id: item.id, state: 'failed', message: text, durationMs });
       }
     } catch (error) {
       this.#log.error(`runner: ${task.name}: ${(error as Error).message}`);
       run.errored(item, new vscode.TestMessage((error as Error).message));
+      this.#reported.fire({ id: item.id, state: 'errored', message: (error as Error).message });
     }
   }
 
   dispose(): void {
+    this.#reported.dispose();
     this.#subscription.dispose();
     for (const profile of this.#profiles.splice(0)) profile.dispose();
     this.controller.dispose();

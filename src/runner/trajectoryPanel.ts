@@ -107,6 +107,7 @@ export class TrajectoryPanels implements vscode.Disposable {
         timedOut: s.timedOut,
         durationMs: s.durationMs,
         output: s.outputFile ? await readBounded(s.outputFile, STEP_OUTPUT_CHARS) : (s.screen ?? ''),
+        outputKind: s.outputFile ? ('output' as const) : ('screen' as const),
         hasOutputFile: s.outputFile !== null,
       })),
     );

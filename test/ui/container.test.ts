@@ -27,7 +27,7 @@ for (const theme of ['dark', 'light'] as const) {
       assert.match(mailbox ?? '', /\.cue$/, 'the empty state names the mailbox folder');
 
       // The trees show their welcome content, not fake data.
-      await page.locator('.welcome-view-content', { hasText: 'No tasks yet.' }).waitFor();
+      await page.locator('.sidebar .monaco-list-row[aria-label^="hello-world"]').waitFor(); // the demo's tasks
       await page.locator('.welcome-view-content', { hasText: 'No command-block sessions yet.' }).waitFor();
       await wb.screenshot(`belay-container-${theme}`);
     });

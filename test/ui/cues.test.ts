@@ -31,12 +31,21 @@ interface Session {
 }
 
 let bundles: Bundles;
+before(async () => {
+  bundles = await buildBundles();
+});
+after(() => rmSync(bundles.dir, { recursive: true, force: true }));
 
 async function openSession(theme: 'dark' | 'light'): Promise<Session> {
   const dir = mkdtempSync(path.join(tmpdir(), 'belay-cues-ui-'));
   const cueHome = path.join(dir, '.cue');
   const wb = await openWorkbench({ theme, settings: { 'belay.cues.home': cueHome, 'belay.cues.notifications': false } });
   await openBelayContainer(wb.page);
+  // Room for the Cues view: fold the two tree views below it.
+  for (const title of ['Tasks', 'Sessions']) {
+    const header = wb.page.locator('.sidebar .pane-header', { has: wb.page.locator('h3.title', { hasText: title }) });
+    if ((await header.getAttribute('aria-expanded')) === 'true') await header.click();
+  }
   const frame = cuesFrame(wb.page);
   // The panel names the mailbox from the setting: the host and these cuemes share it.
   await frame.locator('.detail code', { hasText: cueHome }).waitFor({ timeout: 30_000 });
@@ -44,7 +53,7 @@ async function openSession(theme: 'dark' | 'light'): Promise<Session> {
 }
 
 function cue(s: Session, agentId: string, prompt: string, payload?: unknown): Running {
-  return start(bundles.cueme, ['cue', agentId, '-'], { env: childEnv(s.cueHome), input: envelope(prompt, payload), timeoutMs: 60_000 });
+  return start(bundles.cueme, ['cue', agentId, '-'], { env: childEnv(s.cueHome), input: envelope(prompt, payload), timeoutMs: 30_000 });
 }
 
 async function card(s: Session, prompt: string) {
@@ -61,19 +70,21 @@ async function shot(s: Session, c: Awaited<ReturnType<typeof card>>, name: strin
 describe('the Cues panel (dark theme)', () => {
   let s: Session;
   before(async () => {
-    bundles = await buildBundles();
     s = await openSession('dark');
   });
   after(async () => {
     await s?.wb.close();
     if (s) rmSync(s.dir, { recursive: true, force: true });
-    rmSync(bundles.dir, { recursive: true, force: true });
   });
 
   test('a choice cue appears; clicking an option makes cueme print the label and exit 0', async () => {
-    await run(bundles.cueme, ['join', 'claude_code'], { env: childEnv(s.cueHome), cwd: s.wb.workspace });
-    const running = cue(s, 'choiceagent', 'Where should I **deploy**?', CHOICE);
+    const joined = await run(bundles.cueme, ['join', 'claude_code'], { env: childEnv(s.cueHome), cwd: s.wb.workspace });
+    const agentId = /^agent_id=(\w+)$/m.exec(joined.stdout)?.[1];
+    assert.ok(agentId, joined.stdout + joined.stderr);
+    const running = cue(s, agentId, 'Where should I **deploy**?', CHOICE);
     const c = await card(s, 'Where should I');
+    // The agent's runtime and project folder, from its join.
+    await c.locator('.meta', { hasText: `claude_code · ${path.basename(s.wb.workspace)}` }).waitFor();
     assert.equal(await c.locator('strong', { hasText: 'deploy' }).count(), 1, 'Markdown bold is rendered');
     await c.locator('.waiting', { hasText: /waiting \d+s/ }).waitFor();
     await shot(s, c, 'cues-choice-dark');
@@ -123,7 +134,7 @@ describe('the Cues panel (dark theme)', () => {
   });
 
   test('a pause shows a Continue card; Continue resumes the agent', async () => {
-    const running = start(bundles.cueme, ['pause', 'pauseagent'], { env: childEnv(s.cueHome), timeoutMs: 60_000 });
+    const running = start(bundles.cueme, ['pause', 'pauseagent'], { env: childEnv(s.cueHome), timeoutMs: 30_000 });
     const c = await card(s, 'Paused. Click Continue');
     await shot(s, c, 'cues-pause-dark');
     await c.getByRole('button', { name: 'Continue' }).click();
@@ -136,7 +147,7 @@ describe('the Cues panel (dark theme)', () => {
     const running = cue(s, 'endagent', 'Shall I also refactor the tests?');
     const c = await card(s, 'Shall I also refactor the tests?');
     await shot(s, c, 'cues-text-dark');
-    await c.getByRole('button', { name: 'End' }).click();
+    await c.getByRole('button', { name: 'End', exact: true }).click();
     const done = await running.done;
     assert.equal(done.code, 0, done.stderr);
     assert.match(done.stdout, /^The user did not continue\./);
@@ -178,7 +189,7 @@ describe('the Cues panel (dark theme)', () => {
     assert.equal(await s.frame.locator('#root img, #root script, #root a[href^="javascript"]').count(), 0);
     assert.equal(await c.locator('strong', { hasText: 'bold' }).count(), 1);
     await shot(s, c, 'cues-hostile-dark');
-    await c.getByRole('button', { name: 'End' }).click();
+    await c.getByRole('button', { name: 'End', exact: true }).click();
     assert.equal((await running.done).code, 0);
   });
 });
@@ -186,7 +197,6 @@ describe('the Cues panel (dark theme)', () => {
 describe('the Cues panel (light theme)', () => {
   let s: Session;
   before(async () => {
-    bundles ??= await buildBundles();
     s = await openSession('light');
   });
   after(async () => {
@@ -202,12 +212,12 @@ describe('the Cues panel (light theme)', () => {
       ['lform', 'Release details, please', FORM, 'cues-form-light'],
     ];
     const running = cues.map(([agent, prompt, payload]) => cue(s, agent, prompt, payload));
-    const paused = start(bundles.cueme, ['pause', 'lpause'], { env: childEnv(s.cueHome), timeoutMs: 60_000 });
+    const paused = start(bundles.cueme, ['pause', 'lpause'], { env: childEnv(s.cueHome), timeoutMs: 30_000 });
     for (const [, prompt, , name] of cues) await shot(s, await card(s, prompt), name);
     const pauseCard = await card(s, 'Paused. Click Continue');
     await shot(s, pauseCard, 'cues-pause-light');
-    for (const [, prompt] of cues) await (await card(s, prompt)).getByRole('button', { name: 'End' }).click();
-    await pauseCard.getByRole('button', { name: 'End' }).click();
+    for (const [, prompt] of cues) await (await card(s, prompt)).getByRole('button', { name: 'End', exact: true }).click();
+    await pauseCard.getByRole('button', { name: 'End', exact: true }).click();
     for (const r of [...running, paused]) {
       const done = await r.done;
       assert.equal(done.code, 0, done.stderr);

@@ -64,15 +64,13 @@ export async function openWorkbench(options: { theme?: keyof typeof themes; sett
  * Development Host in the browser starts in Light+ whatever the settings say.)
  */
 export async function setColorTheme(page: Page, theme: keyof typeof themes): Promise<void> {
-  const cssClass = theme === 'dark' ? 'vs-dark' : 'vs';
-  const isApplied = () => page.evaluate((c) => document.querySelector('.monaco-workbench')?.classList.contains(c) ?? false, cssClass);
   await runPaletteCommand(page, 'Preferences: Color Theme');
   const input = page.locator('.quick-input-widget input.input');
   await input.fill(themes[theme]);
   await page.locator(`.quick-input-widget .monaco-list-row[aria-label^="${themes[theme]}"]`).first().waitFor();
   await page.keyboard.press('Enter');
-  await page.waitForFunction((c) => document.querySelector('.monaco-workbench')?.classList.contains(c), cssClass);
-  if (!(await isApplied())) throw new Error(`theme ${themes[theme]} was not applied`);
+  // The workbench carries the theme's kind as a class: vs-dark for dark themes, vs for light ones.
+  await page.locator(theme === 'dark' ? '.monaco-workbench.vs-dark' : '.monaco-workbench.vs').waitFor({ state: 'attached' });
 }
 
 /** Opens the Belay container from the activity bar. */

@@ -3,9 +3,9 @@
 // and then *applied* (one atomic write, a delete, a shell command). The editor previews plans as
 // diffs and applies them through its own edits; `belay blocks apply` applies them here. Both then
 // report the same result lines.
-import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
+import { writeFileAtomic } from '../../shared/atomic.ts';
 import { runBounded } from '../../shared/process.ts';
 import { countFileLines, joinFileLines, replaceLines, splitFileLines } from './lines.ts';
 import { parseAnswer } from './parser.ts';
@@ -335,37 +335,23 @@ export async function applyPlan(workspace: Workspace, plan: Plan, state: AnswerS
   }
 }
 
-/** Writes atomically; missing parent folders are created, and removed again if the write fails. */
+/**
+ * Writes atomically; missing parent folders are created, and removed again if the write fails.
+ * Not flushed per file (`durable: false`): an answer may create hundreds of files, and the editor's
+ * own saves promise no more.
+ */
 async function writeCreatingFolders(real: string, text: string, mode: number | undefined): Promise<void> {
   try {
-    await replaceFile(real, text, mode);
+    await writeFileAtomic(real, text, { mode, durable: false });
     return;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
   const created = await fs.mkdir(path.dirname(real), { recursive: true });
   try {
-    await replaceFile(real, text, mode);
+    await writeFileAtomic(real, text, { mode, durable: false });
   } catch (error) {
     if (created !== undefined) await fs.rm(created, { recursive: true, force: true });
-    throw error;
-  }
-}
-
-/**
- * Writes a temporary file beside the target and renames it over the target, so that no reader and
- * no crash of Belay ever sees a half-written file. Unlike `writeFileAtomic` (used for session and
- * outbox files) it does not fsync each file: that alone doubled the time to apply an answer of many
- * files, and what it adds, durability through a power cut, the editor's own saves do not promise either.
- */
-async function replaceFile(real: string, text: string, mode: number | undefined): Promise<void> {
-  const tmp = path.join(path.dirname(real), `.${path.basename(real)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
-  try {
-    await fs.writeFile(tmp, text, { flag: 'wx', mode: mode ?? 0o666 });
-    if (mode !== undefined) await fs.chmod(tmp, mode);
-    await fs.rename(tmp, real);
-  } catch (error) {
-    await fs.rm(tmp, { force: true });
     throw error;
   }
 }

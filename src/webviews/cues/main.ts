@@ -49,7 +49,11 @@ function button(label: string, options: { secondary?: boolean; iconName?: string
   const b = document.createElement('vscode-button');
   if (options.secondary) b.secondary = true;
   if (options.className) b.className = options.className;
-  if (options.iconName) b.append(icon(options.iconName), ' ');
+  if (options.iconName) {
+    const i = icon(options.iconName);
+    if (label) i.classList.add('before-label');
+    b.append(i);
+  }
   b.append(label);
   if (options.title) b.title = options.title;
   return b;
@@ -253,7 +257,8 @@ function buildCard(cue: UiCue): Card {
           const boxes: VscodeCheckbox[] = [];
           p.options.forEach((label, i) => {
             const box = document.createElement('vscode-checkbox');
-            box.append(`${label}`);
+            if (i < 9) box.append(el('span', 'key', String(i + 1)));
+            box.append(label);
             box.dataset.key = String(i + 1);
             box.setAttribute('aria-keyshortcuts', String(i + 1));
             boxes.push(box);
@@ -434,9 +439,11 @@ function buildCard(cue: UiCue): Card {
     }
     if (typing || event.altKey || event.ctrlKey || event.metaKey) return;
     const index = optionIndexForKey(event.key);
-    if (index !== undefined && card.keyed[index]) {
+    const keyed = index === undefined ? undefined : card.keyed[index];
+    if (keyed) {
       event.preventDefault();
-      card.keyed[index].click();
+      if (keyed.tagName === 'VSCODE-CHECKBOX') (keyed as VscodeCheckbox).checked = !(keyed as VscodeCheckbox).checked;
+      else keyed.click();
       return;
     }
     if (event.key === 'Enter' && (target === root || p.kind !== 'choice' || p.multiple)) {

@@ -97,9 +97,9 @@ function stepBody(step: TrajectoryStep): HTMLElement {
     body.append(cmd);
   } else body.append(el('p', 'muted', 'No command in this step.'));
   const status = step.timedOut ? 'timed out' : step.exitCode === null ? '' : `exit ${step.exitCode}`;
-  const meta = [status, step.cwd ? `in ${step.cwd}` : '', step.durationMs !== null ? `${Math.round(step.durationMs)} ms` : ''].filter(Boolean).join(' · ');
+  const meta = [status, step.cwd && step.command ? `in ${step.cwd}` : '', step.durationMs !== null ? `${Math.round(step.durationMs)} ms` : ''].filter(Boolean).join(' · ');
   if (meta) body.append(el('p', `meta ${step.exitCode !== null && step.exitCode !== 0 ? 'failed' : ''}`, meta));
-  body.append(el('h3', 'label', 'Output'));
+  body.append(el('h3', 'label', step.outputKind === 'output' ? 'Output' : 'What the agent saw'));
   body.append(el('pre', 'output', step.output === '' ? '(no output)' : step.output));
   if (step.hasOutputFile) body.append(button('Open full output', 'go-to-file', 'Open this step’s full output read-only', () => vscode.postMessage({ type: 'openOutput', step: step.step })));
   return body;

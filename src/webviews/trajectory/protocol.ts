@@ -13,6 +13,8 @@ export const stepSchema = z.object({
   durationMs: z.number().nullable(),
   /** The step's output (cut when long), or what the agent saw when no output was kept. */
   output: z.string(),
+  /** `output`: the step's own output; `screen`: no output was kept, this is what the agent saw. */
+  outputKind: z.enum(['output', 'screen']),
   hasOutputFile: z.boolean(),
 });
 export type TrajectoryStep = z.infer<typeof stepSchema>;

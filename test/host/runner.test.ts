@@ -1,0 +1,222 @@
+import * as assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import type { RunnerHooks } from '../../src/runner/index.ts';
+import type { RunResult } from '../../src/runner/core/records.ts';
+import type { ChatTerminal } from '../../src/runner/chat.ts';
+import type { TaskTestReport } from '../../src/runner/testing.ts';
+import { activateBelay, waitFor } from './helpers.ts';
+
+const SDK1 = 'Demo SDK 1.x agent';
+
+interface Made {
+  name: string;
+  pty: vscode.Pseudoterminal;
+}
+
+/** Every process whose command line mentions `needle` (the host's /proc). */
+function processesWith(needle: string): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      if (cmdline.includes(needle) && Number(pid) !== process.pid) found.push(`${pid}: ${cmdline.slice(0, 200)}`);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
+
+/** Collects what a pseudoterminal writes, as VS Code would receive it. */
+function record(pty: vscode.Pseudoterminal): { text: () => string; changed: vscode.Event<void>; dispose: () => void } {
+  let text = '';
+  const changed = new vscode.EventEmitter<void>();
+  const sub = pty.onDidWrite((data) => {
+    text += data;
+    changed.fire();
+  });
+  return { text: () => text, changed: changed.event, dispose: () => (sub.dispose(), changed.dispose()) };
+}
+
+suite('Belay runner', () => {
+  let hooks: RunnerHooks;
+  const made: Made[] = [];
+  let realFactory: RunnerHooks['createTerminal'];
+  const workspace = () => vscode.workspace.workspaceFolders![0]!.uri.fsPath;
+
+  suiteSetup(async () => {
+    await activateBelay();
+    hooks = (await vscode.commands.executeCommand('belay.runner.testHooks')) as RunnerHooks;
+    realFactory = hooks.createTerminal;
+    hooks.createTerminal = ({ name, pty }) => {
+      made.push({ name, pty });
+      return undefined;
+    };
+    await hooks.service.refresh();
+  });
+  suiteTeardown(() => {
+    if (hooks) hooks.createTerminal = realFactory;
+  });
+
+  test('lists the demo tasks in the Tasks view and Test Explorer, with one run profile per agent', async () => {
+    const names = hooks.service.tasks.map((t) => t.name);
+    assert.deepEqual(names, ['count-words', 'hello-world']);
+    const roots = await hooks.tree.getChildren();
+    assert.deepEqual(roots.map((n) => (n.kind === 'task' ? n.task.name : n.kind)), ['count-words', 'hello-world']);
+    const items: string[] = [];
+    hooks.tests.controller.items.forEach((item) => items.push(item.label));
+    assert.deepEqual(items.sort(), ['count-words', 'hello-world']);
+    const agents = hooks.service.agents.map((a) => a.name);
+    assert.ok(agents.includes(SDK1) && agents.includes('Demo SDK 2.0 agent'), `agents: ${agents.join(', ')}`);
+    assert.deepEqual(hooks.tests.profiles.map((p) => p.label), agents);
+  });
+
+  test('runs hello-world with the SDK 1.x agent in a terminal that buffers until opened, then shows the run in the view', async () => {
+    const before = made.length;
+    const result = (await vscode.commands.executeCommand('belay.runner.runTask', { task: 'tasks/hello-world', agent: SDK1 })) as RunResult;
+    assert.equal(result.passed, true, `${result.failure_cause}: ${result.error}`);
+    const terminal = made[before]!;
+    assert.equal(terminal.name, `Belay: hello-world · ${SDK1}`);
+    // Nothing was opened yet: everything written so far comes out at open(), with \r\n.
+    const out = record(terminal.pty);
+    terminal.pty.open(undefined);
+    const text = out.text();
+    out.dispose();
+    const plain = text.replace(/\x1b\[[0-9;]*m/g, '');
+    for (const expected of ['── step 1 ──', '» I will write the greeting', "$ printf '%s\\n' 'Hello, world!' > hello.txt", 'Hello, world!', '[exit 0', '── running the tests ──', 'PASSED  reward 1 · 3 steps']) {
+      assert.ok(plain.includes(expected), `the terminal lacks ${JSON.stringify(expected)}:\n${plain}`);
+    }
+    assert.match(text, /\x1b\[32m\x1b\[1mPASSED/, 'the result is green');
+    assert.doesNotMatch(text, /[^\r]\n/, 'every newline is \\r\\n');
+    // A key closes it with the run's exit code.
+    const closed = new Promise<number | void>((resolve) => terminal.pty.onDidClose!(resolve));
+    terminal.pty.handleInput!('q');
+    assert.equal(await closed, 0);
+
+    const task = hooks.service.findTask('hello-world')!;
+    const runs = hooks.service.runsOf(task);
+    assert.equal(runs[0]?.result.run_id, result.run_id);
+    assert.equal(runs[0]?.origin?.agent, SDK1);
+    const taskNode = (await hooks.tree.getChildren()).find((n) => n.kind === 'task' && n.task.name === 'hello-world')!;
+    const runNodes = await hooks.tree.getChildren(taskNode);
+    const runNode = runNodes.find((n) => n.kind === 'run' && n.run.result.run_id === result.run_id)!;
+    const runItem = hooks.tree.getTreeItem(runNode);
+    assert.match(String(runItem.description), /^reward 1 · 3 steps · .* · Demo SDK 1\.x agent$/);
+    const steps = await hooks.tree.getChildren(runNode);
+    const labels = steps.map((s) => String(hooks.tree.getTreeItem(s).label));
+    assert.equal(labels.length, 3);
+    assert.match(labels[0]!, /^1\. \$ printf/);
+    const firstStep = hooks.tree.getTreeItem(steps[0]!);
+    assert.equal(firstStep.description, 'exit 0');
+
+    // Selecting a step opens its full output, read-only.
+    await vscode.commands.executeCommand(firstStep.command!.command, ...(firstStep.command!.arguments ?? []));
+    const stepTwo = hooks.tree.getTreeItem(steps[1]!);
+    await vscode.commands.executeCommand(stepTwo.command!.command, ...(stepTwo.command!.arguments ?? []));
+    await waitFor('the step output to open', () => vscode.window.activeTextEditor?.document.uri.scheme === 'belay-run-output', [vscode.window.onDidChangeActiveTextEditor]);
+    assert.match(vscode.window.activeTextEditor!.document.getText(), /Hello, world!/);
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+  });
+
+  test('a failing agent ends red with its cause and the tests’ output, in Test Explorer too', async () => {
+    const reports: TaskTestReport[] = [];
+    const sub = hooks.tests.onDidReport((r) => reports.push(r));
+    try {
+      const task = hooks.service.findTask('hello-world')!;
+      const profile = hooks.tests.profiles.find((p) => p.label === 'Demo failing agent')!;
+      const item = hooks.tests.controller.items.get(task.dir)!;
+      const cancel = new vscode.CancellationTokenSource();
+      await hooks.tests.run(new vscode.TestRunRequest([item], undefined, profile), cancel.token, profile.label);
+      cancel.dispose();
+      assert.equal(reports.length, 1);
+      assert.equal(reports[0]!.state, 'failed');
+      assert.match(reports[0]!.message!, /^tests_failed: the tests failed/);
+      assert.match(reports[0]!.message!, /expected 'Hello, world!', found: 'Hello, moon!'/);
+      assert.ok((reports[0]!.durationMs ?? 0) > 0);
+    } finally {
+      sub.dispose();
+    }
+  });
+
+  test('Test Explorer runs every task with a profile, green for the SDK 2.0 agent', async () => {
+    const reports: TaskTestReport[] = [];
+    const sub = hooks.tests.onDidReport((r) => reports.push(r));
+    try {
+      const profile = hooks.tests.profiles.find((p) => p.label === 'Demo SDK 2.0 agent')!;
+      const cancel = new vscode.CancellationTokenSource();
+      await hooks.tests.run(new vscode.TestRunRequest(undefined, undefined, profile), cancel.token, profile.label);
+      cancel.dispose();
+      assert.deepEqual(reports.map((r) => [path.basename(r.id), r.state]).sort(), [['count-words', 'passed'], ['hello-world', 'passed']], JSON.stringify(reports));
+    } finally {
+      sub.dispose();
+    }
+  });
+
+  test('Stop ends a run that hangs and leaves no process behind', async () => {
+    const before = made.length;
+    const running = vscode.commands.executeCommand('belay.runner.runTask', { task: 'hello-world', agent: 'Demo stuck agent' }) as Thenable<RunResult>;
+    await waitFor('the terminal to be created', () => made.length > before, [hooks.service.onDidChange]);
+    const pty = made[before]!.pty;
+    const out = record(pty);
+    pty.open(undefined);
+    await waitFor('the hanging command to start', () => out.text().includes('sleep 600'), [out.changed]);
+    const active = hooks.service.activeRuns[0];
+    assert.ok(active, 'the run is active');
+    const runDir = path.join(hooks.service.runsDirFor(active.task.dir), active.id);
+    assert.ok(processesWith(runDir).length > 0, 'the run has processes (the sandboxed agent and its command)');
+    await vscode.commands.executeCommand('belay.runner.stopRun');
+    const result = await running;
+    assert.equal(result.failure_cause, 'aborted');
+    assert.ok(out.text().includes('aborted'), out.text());
+    out.dispose();
+    assert.deepEqual(processesWith('sleep 600'), []);
+    assert.equal(result.run_dir, runDir);
+    assert.deepEqual(processesWith(runDir), []);
+    assert.equal(hooks.service.activeRuns.length, 0);
+  });
+
+  test('the trajectory view opens for a run made by the editor', async () => {
+    const task = hooks.service.findTask('hello-world')!;
+    const run = hooks.service.runsOf(task).find((r) => r.result.passed)!;
+    await vscode.commands.executeCommand('belay.runner.openTrajectory', run.result.run_dir);
+    assert.deepEqual(hooks.trajectories.openRuns, [run.result.run_dir]);
+    const labels = () => vscode.window.tabGroups.all.flatMap((g) => g.tabs).map((t) => t.label);
+    await waitFor('the trajectory tab', () => labels().includes('Run: hello-world'), [vscode.window.tabGroups.onDidChangeTabs]);
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+  });
+
+  test('the micro-agent chat shows progress, then the message, media as files, and remembers the user', async () => {
+    const chat = (await vscode.commands.executeCommand('belay.runner.chat', 'Demo micro-agent')) as ChatTerminal;
+    chat.open();
+    await chat.send('please draw a cat');
+    const text = chat.transcript.replace(/\x1b\[[0-9;]*m/g, '');
+    const progress = text.indexOf('⏳ Thinking…');
+    const message = text.indexOf('You said "please draw a cat". That is message #1');
+    assert.ok(progress >= 0 && message > progress, text);
+    const media = /media: (\/\S+\.png)/.exec(text);
+    assert.ok(media && existsSync(media[1]!), text);
+    await chat.send('again');
+    assert.match(chat.transcript, /message #2 from you/);
+    const memory = path.join(workspace(), '.belay', 'micro-agents', 'Demo_micro-agent', 'users', 'vscode', 'memory.json');
+    assert.deepEqual(JSON.parse(readFileSync(memory, 'utf8')), { messages: 2 });
+    chat.close();
+  });
+
+  test('a `belay` task from tasks.json runs and ends with exit code 0', async () => {
+    const tasks = await vscode.tasks.fetchTasks({ type: 'belay' });
+    const task = tasks.find((t) => t.definition.task === path.join('tasks', 'hello-world') && t.definition.agent === SDK1);
+    assert.ok(task, tasks.map((t) => t.name).join(', '));
+    const ended = new Promise<number | undefined>((resolve) => {
+      const sub = vscode.tasks.onDidEndTaskProcess((e) => {
+        if (e.execution.task.definition.agent === SDK1) {
+          sub.dispose();
+          resolve(e.exitCode);
+        }
+      });
+    });
+    await vscode.tasks.executeTask(task);
+    assert.equal(await ended, 0);
+  });
+});

@@ -1,0 +1,139 @@
+// The task runner tried as a new user would, in the real workbench: the demo tasks in the Tasks
+// view, a run in the live terminal, Stop, Test Explorer, the trajectory view, the micro-agent chat.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import type { Page } from 'playwright-core';
+import { runPaletteCommand } from '../../scripts/lib/workbench.ts';
+import { openBelayContainer, openWorkbench, type Workbench } from './lib.ts';
+
+/** The text of the visible terminal (the DOM renderer: GPU acceleration is off in these settings). */
+async function terminalText(page: Page): Promise<string> {
+  return (await page.locator('.terminal-wrapper.active .xterm-rows').first().textContent()) ?? '';
+}
+
+async function waitForTerminal(page: Page, pattern: RegExp, timeout = 60_000): Promise<string> {
+  await page.waitForFunction(
+    (source) => new RegExp(source).test(document.querySelector('.terminal-wrapper.active .xterm-rows')?.textContent ?? ''),
+    pattern.source,
+    { timeout },
+  );
+  return terminalText(page);
+}
+
+async function pick(page: Page, label: string): Promise<void> {
+  const input = page.locator('.quick-input-widget input.input');
+  await input.waitFor();
+  await input.fill(label);
+  const row = page.locator(`.quick-input-widget .monaco-list-row[aria-label*="${label}"]`).first();
+  await row.waitFor();
+  await row.click();
+}
+
+function processesWith(needle: string): string[] {
+  return readdirSync('/proc')
+    .filter((n) => /^\d+$/.test(n))
+    .flatMap((pid) => {
+      try {
+        const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+        return cmd.includes(needle) ? [cmd] : [];
+      } catch {
+        return [];
+      }
+    });
+}
+
+describe('the task runner in the workbench', () => {
+  let wb: Workbench;
+  before(async () => {
+    wb = await openWorkbench({ theme: 'dark', settings: { 'terminal.integrated.gpuAcceleration': 'off', 'belay.runner.concurrency': 2 } });
+  });
+  after(async () => {
+    await wb?.close();
+  });
+
+  test('the Tasks view lists the demo tasks', async () => {
+    await openBelayContainer(wb.page);
+    await wb.page.locator('.sidebar .monaco-list-row[aria-label^="hello-world"]').waitFor();
+    await wb.page.locator('.sidebar .monaco-list-row[aria-label^="count-words"]').waitFor();
+  });
+
+  test('a run with a hanging agent shows live in a terminal and Stop ends it with nothing left behind', async () => {
+    const { page } = wb;
+    await runPaletteCommand(page, 'Belay: Run Task with Agent…');
+    await pick(page, 'hello-world');
+    await pick(page, 'Demo stuck agent');
+    await waitForTerminal(page, /Belay: hello-world/);
+    // Room for the whole run on screen (the panel stays maximized for the next terminal test).
+    await runPaletteCommand(page, 'View: Toggle Maximized Panel');
+    const live = await waitForTerminal(page, /sleep 600/);
+    assert.match(live, /step 1/);
+    assert.match(live, /Looking around first\./);
+    await wb.screenshot('runner-terminal-during-run');
+    assert.ok(processesWith(wb.workspace + '/.belay/runs/').length > 0, 'the run has processes');
+    await runPaletteCommand(page, 'Belay: Stop Run');
+    const ended = await waitForTerminal(page, /FAILED .*aborted/);
+    assert.match(ended, /the run was stopped/);
+    assert.deepEqual(processesWith(wb.workspace + '/.belay/runs/'), []);
+    assert.deepEqual(processesWith('sleep 600'), []);
+  });
+
+  test('hello-world with the demo SDK 1.x agent shows its steps live and passes', async () => {
+    const { page } = wb;
+    await runPaletteCommand(page, 'Belay: Run Task with Agent…');
+    await pick(page, 'hello-world');
+    await pick(page, 'Demo SDK 1.x agent');
+    const text = await waitForTerminal(page, /PASSED/);
+    assert.match(text, /\$ printf/);
+    assert.match(text, /tests passed \(reward 1\)/);
+    await runPaletteCommand(page, 'Notifications: Clear All Notifications');
+    await wb.screenshot('runner-terminal-passed');
+    await runPaletteCommand(page, 'View: Toggle Maximized Panel');
+  });
+
+  test('Test Explorer lists the tasks and runs them green with the default agent', async () => {
+    const { page } = wb;
+    await runPaletteCommand(page, 'Testing: Focus on Test Explorer View');
+    const explorer = page.locator('.test-explorer');
+    await explorer.locator('.monaco-list-row', { hasText: 'hello-world' }).waitFor();
+    await explorer.locator('.monaco-list-row', { hasText: 'count-words' }).waitFor();
+    await runPaletteCommand(page, 'Test: Run All Tests');
+    await explorer.locator('.monaco-list-row', { hasText: 'hello-world' }).locator('.codicon-testing-passed-icon').waitFor({ timeout: 60_000 });
+    await explorer.locator('.monaco-list-row', { hasText: 'count-words' }).locator('.codicon-testing-passed-icon').waitFor({ timeout: 60_000 });
+    await runPaletteCommand(page, 'Notifications: Clear All Notifications');
+    await wb.screenshot('runner-test-explorer');
+  });
+
+  test('the trajectory view steps through a run', async () => {
+    const { page } = wb;
+    await runPaletteCommand(page, 'Belay: Open Run Trajectory…');
+    await pick(page, 'hello-world');
+    const frame = page.frameLocator('iframe.webview.ready').last().frameLocator('#active-frame');
+    await frame.locator('h1.title', { hasText: 'hello-world' }).waitFor();
+    await frame.locator('.step-title', { hasText: 'Step 1' }).waitFor();
+    await frame.locator('#next').click();
+    await frame.locator('.step-title', { hasText: 'Step 2' }).waitFor();
+    assert.match((await frame.locator('.command').textContent()) ?? '', /cat hello\.txt/);
+    assert.match((await frame.locator('.step .output').textContent()) ?? '', /Hello, world!/);
+    await wb.screenshot('runner-trajectory');
+    await frame.locator('#previous').click();
+    await frame.locator('.step-title', { hasText: 'Step 1' }).waitFor();
+    await frame.locator('#jump').selectOption({ index: 2 });
+    await frame.locator('.step-title', { hasText: 'Step 3' }).waitFor();
+    const csp = await page.frameLocator('iframe.webview.ready').last().frameLocator('#active-frame').locator('meta[http-equiv="Content-Security-Policy"]').getAttribute('content');
+    assert.match(csp ?? '', /default-src 'none'/);
+  });
+
+  test('the micro-agent chat shows progress, then its message', async () => {
+    const { page } = wb;
+    await runPaletteCommand(page, 'Belay: Chat with Micro-agent');
+    await pick(page, 'Demo micro-agent');
+    await waitForTerminal(page, /you ›/);
+    await page.locator('.terminal-wrapper.active .xterm').click();
+    await page.keyboard.type('draw a cat');
+    await page.keyboard.press('Enter');
+    const text = await waitForTerminal(page, /Here is your drawing/);
+    assert.ok(text.indexOf('⏳ Thinking') < text.indexOf('You said "draw a cat"'), text);
+    await wb.screenshot('runner-chat');
+  });
+});

@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { RunResult } from '../../../src/runner/core/records.ts';
+import { EventFormatter, failureMessage, formatEvent, resultLine, sanitizeTerminalText, toTerminalNewlines } from '../../../src/runner/format.ts';
+
+const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '');
+
+function result(over: Partial<RunResult>): RunResult {
+  return {
+    run_id: 'r', task_name: 't', task_dir: '/t', protocol: 'sdk1', backend: 'local', started_at: '2026-01-01T00:00:00Z', ended_at: '2026-01-01T00:00:02Z',
+    duration_sec: 2.1, steps: 3, agent_completed: true, verification: null, passed: true, reward: 1, failure_cause: null, error: null, run_dir: '/r', ...over,
+  };
+}
+
+describe('editor: the agent terminal text', () => {
+  it('keeps colours in output but neutralises every other escape an agent could use to fake the screen', () => {
+    assert.equal(sanitizeTerminalText('\x1b[31mred\x1b[0m'), '\x1b[31mred\x1b[0m');
+    assert.equal(sanitizeTerminalText('a\x1b[2Jb\x1b]0;title\x07c'), 'a␛[2Jb␛]0;title·c');
+    assert.equal(sanitizeTerminalText('progress\rdone\r\nnext'), 'progress\ndone\nnext');
+  });
+
+  it('converts newlines for the pseudoterminal', () => {
+    assert.equal(toTerminalNewlines('a\nb\r\nc'), 'a\r\nb\r\nc');
+  });
+
+  it('shows step headers, agent text, the command, output, exit codes and the result', () => {
+    const f = new EventFormatter();
+    const text = plain(
+      [
+        f.format({ type: 'step-started', step: 1 }),
+        f.format({ type: 'agent-text', step: 1, text: 'Writing\nthe file' }),
+        f.format({ type: 'command', step: 1, command: 'echo hi', cwd: '/app' }),
+        f.format({ type: 'output', step: 1, chunk: 'hi' }),
+        f.format({ type: 'step-ended', step: 1, exitCode: 2, timedOut: false, durationMs: 12 }),
+        f.format({ type: 'run-ended', result: result({}) }),
+      ].join(''),
+    );
+    assert.equal(text, '\n── step 1 ──\n» Writing\n» the file\n$ echo hi\nhi\n[exit 2 · 12 ms]\n\nPASSED  reward 1 · 3 steps · 2.1 s\n');
+    assert.match(formatEvent({ type: 'step-ended', step: 1, exitCode: 2, timedOut: false, durationMs: 1 }), /\x1b\[31m/, 'a failing exit code is red');
+  });
+
+  it('says why a run failed, in words and with the tests’ output, for Test Explorer', () => {
+    const failed = result({
+      passed: false, reward: 0, failure_cause: 'tests_failed', error: 'the tests gave reward 0',
+      verification: { success: false, reward: 0, output: 'expected hello\n', error: null, timed_out: false, exit_code: 1, test_results: [{ name: 'greeting', status: 'failed', message: 'no file' }] },
+    });
+    const message = failureMessage(failed);
+    assert.match(message, /^tests_failed: the tests failed\nthe tests gave reward 0\n\nTest output:\nexpected hello\n\nFailed tests:\n- greeting: no file$/);
+    assert.equal(resultLine(failed), 'FAILED  reward 0 · 3 steps · 2.1 s · tests_failed: the tests gave reward 0');
+  });
+});
