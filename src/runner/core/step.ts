@@ -2,8 +2,8 @@
 // for real: after the command, whatever it did, the shell reports its directory on a side
 // channel (the original stderr), while the command's own stdout and stderr share one stream.
 import { closeSync, openSync, writeSync } from 'node:fs';
-import type { BoundedRunResult } from '../../shared/process.ts';
-import { prepareBounded } from './prepared.ts';
+import { prepareBounded, type BoundedRunResult } from '../../shared/process.ts';
+
 import { shellPath, type BackendSession } from './backend.ts';
 
 // stdin: the directory to start in (one line), then the command; $1: the fallback directory

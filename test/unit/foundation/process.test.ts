@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import { writeFileAtomic } from '../../../src/shared/atomic.ts';
-import { BoundedText, runBounded } from '../../../src/shared/process.ts';
+import { BoundedText, prepareBounded, runBounded } from '../../../src/shared/process.ts';
 
 /** Whether a process still runs (a killed one may linger as a zombie until it is reaped: not running). */
 const alive = (pid: number) => {
@@ -15,6 +15,16 @@ const alive = (pid: number) => {
     return false;
   }
 };
+
+/** A killed process finishes exiting a moment after its pipes close: wait (bounded) until it has. */
+async function gone(pid: number, withinMs = 5_000): Promise<boolean> {
+  const deadline = Date.now() + withinMs;
+  while (alive(pid)) {
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return true;
+}
 
 test('BoundedText keeps the head (and tail when asked) and marks what it dropped', () => {
   const head = new BoundedText(5);
@@ -68,7 +78,7 @@ test('a timeout kills the whole process group, even a child holding the pipe ope
     assert.equal(r.timedOut, true);
     assert.equal(r.exitCode, null);
     const child = Number(readFileSync(pidFile, 'utf8'));
-    assert.equal(alive(child), false, 'the background child survived');
+    assert.equal(await gone(child), true, 'the background child survived');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -82,7 +92,7 @@ test('a background child left behind after a normal exit does not keep the call 
     assert.equal(r.timedOut, false);
     assert.equal(r.exitCode, 0);
     assert.equal(r.stdout.text(''), 'done\n');
-    assert.equal(alive(Number(readFileSync(pidFile, 'utf8'))), false);
+    assert.equal(await gone(Number(readFileSync(pidFile, 'utf8'))), true, 'the background child survived');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -112,4 +122,14 @@ test('writeFileAtomic replaces the file whole and leaves no temporary file', asy
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('a prepared process waits for its input, then runs with the same guarantees', async () => {
+  const prepared = prepareBounded({ argv: ['/bin/sh', '-c', 'read line; echo "got $line"'], cwd: os.tmpdir(), maxOutputChars: 100 });
+  const r = await prepared.start({ input: 'hello\n', timeoutMs: 10_000 });
+  assert.equal(r.exitCode, 0);
+  assert.equal(r.stdout.text(''), 'got hello\n');
+  const stuck = prepareBounded({ argv: ['/bin/sh', '-c', 'read line; sleep 60'], cwd: os.tmpdir(), maxOutputChars: 100 });
+  const late = await stuck.start({ input: 'x\n', timeoutMs: 200 });
+  assert.equal(late.timedOut, true);
 });
