@@ -82,14 +82,7 @@ if (withTests) {
     outdir: path.join(out, 'test', 'host'),
     external: ['vscode', 'mocha'],
   });
-  builds.push({
-    ...nodeCommon,
-    sourcemap: false,
-    minify: false,
-    entryPoints: { activation: 'bench/host/activation.ts' },
-    outdir: path.join(out, 'bench'),
-    external: ['vscode'],
-  });
+
 }
 
 /** Each folder under src/webviews/ with a main.ts is one webview app: dist/webviews/<name>.js. */

@@ -2,9 +2,9 @@
 // line "N passed, N failed". Exits non-zero when anything failed or a suite did not run.
 import { execFileSync } from 'node:child_process';
 import { repoRoot } from './lib/paths.ts';
-import { runHostTests, runNodeTests, type SuiteResult } from './lib/suites.ts';
+import { runGrammarTests, runHostTests, runNodeTests, type SuiteResult } from './lib/suites.ts';
 
-const all = ['unit', 'host', 'ui'] as const;
+const all = ['unit', 'grammar', 'host', 'ui'] as const;
 type Suite = (typeof all)[number];
 const asked = process.argv.slice(2);
 const unknown = asked.filter((s) => !(all as readonly string[]).includes(s));
@@ -18,6 +18,7 @@ execFileSync(process.execPath, ['scripts/build.ts', '--tests'], { cwd: repoRoot,
 
 const runners: Record<Suite, () => Promise<SuiteResult>> = {
   unit: () => runNodeTests('unit', ['test/unit/**/*.test.ts'], 2),
+  grammar: () => runGrammarTests(),
   host: () => runHostTests(),
   ui: () => runNodeTests('ui', ['test/ui/**/*.test.ts'], 1),
 };

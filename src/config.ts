@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Belay's settings as one typed, validated object; invalid values fall back to the defaults. */
 const settingsSchema = z.object({
@@ -7,6 +7,8 @@ const settingsSchema = z.object({
   cuesNotifications: z.boolean().catch(true),
   cuesTerminalPath: z.boolean().catch(true),
   sessionRoot: z.string().min(1).catch('.belay/agent'),
+  watchInbox: z.boolean().catch(false),
+  runTimeoutSeconds: z.number().min(1).max(3600).catch(30),
   // The task runner: agent lists are validated entry by entry in src/runner/agents.ts.
   agents: z.unknown(),
   microAgents: z.unknown(),
@@ -44,6 +46,8 @@ export class Config implements vscode.Disposable {
       cuesNotifications: c.get('cues.notifications'),
       cuesTerminalPath: c.get('cues.terminalPath'),
       sessionRoot: c.get('blocks.sessionRoot'),
+      watchInbox: c.get('blocks.watchInbox'),
+      runTimeoutSeconds: c.get('blocks.runTimeoutSeconds'),
       agents: c.get('agents'),
       microAgents: c.get('microAgents'),
       runnerBackend: c.get('runner.backend'),

@@ -6,13 +6,20 @@ import { registerCues } from './cues/index.ts';
 import { registerRunner } from './runner/index.ts';
 
 export function activate(extension: vscode.ExtensionContext): BelayApi {
+  const started = performance.now();
   const ctx = new BelayContext(extension);
   extension.subscriptions.push(ctx);
-  registerCommands(ctx);
-  registerCues(ctx);
-  registerBlocks(ctx);
-  registerRunner(ctx);
-  ctx.log.info(`Belay ${extension.extension.packageJSON.version as string} activated`);
+  const timings: string[] = [];
+  const timed = (name: string, register: (ctx: BelayContext) => void) => {
+    const t0 = performance.now();
+    register(ctx);
+    timings.push(`${name} ${Math.round(performance.now() - t0)} ms`);
+  };
+  timed('commands', registerCommands);
+  timed('cues', registerCues);
+  timed('blocks', registerBlocks);
+  timed('runner', registerRunner);
+  ctx.log.info(`Belay ${extension.extension.packageJSON.version as string} activated in ${Math.round(performance.now() - started)} ms (${timings.join(', ')})`);
   return ctx.api;
 }
 

@@ -13,7 +13,7 @@ interface Embedded {
   path: string;
 }
 
-const ext = (...names: string[]) => `\\.(?:${names.join('|')})`;
+const ext = (...names: string[]) => `[^"'\\n]*\\.(?:${names.join('|')})`;
 
 export const EMBEDDED: Embedded[] = [
   { id: 'typescriptreact', scope: 'source.tsx', path: ext('tsx') },
@@ -34,8 +34,8 @@ export const EMBEDDED: Embedded[] = [
   { id: 'c', scope: 'source.c', path: ext('c', 'h') },
   { id: 'csharp', scope: 'source.cs', path: ext('cs') },
   { id: 'toml', scope: 'source.toml', path: ext('toml') },
-  { id: 'dockerfile', scope: 'source.dockerfile', path: '(?:^|/)(?:Dockerfile|Containerfile)(?:\\.[^/]*)?|\\.dockerfile' },
-  { id: 'makefile', scope: 'source.makefile', path: '(?:^|/)(?:GNUmakefile|[Mm]akefile)|\\.mk' },
+  { id: 'dockerfile', scope: 'source.dockerfile', path: `(?:[^"'\\n]*/)?(?:Dockerfile|Containerfile)(?:\\.[^"'/\\n]*)?|${ext('dockerfile')}` },
+  { id: 'makefile', scope: 'source.makefile', path: `(?:[^"'\\n]*/)?(?:GNUmakefile|[Mm]akefile)|${ext('mk')}` },
 ];
 
 const COMMANDS = 'CREATE_FILE|EDIT_FILE|DELETE_FILE|READ_FILE|RUN_COMMAND|MESSAGE|DONE';
@@ -65,7 +65,7 @@ function body(names: string, contentName: string | undefined, include: string | 
 }
 
 function pathLookahead(pathEnd: string): string {
-  return `(?=[^\\]\\n]*\\b[Pp][Aa][Tt][Hh]\\s*=\\s*["'][^"'\\n]*(?:${pathEnd})["'])`;
+  return `(?=[^\\]\\n]*\\b[Pp][Aa][Tt][Hh]\\s*=\\s*["'](?:${pathEnd})["'])`;
 }
 
 const grammar = {
@@ -108,7 +108,7 @@ const grammar = {
       EMBEDDED.map((e) => [`body-${e.id}`, body('CREATE_FILE|EDIT_FILE', `meta.embedded.block.${e.id}`, e.scope, pathLookahead(e.path))]),
     ),
     'body-run': body('RUN_COMMAND', 'meta.embedded.block.shellscript', 'source.shell'),
-    'body-plain': body('CREATE_FILE|EDIT_FILE|MESSAGE|DONE', 'string.unquoted.body.codingagent', undefined),
+    'body-plain': body('CREATE_FILE|EDIT_FILE|MESSAGE|DONE', 'meta.body.plain.codingagent', undefined),
     tag: {
       match: `(\\[)(${COMMANDS})\\b((?:[^\\]"'\\n]|"(?:[^"\\\\\\n]|\\\\.)*"|'(?:[^'\\\\\\n]|\\\\.)*')*)(\\])`,
       captures: tagCaptures,
@@ -142,10 +142,10 @@ const grammar = {
             '1': { name: 'entity.other.attribute-name.codingagent' },
             '2': { name: 'punctuation.separator.key-value.codingagent' },
             '3': { name: 'string.quoted.double.codingagent punctuation.definition.string.begin.codingagent' },
-            '4': { name: 'string.quoted.double.codingagent', patterns: [{ match: '^\\s*\\d+\\s*$', name: 'constant.numeric.line-number.codingagent' }] },
+            '4': { name: 'string.quoted.double.codingagent', patterns: [{ match: '\\d+', name: 'constant.numeric.line-number.codingagent' }] },
             '5': { name: 'string.quoted.double.codingagent punctuation.definition.string.end.codingagent' },
             '6': { name: 'string.quoted.single.codingagent punctuation.definition.string.begin.codingagent' },
-            '7': { name: 'string.quoted.single.codingagent', patterns: [{ match: '^\\s*\\d+\\s*$', name: 'constant.numeric.line-number.codingagent' }] },
+            '7': { name: 'string.quoted.single.codingagent', patterns: [{ match: '\\d+', name: 'constant.numeric.line-number.codingagent' }] },
             '8': { name: 'string.quoted.single.codingagent punctuation.definition.string.end.codingagent' },
           },
         },

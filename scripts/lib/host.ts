@@ -225,14 +225,14 @@ async function waitForHealth(origin: string, child: ChildProcess, logFile: strin
 }
 
 /** Installs a packaged extension into a host's extensions folder (the server need not run). */
-export async function installVsix(vsix: string, stateDir: string): Promise<void> {
+export async function installVsix(vsix: string, stateDir: string, options: { quiet?: boolean } = {}): Promise<void> {
   const main = await ensureHost();
   const userDataDir = path.join(stateDir, 'user-data');
   const extensionsDir = path.join(stateDir, 'extensions');
   const home = path.join(stateDir, 'home');
   await mkdir(path.join(home, 'tmp'), { recursive: true });
   execFileSync(process.execPath, [main, '--config', '/dev/null', '--user-data-dir', userDataDir, '--extensions-dir', extensionsDir, '--install-extension', vsix, '--force'], {
-    stdio: 'inherit',
+    stdio: options.quiet ? 'ignore' : 'inherit',
     env: { ...process.env, HOME: home, XDG_CONFIG_HOME: path.join(home, '.config'), XDG_DATA_HOME: path.join(home, '.local', 'share'), TMPDIR: path.join(home, 'tmp') },
   });
 }

@@ -1,9 +1,9 @@
 // The test suites behind `npm test`, each returning its counts.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { cp, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import * as path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { startHost } from './host.ts';
 import { cacheDir, repoRoot, resultsDir } from './paths.ts';
 import { runExtensionTests } from './workbench.ts';
@@ -74,4 +74,38 @@ export async function runHostTests(): Promise<SuiteResult> {
     await rm(workspace, { recursive: true, force: true });
     if (!process.env.BELAY_KEEP_HOST_STATE) await rm(host.stateDir, { recursive: true, force: true });
   }
+}
+
+/** Built-in grammars the CodingAgent grammar embeds, taken from the code-server install when present. */
+const EMBEDDED_GRAMMARS = ['python/syntaxes/MagicPython.tmLanguage.json', 'shellscript/syntaxes/shell-unix-bash.tmLanguage.json', 'json/syntaxes/JSON.tmLanguage.json', 'docker/syntaxes/docker.tmLanguage.json'];
+
+/** Runs vscode-tmgrammar-test over test/grammar/**; counts one result per test file from its output. */
+export async function runGrammarTests(): Promise<SuiteResult> {
+  const name = 'grammar';
+  const codeServer = (await readdir(cacheDir).catch(() => [] as string[])).find((d) => d.startsWith('code-server-'));
+  const builtIn = codeServer ? path.join(cacheDir, codeServer, 'node_modules', 'code-server', 'lib', 'vscode', 'extensions') : undefined;
+  const grammars = builtIn ? EMBEDDED_GRAMMARS.map((g) => path.join(builtIn, g)).filter((g) => existsSync(g)) : [];
+  const args = [path.join(repoRoot, 'node_modules', 'vscode-tmgrammar-test', 'dist', 'unit.js'), ...grammars.flatMap((g) => ['-g', g]), 'test/grammar/**/*.test.*'];
+  let output = '';
+  const code = await new Promise<number>((resolve) => {
+    const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+    const take = (chunk: Buffer) => {
+      const text = chunk.toString();
+      output += text;
+      for (const line of text.split('\n')) if (line.trim() !== '' && !line.startsWith('grammar not found')) console.log(line);
+    };
+    child.stdout.on('data', take);
+    child.stderr.on('data', take);
+    child.on('exit', (c, s) => {
+      clearTimeout(timer);
+      resolve(c ?? (s ? 128 : 1));
+    });
+  });
+  const passed = (output.match(/^✓ /gm) ?? []).length;
+  const failed = (output.match(/^✖ /gm) ?? []).length;
+  const result: SuiteResult = { name, passed, failed };
+  if (code !== 0 && failed === 0) result.error = `vscode-tmgrammar-test exited ${code}`;
+  if (passed + failed === 0) result.error = 'no grammar tests ran';
+  return result;
 }

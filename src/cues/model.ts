@@ -113,7 +113,8 @@ export function buildSnapshot(
   const pending = source.pending.map((e) => toUiCue(e, nowMs));
   const history = source.recent.filter((e) => e.state !== 'pending').map((e) => toUiCue(e, nowMs));
   const agents: UiAgent[] = source.agents.map((a) => {
-    const agent: UiAgent = { agentId: a.agentId, pendingCount: a.pendingCount };
+    // Expired cues are not waiting for anyone: counted out, as on the badge.
+    const agent: UiAgent = { agentId: a.agentId, pendingCount: pending.filter((c) => c.agentId === a.agentId && c.state === 'pending').length };
     if (a.runtime) agent.runtime = a.runtime;
     if (a.projectDir) agent.projectDir = a.projectDir;
     if (a.terminal) agent.terminal = a.terminal;

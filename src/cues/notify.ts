@@ -33,7 +33,7 @@ export function registerNotifications(ctx: BelayContext, service: CuesService, v
   item.name = 'Belay Cues';
   item.command = 'belay.cues.focus';
   const seen = new Set<string>(service.snapshot.pending.map((c) => c.requestId));
-  let first = true;
+  let baseline = false;
 
   const update = (snapshot: PanelSnapshot) => {
     const n = snapshot.waitingCount;
@@ -47,9 +47,10 @@ export function registerNotifications(ctx: BelayContext, service: CuesService, v
     }
     const fresh = snapshot.pending.filter((c) => c.state === 'pending' && !seen.has(c.requestId));
     for (const cue of snapshot.pending) seen.add(cue.requestId);
-    // Cues already waiting when the editor started are announced by the badge, not one notification each.
-    if (first) {
-      first = false;
+    // Cues already waiting when the editor started (the first read) are announced by the badge and
+    // the status bar, not by one notification each.
+    if (!baseline) {
+      baseline = service.loaded;
       return;
     }
     if (view.visible || !ctx.config.settings.cuesNotifications) return;

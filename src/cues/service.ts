@@ -40,6 +40,8 @@ export class CuesService implements vscode.Disposable {
   #expiryTimer: NodeJS.Timeout | undefined;
   #refreshScheduled = false;
   #delivering = new Set<string>();
+  #opening: NodeJS.Immediate | undefined;
+  #loaded = false;
   readonly #subscriptions: vscode.Disposable[] = [];
 
   constructor(ctx: BelayContext) {
@@ -51,7 +53,16 @@ export class CuesService implements vscode.Disposable {
         if (this.#paths && panelMailboxPaths(settings.cuesHome).home !== this.#paths.home) this.reopen();
       }),
     );
-    this.reopen();
+    // Opening the mailbox (SQLite, schema check, folder watch) waits until activation is done.
+    this.#opening = setImmediate(() => {
+      this.#opening = undefined;
+      if (!this.#paths) this.reopen();
+    });
+  }
+
+  /** True once the mailbox has been read at least once. */
+  get loaded(): boolean {
+    return this.#loaded;
   }
 
   get snapshot(): PanelSnapshot {
@@ -127,6 +138,7 @@ export class CuesService implements vscode.Disposable {
       const agents = mailbox.listAgents();
       this.#pendingEntries = pending;
       this.#snapshot = buildSnapshot({ agents, pending, recent }, this.#queue, nowMs);
+      this.#loaded = true;
     } catch (error) {
       // Busy past the short wait: keep what is shown; the next change or the watch's backstop reads again.
       this.#ctx.log.warn(`cues: reading the mailbox failed: ${error instanceof Error ? error.message : String(error)}`);
@@ -250,6 +262,7 @@ export class CuesService implements vscode.Disposable {
   }
 
   dispose(): void {
+    if (this.#opening) clearImmediate(this.#opening);
     if (this.#expiryTimer) clearTimeout(this.#expiryTimer);
     this.#close();
     this.#subscriptions.forEach((s) => s.dispose());

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { BelayContext } from '../context.ts';
 import { CUE_TIMEOUT_MS, cueAndWait, join, pauseRequest } from './core/hap.ts';
 import { viewPayload } from './core/payload.ts';

@@ -95,7 +95,9 @@ export class CuesViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   #updateBadge(snapshot: PanelSnapshot): void {
     if (!this.#view) return;
     const n = snapshot.waitingCount;
-    this.#view.badge = n > 0 ? { value: n, tooltip: `${n} agent${n === 1 ? ' is' : 's are'} waiting for you` } : undefined;
+    // A zero badge rather than `undefined`: clearing with undefined left the container's badge
+    // showing while the view was hidden (seen in code-server 4.103); a zero badge is drawn as none.
+    this.#view.badge = n > 0 ? { value: n, tooltip: `${n} agent${n === 1 ? ' is' : 's are'} waiting for you` } : { value: 0, tooltip: '' };
   }
 
   #post(message: ToWebview): void {

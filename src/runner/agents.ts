@@ -4,7 +4,7 @@
 // Secrets never live here: an env value (or a provider key) may say `${secret:NAME}`, filled in
 // from SecretStorage at the moment a run starts.
 import * as path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { TerminalConfigSchema, type TerminalConfig } from './core/nanobot.ts';
 
 const nameSchema = z.string().trim().min(1, 'an agent needs a name');

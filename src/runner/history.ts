@@ -2,7 +2,7 @@
 // for the Tasks view and read step by step for the trajectory view. Pure (no vscode import).
 import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { runFiles, RunResultSchema, TrajectoryEntrySchema, type RunResult, type TrajectoryEntry } from './core/records.ts';
 
 /** Written beside result.json by the editor, so a run can be repeated with the same agent. */

@@ -38,7 +38,7 @@ export interface RunnerHooks {
  */
 export function registerRunner(ctx: BelayContext): void {
   const service = ctx.own(new RunnerService(ctx));
-  const tree = new TasksTree(service, () => ctx.markViewResolved('belay.tasks'));
+  const tree = ctx.own(new TasksTree(service, () => ctx.markViewResolved('belay.tasks')));
   const untrustedTree: vscode.TreeDataProvider<TaskNode> = {
     getTreeItem: (node) => tree.getTreeItem(node),
     getChildren: (node) => {
@@ -200,7 +200,14 @@ export function registerRunner(ctx: BelayContext): void {
     return entry.name;
   };
 
-  const setSecret = async (nameArg?: unknown): Promise<void> => {
+  const setSecret = async (nameArg?: unknown, valueArg?: unknown): Promise<void> => {
+    if (typeof nameArg === 'string' && typeof valueArg === 'string') {
+      // Programmatic use (write-only: no command ever reads a secret back).
+      if (!/^[A-Za-z0-9_.-]+$/.test(nameArg)) throw new Error(`'${nameArg}' is not a secret name (letters, digits, _ . -)`);
+      if (valueArg === '') await ctx.extension.secrets.delete(SECRET_PREFIX + nameArg);
+      else await ctx.extension.secrets.store(SECRET_PREFIX + nameArg, valueArg);
+      return;
+    }
     const referenced = new Set<string>();
     for (const agent of service.agents) for (const v of Object.values(agent.env)) for (const m of v.matchAll(/\$\{secret:([A-Za-z0-9_.-]+)\}/g)) referenced.add(m[1]!);
     for (const agent of service.microAgents) for (const v of microAgentTexts(agent)) for (const m of v.matchAll(/\$\{secret:([A-Za-z0-9_.-]+)\}/g)) referenced.add(m[1]!);
@@ -303,7 +310,7 @@ export function registerRunner(ctx: BelayContext): void {
     await vscode.window.showTextDocument(vscode.Uri.file(file), { preview: true });
   });
   ctx.registerCommand('belay.runner.addAgent', () => addAgent());
-  ctx.registerCommand('belay.runner.setSecret', (name?: unknown) => setSecret(name));
+  ctx.registerCommand('belay.runner.setSecret', (name?: unknown, value?: unknown) => setSecret(name, value));
   ctx.registerCommand('belay.runner.chat', (name?: unknown) => openChat(name));
   ctx.own(vscode.commands.registerCommand('belay.runner.testHooks', () => hooks));
 }

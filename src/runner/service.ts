@@ -74,14 +74,35 @@ export class RunnerService implements vscode.Disposable {
 
   constructor(ctx: BelayContext) {
     this.#ctx = ctx;
-    const watch = (glob: string) => {
+    const watch = (glob: vscode.GlobPattern, into = this.#disposables) => {
       const watcher = vscode.workspace.createFileSystemWatcher(glob);
       const soon = () => this.refreshSoon();
-      this.#disposables.push(watcher, watcher.onDidCreate(soon), watcher.onDidChange(soon), watcher.onDidDelete(soon));
+      into.push(watcher, watcher.onDidCreate(soon), watcher.onDidChange(soon), watcher.onDidDelete(soon));
     };
     watch('**/{task.toml,task.yaml,instruction.md,run-tests.sh}');
     watch(`**/${AGENTS_FILE}`);
-    watch('**/result.json');
+    // A removed folder is reported as itself, not as the task files inside it.
+    const deletions = vscode.workspace.createFileSystemWatcher('**/*', true, true, false);
+    this.#disposables.push(
+      deletions,
+      deletions.onDidDelete((uri) => {
+        const gone = uri.fsPath;
+        if (this.#tasks.some((t) => t.dir === gone || t.dir.startsWith(gone + path.sep))) this.refreshSoon();
+      }),
+    );
+    // Run folders are written by the editor and by `belay run` in a terminal: watched directly,
+    // since the workspace-wide watcher may not report dot folders.
+    const runWatchers: vscode.Disposable[] = [];
+    const watchRuns = () => {
+      for (const d of runWatchers.splice(0)) d.dispose();
+      for (const folder of this.#folders()) {
+        const runsDir = path.resolve(folder, ctx.config.settings.runnerRunsDir);
+        watch(new vscode.RelativePattern(vscode.Uri.file(runsDir), '*/result.json'), runWatchers);
+      }
+    };
+    watchRuns();
+    this.#disposables.push({ dispose: () => runWatchers.splice(0).forEach((d) => d.dispose()) });
+    this.#disposables.push(vscode.workspace.onDidChangeWorkspaceFolders(watchRuns), ctx.config.onDidChange(watchRuns));
     this.#disposables.push(
       vscode.workspace.onDidChangeWorkspaceFolders(() => this.refreshSoon()),
       vscode.workspace.onDidGrantWorkspaceTrust(() => this.#changed.fire()),

@@ -18,7 +18,7 @@ export type TaskNode =
 /** How many past runs each task lists. */
 const RUNS_SHOWN = 20;
 
-export class TasksTree implements vscode.TreeDataProvider<TaskNode> {
+export class TasksTree implements vscode.TreeDataProvider<TaskNode>, vscode.Disposable {
   readonly #service: RunnerService;
   readonly #changed = new vscode.EventEmitter<TaskNode | undefined>();
   readonly onDidChangeTreeData = this.#changed.event;
@@ -112,6 +112,10 @@ export class TasksTree implements vscode.TreeDataProvider<TaskNode> {
 
   getParent(): undefined {
     return undefined;
+  }
+
+  dispose(): void {
+    this.#changed.dispose();
   }
 }
 

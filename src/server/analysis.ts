@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import type { CodeLens, Diagnostic, DocumentSymbol, FoldingRange, Range } from 'vscode-languageserver';
 import { blockKeys, changesWorkspace } from '../blocks/blockKey.ts';
 import { answerTarget, isOutboxDocument, repliedOutboxTime, type AnswerTarget } from '../blocks/core/answerTarget.ts';
-import { AnswerState, planCommand, type Plan } from '../blocks/core/executor.ts';
+import { AnswerState, planCommand } from '../blocks/core/executor.ts';
 import { parseAnswer } from '../blocks/core/parser.ts';
 import { SECTION } from '../blocks/core/protocol.ts';
 import { openWorkspace, type Workspace } from '../blocks/core/sandbox.ts';
@@ -15,8 +15,8 @@ import type { Command, ParseResult } from '../blocks/core/syntax.ts';
 import { LENS_COMMANDS, type ServerSettings } from './protocol.ts';
 
 // LSP enumerations as numbers: this module stays free of the server library's runtime.
-const ERROR = 1;
-const WARNING = 2;
+const ERROR = 1 as const;
+const WARNING = 2 as const;
 const SYMBOL_FILE = 1;
 const SYMBOL_EVENT = 24;
 const SYMBOL_STRING = 15;
@@ -40,6 +40,58 @@ export interface AnalyzeInput {
   /** The file behind the document, when it is one. */
   documentPath: string | undefined;
   settings: ServerSettings;
+  /** Plans reused while neither the blocks' effects nor the files change (see PlanCache). */
+  plans?: PlanCache;
+}
+
+/** A planning problem, anchored to its command by index so it survives edits that move lines. */
+interface PlanProblem {
+  index: number;
+  anchor: 'path' | 'lines' | 'end_line' | 'tag';
+  severity: typeof ERROR | typeof WARNING;
+  message: string;
+  code?: string;
+}
+
+/**
+ * The planning problems of the last answers analysed, keyed by what planning depends on: each
+ * block's type, path, line numbers and body line count, the target folder and the answer's file.
+ * Typing inside a body or in prose changes none of these, so the file system is not asked again;
+ * the server clears the cache whenever a watched file changes.
+ */
+export class PlanCache {
+  private readonly entries = new Map<string, PlanProblem[]>();
+  get(key: string): PlanProblem[] | undefined {
+    return this.entries.get(key);
+  }
+  set(key: string, problems: PlanProblem[]): void {
+    if (this.entries.size >= 32) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(key, problems);
+  }
+  clear(): void {
+    this.entries.clear();
+  }
+}
+
+function planKey(workspace: Workspace, documentPath: string | undefined, commands: readonly Command[]): string {
+  const parts: string[] = [workspace.realRoot, documentPath ?? ''];
+  for (const c of commands) {
+    switch (c.type) {
+      case 'CREATE_FILE':
+        parts.push(`C${c.path}\0${c.body.lineCount}${c.body.text.endsWith('\n') ? '+' : ''}`);
+        break;
+      case 'EDIT_FILE':
+        parts.push(`E${c.path}\0${c.startLine}\0${c.endLine}\0${c.body.lineCount}`);
+        break;
+      case 'DELETE_FILE':
+      case 'READ_FILE':
+        parts.push(`${c.type[0]}${c.path}`);
+        break;
+      default:
+        parts.push(c.type[0]!);
+    }
+  }
+  return parts.join('\n');
 }
 
 const EMPTY: ParseResult = { commands: [], errors: [] };
@@ -65,7 +117,15 @@ export async function analyze(input: AnalyzeInput): Promise<Analysis> {
     code: error.code,
     message: error.message,
   }));
-  if (workspace) diagnostics.push(...(await planDiagnostics(workspace, parsed.commands, target!, documentPath)));
+  if (workspace) {
+    const key = input.plans ? planKey(workspace, documentPath, parsed.commands) : '';
+    let problems = input.plans?.get(key);
+    if (!problems) {
+      problems = await planProblems(workspace, parsed.commands, target!, documentPath);
+      input.plans?.set(key, problems);
+    }
+    for (const problem of problems) diagnostics.push(toDiagnostic(parsed.commands[problem.index]!, problem));
+  }
   else if (parsed.commands.length > 0) {
     const first = parsed.commands[0]!;
     diagnostics.push({
@@ -75,67 +135,74 @@ export async function analyze(input: AnalyzeInput): Promise<Analysis> {
       message: target ? `The folder these blocks act on, ${target.workspace}, does not exist` : 'Open a folder: command blocks act on the workspace folder',
     });
   }
-  return { uri, outbox: false, parsed, keys, target, workspace, diagnostics, lenses: codeLenses(uri, parsed.commands, keys) };
+  const lenses = codeLenses(uri, parsed.commands, keys);
+  for (const error of parsed.errors) {
+    if (!error.blockRange) continue;
+    const line = error.blockRange.start.line;
+    if (lenses.some((l) => l.range.start.line === line)) continue;
+    const range = { start: { line, character: 0 }, end: { line, character: 0 } };
+    lenses.push({ range, command: { title: `$(warning) Not executable: ${error.message}`, command: 'workbench.actions.view.problems' } });
+  }
+  return { uri, outbox: false, parsed, keys, target, workspace, diagnostics, lenses };
 }
 
-/** Plans the whole answer as `belay blocks apply` would run it, touching nothing, and reports what would fail. */
-async function planDiagnostics(workspace: Workspace, commands: readonly Command[], target: AnswerTarget, documentPath: string | undefined): Promise<Diagnostic[]> {
-  const diagnostics: Diagnostic[] = [];
+/** Plans the whole answer as `belay blocks apply` would run it, touching nothing, and lists what would fail. */
+async function planProblems(workspace: Workspace, commands: readonly Command[], target: AnswerTarget, documentPath: string | undefined): Promise<PlanProblem[]> {
+  const problems: PlanProblem[] = [];
   const state = new AnswerState({ simulate: true, cacheFolders: true });
-  const firstEdits: Array<{ command: Command; real: string }> = [];
-  for (const command of commands) {
+  const firstEdits: Array<{ index: number; real: string }> = [];
+  for (let index = 0; index < commands.length; index++) {
+    const command = commands[index]!;
     const plan = await planCommand(workspace, command, state);
     if (plan.kind === 'fail') {
-      diagnostics.push({ range: failureRange(command, plan.result.summary), severity: ERROR, source: 'belay', message: plan.result.summary });
+      const summary = plan.result.summary;
+      problems.push({ index, anchor: /line range|overlap/i.test(summary) ? 'lines' : 'path', severity: ERROR, message: summary });
     } else if (plan.kind === 'write' && command.type === 'EDIT_FILE') {
-      if (plan.result.summary.includes('is past the end of the file')) {
-        const end = command.attributes.find((a) => a.name.toLowerCase() === 'end_line');
-        diagnostics.push({ range: end?.valueRange ?? command.openTag.range, severity: WARNING, source: 'belay', message: plan.result.summary });
-      }
-      if (state.history(plan.target.real) === undefined && state.simulated(plan.target.real) === undefined) firstEdits.push({ command, real: plan.target.real });
+      if (plan.result.summary.includes('is past the end of the file')) problems.push({ index, anchor: 'end_line', severity: WARNING, message: plan.result.summary });
+      if (state.history(plan.target.real) === undefined && state.simulated(plan.target.real) === undefined) firstEdits.push({ index, real: plan.target.real });
     }
-    state.record(plan);
-    if (plan.kind === 'run') state.folders?.clear();
+    // Recording a RUN_COMMAND only forgets resolved folders, since a command may change them;
+    // nothing runs in a simulation, so they stay valid.
+    if (plan.kind !== 'run') state.record(plan);
   }
   if (firstEdits.length > 0 && target.sessionRoot !== undefined) {
     let answerMtime: number | undefined;
     if (documentPath !== undefined) answerMtime = await fs.stat(documentPath).then((s) => s.mtimeMs, () => undefined);
     const outbox = await repliedOutboxTime(target.sessionRoot, answerMtime);
     if (outbox) {
-      for (const { command, real } of firstEdits) {
+      for (const { index, real } of firstEdits) {
         const mtime = await fs.stat(real).then((s) => s.mtimeMs, () => undefined);
         if (mtime !== undefined && mtime > outbox.mtimeMs) {
-          diagnostics.push({
-            range: command.openTag.range,
+          problems.push({
+            index,
+            anchor: 'tag',
             severity: WARNING,
-            source: 'belay',
             code: 'stale',
-            message: `'${(command as { path: string }).path}' changed after ${path.basename(outbox.file)} was written: these line numbers may no longer point at the lines the LLM saw`,
+            message: `'${(commands[index] as { path: string }).path}' changed after ${path.basename(outbox.file)} was written: these line numbers may no longer point at the lines the LLM saw`,
           });
         }
       }
     }
   }
-  return diagnostics;
+  return problems;
+}
+
+function toDiagnostic(command: Command, problem: PlanProblem): Diagnostic {
+  let range: Range | undefined;
+  if (problem.anchor === 'lines') {
+    const start = attributeRange(command, 'start_line');
+    const end = attributeRange(command, 'end_line');
+    if (start && end) range = { start: start.start, end: end.end };
+  } else if (problem.anchor === 'end_line') {
+    range = attributeRange(command, 'end_line');
+  } else if (problem.anchor === 'path') {
+    range = attributeRange(command, 'path');
+  }
+  return { range: range ?? command.openTag.range, severity: problem.severity, source: 'belay', message: problem.message, ...(problem.code ? { code: problem.code } : {}) };
 }
 
 function attributeRange(command: Command, name: string): Range | undefined {
   return command.attributes.find((a) => a.name.toLowerCase() === name)?.valueRange;
-}
-
-/** The spot a planning failure is about: the path, the line numbers, or the tag. */
-function failureRange(command: Command, summary: string): Range {
-  if (/line range|overlap/i.test(summary)) {
-    const start = attributeRange(command, 'start_line');
-    const end = attributeRange(command, 'end_line');
-    if (start && end) return { start: start.start, end: end.end };
-  }
-  return attributeRange(command, 'path') ?? command.openTag.range;
-}
-
-/** Whether a plan the analysis made for a command failed: used by the editor before applying. */
-export function planFailed(plan: Plan): boolean {
-  return plan.kind === 'fail';
 }
 
 function lineRange(command: Command): Range {

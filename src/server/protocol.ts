@@ -1,5 +1,5 @@
 // The messages between Belay's language client (extension host) and its server, beyond LSP.
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** client -> server: what decides each answer's target folder. */
 export const SETTINGS_NOTIFICATION = 'belay/settings';

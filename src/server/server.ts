@@ -3,7 +3,7 @@
 import { fileURLToPath } from 'node:url';
 import { CodeLensRefreshRequest, TextDocuments, TextDocumentSyncKind, type Connection } from 'vscode-languageserver';
 import { TextDocument } from 'vscode-languageserver-textdocument';
-import { analyze, documentSymbols, foldingRanges, type Analysis } from './analysis.ts';
+import { analyze, documentSymbols, foldingRanges, PlanCache, type Analysis } from './analysis.ts';
 import { complete, hover, ListingCache } from './assist.ts';
 import { REFRESH_NOTIFICATION, SETTINGS_NOTIFICATION, settingsSchema, type ServerSettings } from './protocol.ts';
 
@@ -16,6 +16,7 @@ export function startServer(connection: Connection): void {
   const analyses = new Map<string, { version: number; analysis: Promise<Analysis> }>();
   const timers = new Map<string, NodeJS.Timeout>();
   const listings = new ListingCache();
+  const plans = new PlanCache();
 
   const filePath = (uri: string) => (uri.startsWith('file:') ? fileURLToPath(uri) : undefined);
 
@@ -23,7 +24,7 @@ export function startServer(connection: Connection): void {
   function analysisOf(document: TextDocument): Promise<Analysis> {
     const cached = analyses.get(document.uri);
     if (cached && cached.version === document.version) return cached.analysis;
-    const analysis = analyze({ uri: document.uri, text: document.getText(), documentPath: filePath(document.uri), settings });
+    const analysis = analyze({ uri: document.uri, text: document.getText(), documentPath: filePath(document.uri), settings, plans });
     analyses.set(document.uri, { version: document.version, analysis });
     return analysis;
   }
@@ -49,6 +50,7 @@ export function startServer(connection: Connection): void {
   function reanalyseAll(): void {
     analyses.clear();
     listings.clear();
+    plans.clear();
     for (const document of documents.all()) schedule(document, 50);
     void connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
   }

@@ -145,9 +145,13 @@ suite('Belay runner', () => {
     const sub = hooks.tests.onDidReport((r) => reports.push(r));
     try {
       const profile = hooks.tests.profiles.find((p) => p.label === 'Demo SDK 2.0 agent')!;
+      let most = 0;
+      const watch = hooks.service.onDidChange(() => (most = Math.max(most, hooks.service.activeRuns.length)));
       const cancel = new vscode.CancellationTokenSource();
       await hooks.tests.run(new vscode.TestRunRequest(undefined, undefined, profile), cancel.token, profile.label);
       cancel.dispose();
+      watch.dispose();
+      assert.equal(most, 2, 'both tasks ran at once (belay.runner.concurrency is 2 by default)');
       assert.deepEqual(reports.map((r) => [path.basename(r.id), r.state]).sort(), [['count-words', 'passed'], ['hello-world', 'passed']], JSON.stringify(reports));
     } finally {
       sub.dispose();
@@ -177,6 +181,57 @@ suite('Belay runner', () => {
     assert.equal(hooks.service.activeRuns.length, 0);
   });
 
+  test('a run is repeated from history with the same agent', async () => {
+    const task = hooks.service.findTask('hello-world')!;
+    const before = hooks.service.runsOf(task).length;
+    const first = hooks.service.runsOf(task).find((r) => r.origin?.agent === SDK1)!;
+    const result = (await vscode.commands.executeCommand('belay.runner.repeatRun', { kind: 'run', task, run: first })) as RunResult;
+    assert.equal(result.passed, true);
+    assert.notEqual(result.run_id, first.result.run_id);
+    assert.equal(hooks.service.runsOf(task).length, before + 1);
+    assert.equal(hooks.service.runsOf(task)[0]!.origin?.agent, SDK1);
+  });
+
+  test('the Tasks view follows the files: a new task appears, a removed one goes', async () => {
+    const dir = path.join(workspace(), 'tasks', 'added-later');
+    const { mkdir, writeFile, rm } = await import('node:fs/promises');
+    await mkdir(path.join(dir, 'tests'), { recursive: true });
+    await writeFile(path.join(dir, 'instruction.md'), 'Do nothing.\n');
+    await writeFile(path.join(dir, 'tests', 'test.sh'), 'exit 0\n');
+    await writeFile(path.join(dir, 'task.toml'), 'version = "1.0"\n');
+    const names = () => hooks.service.tasks.map((t) => t.name);
+    await waitFor('the new task', () => names().includes('added-later'), [hooks.service.onDidChange]);
+    assert.ok(hooks.tests.controller.items.get(dir), 'Test Explorer lists it too');
+    await rm(dir, { recursive: true, force: true });
+    await waitFor('the task to go', () => !names().includes('added-later'), [hooks.service.onDidChange]);
+  });
+
+  test('an agent from settings gets its API key from secret storage, never from the settings file', async () => {
+    const config = vscode.workspace.getConfiguration('belay');
+    // The agent checks the key it got without the settings file ever holding the value.
+    const agent = { name: 'Keyed agent', command: `test "$DEMO_KEY" = "$(printf 's%dcret-value' 3)" && exec \${node} agents/sdk1-agent.mjs`, protocol: 'sdk1', env: { DEMO_KEY: '${secret:demo-key}' } };
+    await config.update('agents', [agent], vscode.ConfigurationTarget.Workspace);
+    try {
+      await waitFor('the agent from settings', () => hooks.service.findAgent('Keyed agent') !== undefined, [hooks.service.onDidChange]);
+      await vscode.commands.executeCommand('belay.runner.setSecret', 'demo-key', '');
+      // Without the secret the run is refused, naming the secret and what to do.
+      const refused = await hooks.service.start(hooks.service.findTask('hello-world')!, hooks.service.findAgent('Keyed agent')!, { startedBy: 'editor' }).then(
+        () => undefined,
+        (error: Error) => error.message,
+      );
+      assert.match(refused ?? '', /needs the secret 'demo-key'.*Set Agent Secret/);
+      await vscode.commands.executeCommand('belay.runner.setSecret', 'demo-key', 's3cret-value');
+      const result = (await vscode.commands.executeCommand('belay.runner.runTask', { task: 'hello-world', agent: 'Keyed agent' })) as RunResult;
+      assert.equal(result.passed, true, `${result.failure_cause}: ${result.error}`);
+      const settingsFile = path.join(workspace(), '.vscode', 'settings.json');
+      assert.ok(readFileSync(settingsFile, 'utf8').includes('${secret:demo-key}'));
+      assert.ok(!readFileSync(settingsFile, 'utf8').includes('s3cret-value'), 'the key is not in settings');
+    } finally {
+      await config.update('agents', undefined, vscode.ConfigurationTarget.Workspace);
+      await vscode.commands.executeCommand('belay.runner.setSecret', 'demo-key', '');
+    }
+  });
+
   test('the trajectory view opens for a run made by the editor', async () => {
     const task = hooks.service.findTask('hello-world')!;
     const run = hooks.service.runsOf(task).find((r) => r.result.passed)!;
@@ -184,6 +239,26 @@ suite('Belay runner', () => {
     assert.deepEqual(hooks.trajectories.openRuns, [run.result.run_dir]);
     const labels = () => vscode.window.tabGroups.all.flatMap((g) => g.tabs).map((t) => t.label);
     await waitFor('the trajectory tab', () => labels().includes('Run: hello-world'), [vscode.window.tabGroups.onDidChangeTabs]);
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+  });
+
+  test('runs made by `belay run` appear under their task and open in the trajectory view', async () => {
+    const cli = path.join(vscode.extensions.getExtension('belay.belay')!.extensionPath, 'dist', 'cli.js');
+    const ws = workspace();
+    const { execFile } = await import('node:child_process');
+    const { stdout } = await new Promise<{ stdout: string }>((resolve, reject) =>
+      execFile(process.execPath, [cli, 'run', 'tasks/count-words', '--agent', `'${process.execPath}' agents/sdk1-agent.mjs`, '--protocol', 'sdk1', '--backend', 'local', '--json'], { cwd: ws, timeout: 60_000 }, (error, out) =>
+        error && error.code !== 1 ? reject(error) : resolve({ stdout: out }),
+      ),
+    );
+    const runId = (JSON.parse(stdout) as { results: RunResult[] }).results[0]!.run_id;
+    const task = hooks.service.findTask('count-words')!;
+    await waitFor('the CLI run in the Tasks view', () => hooks.service.runsOf(task).some((r) => r.result.run_id === runId), [hooks.service.onDidChange]);
+    const run = hooks.service.runsOf(task).find((r) => r.result.run_id === runId)!;
+    assert.equal(run.origin, undefined, 'the CLI leaves no editor origin');
+    assert.equal(hooks.tree.getTreeItem({ kind: 'run', task, run }).contextValue, 'belay.run');
+    await vscode.commands.executeCommand('belay.runner.openTrajectory', run.result.run_dir);
+    assert.ok(hooks.trajectories.openRuns.includes(run.result.run_dir));
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
   });
 

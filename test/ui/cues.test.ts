@@ -2,12 +2,15 @@
 // write to a temp mailbox that the extension host also uses (through `belay.cues.home`), the
 // human clicks in the webview, and each cueme prints the answer and exits 0.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { FrameLocator } from 'playwright-core';
+import { loadSqlite } from '../../src/cues/core/sqlite.ts';
+import { localIsoWithOffset } from '../../src/cues/core/time.ts';
 import { buildBundles, childEnv, envelope, run, start, type Bundles, type Running } from '../unit/cues/helpers.ts';
+import { runPaletteCommand } from '../../scripts/lib/workbench.ts';
 import { cuesFrame, openBelayContainer, openWorkbench, type Workbench } from './lib.ts';
 
 const CHOICE = { type: 'choice', options: ['Staging', 'Production', 'Both'] };
@@ -36,10 +39,10 @@ before(async () => {
 });
 after(() => rmSync(bundles.dir, { recursive: true, force: true }));
 
-async function openSession(theme: 'dark' | 'light'): Promise<Session> {
+async function openSession(theme: 'dark' | 'light', notifications: boolean): Promise<Session> {
   const dir = mkdtempSync(path.join(tmpdir(), 'belay-cues-ui-'));
   const cueHome = path.join(dir, '.cue');
-  const wb = await openWorkbench({ theme, settings: { 'belay.cues.home': cueHome, 'belay.cues.notifications': false } });
+  const wb = await openWorkbench({ theme, settings: { 'belay.cues.home': cueHome, 'belay.cues.notifications': notifications } });
   await openBelayContainer(wb.page);
   // Room for the Cues view: fold the two tree views below it.
   for (const title of ['Tasks', 'Sessions']) {
@@ -70,7 +73,7 @@ async function shot(s: Session, c: Awaited<ReturnType<typeof card>>, name: strin
 describe('the Cues panel (dark theme)', () => {
   let s: Session;
   before(async () => {
-    s = await openSession('dark');
+    s = await openSession('dark', false);
   });
   after(async () => {
     await s?.wb.close();
@@ -156,8 +159,12 @@ describe('the Cues panel (dark theme)', () => {
   test('a typed reply is sent with Enter', async () => {
     const running = cue(s, 'textagent', 'What should the new flag be called?');
     const c = await card(s, 'What should the new flag be called?');
-    await c.locator('vscode-textarea textarea').fill('Call it --dry-run');
-    await c.locator('vscode-textarea textarea').press('Enter');
+    // Keyboard first: Escape on the card goes to the reply box.
+    await c.focus();
+    await s.wb.page.keyboard.press('Escape');
+    await s.wb.page.keyboard.type('Call it --dry-run');
+    assert.equal(await c.locator('vscode-textarea textarea').inputValue(), 'Call it --dry-run');
+    await s.wb.page.keyboard.press('Enter');
     const done = await running.done;
     assert.equal(done.code, 0, done.stderr);
     assert.match(done.stdout, /instructions:\n\nCall it --dry-run\n/);
@@ -175,6 +182,90 @@ describe('the Cues panel (dark theme)', () => {
     assert.match(done.stdout, /instructions:\n\nNext, write the changelog\n/);
     await agent.locator('.turn', { hasText: 'What next?' }).locator('.answer', { hasText: 'Next, write the changelog' }).waitFor();
     assert.equal(await agent.locator('.queued').count(), 0, 'the queued reply was used once');
+  });
+
+  test('a reply draft survives hiding the panel; a pasted image is attached to the answer', async () => {
+    const { page } = s.wb;
+    const running = cue(s, 'draftagent', 'Send me a screenshot of the bug');
+    let c = await card(s, 'Send me a screenshot of the bug');
+    await c.locator('vscode-textarea textarea').fill('Here it is, half typed');
+    await runPaletteCommand(page, 'View: Show Explorer');
+    await page.locator('.sidebar .composite.title h2', { hasText: /explorer/i }).waitFor();
+    await runPaletteCommand(page, 'Belay: Focus on Cues View');
+    c = await card(s, 'Send me a screenshot of the bug');
+    assert.equal(await c.locator('vscode-textarea textarea').inputValue(), 'Here it is, half typed');
+    // A real paste event carrying a PNG file, as the clipboard gives it.
+    await c.locator('vscode-textarea textarea').evaluate((textarea) => {
+      const png = Uint8Array.from(atob('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=='), (ch) => ch.charCodeAt(0));
+      const data = new DataTransfer();
+      data.items.add(new File([png], 'shot.png', { type: 'image/png' }));
+      textarea.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, composed: true, cancelable: true }));
+    });
+    await c.locator('.attachment', { hasText: /pasted-.*\.png/ }).waitFor();
+    await c.locator('vscode-textarea textarea').press('Enter');
+    const done = await running.done;
+    assert.equal(done.code, 0, done.stderr);
+    assert.match(done.stdout, /instructions:\n\nHere it is, half typed\n/);
+    assert.match(done.stdout, new RegExp(`- ${s.cueHome.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/files/[0-9a-f]{64}\\.png \\(image/png\\)`));
+  });
+
+  test('a file chosen with the Attach button reaches the agent as a path it can read', async () => {
+    const { page } = s.wb;
+    const file = path.join(s.wb.workspace, 'notes-for-agent.txt');
+    writeFileSync(file, 'the agent should read this\n');
+    const running = cue(s, 'attachagent', 'Which file should I read?');
+    const c = await card(s, 'Which file should I read?');
+    await c.getByRole('button', { name: 'Attach files' }).click();
+    // The workbench's own file dialog (a quick input that takes a path).
+    const input = page.locator('.quick-input-widget input.input');
+    await input.waitFor();
+    // It first fills in the folder it starts from; typing before that would be overwritten.
+    await page.waitForFunction(() => /[/\\]$/.test((document.querySelector('.quick-input-widget input.input') as HTMLInputElement | null)?.value ?? ''));
+    await input.fill(file);
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'notes-for-agent.txt' }).first().waitFor();
+    // The dialog completes what is typed as it lists the folder: accept once it shows exactly the file.
+    await page.waitForFunction((expected) => (document.querySelector('.quick-input-widget input.input') as HTMLInputElement | null)?.value === expected, file);
+    await input.press('Enter');
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+    await c.locator('.attachment', { hasText: 'notes-for-agent.txt' }).waitFor();
+    await c.locator('vscode-textarea textarea').fill('Read the attached notes');
+    await c.getByRole('button', { name: 'Send', exact: true }).click();
+    const done = await running.done;
+    assert.equal(done.code, 0, done.stderr);
+    assert.match(done.stdout, /instructions:\n\nRead the attached notes\n/);
+    assert.match(done.stdout, /\/files\/[0-9a-f]{64}\.txt \(text\/plain\)/);
+  });
+
+  test('a cue older than the 600 s cueme waits is shown as expired and offers no answer', async () => {
+    const db = new (loadSqlite().DatabaseSync)(path.join(s.cueHome, 'cue.db'));
+    try {
+      const old = localIsoWithOffset(new Date(Date.now() - 11 * 60_000));
+      db.prepare(`INSERT INTO cue_requests (request_id, agent_id, prompt, payload, status, created_at, updated_at) VALUES (?, ?, ?, ?, 'PENDING', ?, ?)`).run(
+        'req_0123456789ab', 'staleagent', 'Are you still there?', JSON.stringify(CHOICE), old, old,
+      );
+    } finally {
+      db.close();
+    }
+    const c = await card(s, 'Are you still there?');
+    await c.locator('.waiting', { hasText: 'expired' }).waitFor();
+    assert.equal(await c.getByRole('button', { name: 'Staging' }).count(), 0, 'no option to click');
+    assert.equal(await c.locator('vscode-textarea').count(), 0, 'no reply box');
+    await shot(s, c, 'cues-expired-dark');
+    await c.getByRole('button', { name: 'Dismiss' }).click();
+    await c.waitFor({ state: 'detached' });
+  });
+
+  test('"Belay: Answer Next Cue" answers without the webview, through quick picks', async () => {
+    const running = cue(s, 'quickagent', 'Ship it from the palette?', CONFIRM);
+    await card(s, 'Ship it from the palette?');
+    await runPaletteCommand(s.wb.page, 'Belay: Answer Next Cue');
+    const row = s.wb.page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Deploy' });
+    await row.waitFor();
+    await s.wb.screenshot('cues-quickpick-dark');
+    await row.click();
+    const done = await running.done;
+    assert.equal(done.code, 0, done.stderr);
+    assert.match(done.stdout, /instructions:\n\nDeploy\n/);
   });
 
   test('a hostile prompt shows as text: no img or script element is created', async () => {
@@ -197,11 +288,38 @@ describe('the Cues panel (dark theme)', () => {
 describe('the Cues panel (light theme)', () => {
   let s: Session;
   before(async () => {
-    s = await openSession('light');
+    s = await openSession('light', true);
   });
   after(async () => {
     await s?.wb.close();
     if (s) rmSync(s.dir, { recursive: true, force: true });
+  });
+
+  test('with the panel hidden, a cue raises a notification whose option answers it; the status bar counts it', async () => {
+    const { page } = s.wb;
+    await runPaletteCommand(page, 'View: Show Explorer');
+    await page.locator('.sidebar .composite.title h2', { hasText: /explorer/i }).waitFor();
+    const running = cue(s, 'notifyagent', 'Pick the target branch', CHOICE);
+    const toast = page.locator('.notification-toast', { hasText: 'notifyagent asks: Pick the target branch' });
+    await toast.waitFor({ timeout: 15_000 });
+    await page.locator('[aria-label="1 agent cues waiting for your answer"]').first().waitFor();
+    await toast.getByRole('button', { name: 'Open' }).waitFor();
+    // The toast slides in: let its transition finish before the picture.
+    await page.locator('.notifications-toasts').evaluate((node) => Promise.all(node.getAnimations({ subtree: true }).map((a) => a.finished)));
+    await page.waitForFunction(() => {
+      const box = document.querySelector('.notification-toast')?.getBoundingClientRect();
+      const bar = document.querySelector('.part.statusbar')?.getBoundingClientRect();
+      return !!box && !!bar && box.bottom <= bar.top;
+    });
+    await s.wb.screenshot('cues-notification-light');
+    await toast.getByRole('button', { name: 'Both' }).click();
+    const done = await running.done;
+    assert.equal(done.code, 0, done.stderr);
+    assert.match(done.stdout, /instructions:\n\nBoth\n/);
+    await page.locator('[aria-label="1 agent cues waiting for your answer"]').first().waitFor({ state: 'detached' });
+    // The activity bar's badge clears too (the panel was hidden all along).
+    await page.locator('.activitybar [aria-label^="Belay - 1 agent"]').first().waitFor({ state: 'detached', timeout: 10_000 });
+    await openBelayContainer(page);
   });
 
   test('every payload UI renders; End answers each', async () => {
@@ -224,6 +342,10 @@ describe('the Cues panel (light theme)', () => {
       assert.match(done.stdout, /^The user did not continue\./);
     }
     await s.frame.getByRole('heading', { name: 'No agent is waiting for you' }).waitFor();
+    // The history of one agent: its cue and how it ended.
+    const agent = s.frame.locator('vscode-collapsible.agent[data-agent-id="lconfirm"]');
+    await agent.click({ position: { x: 20, y: 10 } });
+    await agent.locator('.turn.state-cancelled', { hasText: 'Ready to ship 1.2.0?' }).locator('.answer', { hasText: 'Ended' }).waitFor();
     await s.wb.screenshot('cues-history-light');
   });
 });

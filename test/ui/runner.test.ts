@@ -12,12 +12,16 @@ async function terminalText(page: Page): Promise<string> {
   return (await page.locator('.terminal-wrapper.active .xterm-rows').first().textContent()) ?? '';
 }
 
-async function waitForTerminal(page: Page, pattern: RegExp, timeout = 60_000): Promise<string> {
-  await page.waitForFunction(
-    (source) => new RegExp(source).test(document.querySelector('.terminal-wrapper.active .xterm-rows')?.textContent ?? ''),
-    pattern.source,
-    { timeout },
-  );
+async function waitForTerminal(page: Page, pattern: RegExp, timeout = 30_000): Promise<string> {
+  try {
+    await page.waitForFunction(
+      (source) => new RegExp(source).test(document.querySelector('.terminal-wrapper.active .xterm-rows')?.textContent ?? ''),
+      pattern.source,
+      { timeout },
+    );
+  } catch (error) {
+    throw new Error(`the terminal never showed ${pattern}; it shows: ${await terminalText(page).catch(() => '(no terminal)')}`, { cause: error });
+  }
   return terminalText(page);
 }
 
@@ -63,11 +67,10 @@ describe('the task runner in the workbench', () => {
     await runPaletteCommand(page, 'Belay: Run Task with Agent…');
     await pick(page, 'hello-world');
     await pick(page, 'Demo stuck agent');
-    await waitForTerminal(page, /Belay: hello-world/);
-    // Room for the whole run on screen (the panel stays maximized for the next terminal test).
+    await waitForTerminal(page, /sleep 600/);
+    // Room for the whole run on screen.
     await runPaletteCommand(page, 'View: Toggle Maximized Panel');
-    const live = await waitForTerminal(page, /sleep 600/);
-    assert.match(live, /step 1/);
+    const live = await waitForTerminal(page, /Belay: hello-world.*step 1.*sleep 600/);
     assert.match(live, /Looking around first\./);
     await wb.screenshot('runner-terminal-during-run');
     assert.ok(processesWith(wb.workspace + '/.belay/runs/').length > 0, 'the run has processes');
@@ -76,19 +79,37 @@ describe('the task runner in the workbench', () => {
     assert.match(ended, /the run was stopped/);
     assert.deepEqual(processesWith(wb.workspace + '/.belay/runs/'), []);
     assert.deepEqual(processesWith('sleep 600'), []);
+    await runPaletteCommand(page, 'View: Toggle Maximized Panel');
   });
 
-  test('hello-world with the demo SDK 1.x agent shows its steps live and passes', async () => {
+  test('hello-world with the demo SDK 1.x agent, from the editor action of its instruction.md, shows its steps and passes', async () => {
     const { page } = wb;
-    await runPaletteCommand(page, 'Belay: Run Task with Agent…');
-    await pick(page, 'hello-world');
+    await runPaletteCommand(page, 'Go to File...');
+    await pick(page, 'instruction.md');
+    await page.locator('.tab.active', { hasText: 'instruction.md' }).waitFor();
+    await page.locator('.editor-actions .action-label[aria-label^="Run Task with Agent"]').click();
     await pick(page, 'Demo SDK 1.x agent');
-    const text = await waitForTerminal(page, /PASSED/);
-    assert.match(text, /\$ printf/);
+    await waitForTerminal(page, /PASSED/);
+    await runPaletteCommand(page, 'View: Toggle Maximized Panel');
+    const text = await waitForTerminal(page, /Belay: hello-world.*step 1.*\$ printf.*PASSED/);
     assert.match(text, /tests passed \(reward 1\)/);
     await runPaletteCommand(page, 'Notifications: Clear All Notifications');
     await wb.screenshot('runner-terminal-passed');
     await runPaletteCommand(page, 'View: Toggle Maximized Panel');
+  });
+
+  test('a failing agent started from the Tasks view ends red with its cause', async () => {
+    const { page } = wb;
+    // The activity-bar entry toggles: click it only when Belay is not the open side bar.
+    if (!(await page.locator('.sidebar .composite.title h2', { hasText: /belay/i }).isVisible())) await openBelayContainer(page);
+    const row = page.locator('.sidebar .monaco-list-row[aria-label^="hello-world"]');
+    await row.hover();
+    await row.locator('.action-label[aria-label^="Run Task with Agent"]').click();
+    await pick(page, 'Demo failing agent');
+    const text = await waitForTerminal(page, /FAILED .*tests_failed/);
+    assert.match(text, /expected 'Hello, world!', found: 'Hello, moon!'/);
+    await runPaletteCommand(page, 'Notifications: Clear All Notifications');
+    await wb.screenshot('runner-terminal-failed');
   });
 
   test('Test Explorer lists the tasks and runs them green with the default agent', async () => {
@@ -122,6 +143,36 @@ describe('the task runner in the workbench', () => {
     await frame.locator('.step-title', { hasText: 'Step 3' }).waitFor();
     const csp = await page.frameLocator('iframe.webview.ready').last().frameLocator('#active-frame').locator('meta[http-equiv="Content-Security-Policy"]').getAttribute('content');
     assert.match(csp ?? '', /default-src 'none'/);
+  });
+
+  test('Test Explorer runs a task with another agent’s profile and shows it red with the cause', async () => {
+    const { page } = wb;
+    await runPaletteCommand(page, 'Testing: Focus on Test Explorer View');
+    const explorer = page.locator('.test-explorer');
+    const row = explorer.locator('.monaco-list-row', { hasText: 'hello-world' });
+    await row.click({ button: 'right' });
+    await page.locator('.context-view .action-label', { hasText: 'Execute Using Profile' }).click();
+    await pick(page, 'Demo failing agent');
+    await row.locator('.codicon-testing-failed-icon').waitFor({ timeout: 60_000 });
+    await runPaletteCommand(page, 'Test: Show Output');
+    await page.locator('.monaco-workbench', { hasText: 'tests_failed: the tests failed' }).first().waitFor();
+    await runPaletteCommand(page, 'Notifications: Clear All Notifications');
+    await wb.screenshot('runner-test-explorer-failed');
+  });
+
+  test('the Tasks view shows each run with its result and its steps', async () => {
+    const { page } = wb;
+    await openBelayContainer(page);
+    const task = page.locator('.sidebar .monaco-list-row[aria-label^="hello-world"]');
+    // A click on a task opens its instruction; the twistie expands it.
+    if ((await task.getAttribute('aria-expanded')) !== 'true') await task.locator('.monaco-tl-twistie').click();
+    const runs = page.locator('.sidebar .monaco-list-row[aria-level="2"]');
+    await runs.first().waitFor();
+    assert.match((await runs.first().textContent()) ?? '', /reward \d/);
+    // A click on a run opens its trajectory; the twistie only expands it.
+    await runs.first().locator('.monaco-tl-twistie').click();
+    await page.locator('.sidebar .monaco-list-row[aria-level="3"]').first().waitFor();
+    await wb.screenshot('runner-tasks-view');
   });
 
   test('the micro-agent chat shows progress, then its message', async () => {

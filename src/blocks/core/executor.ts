@@ -83,6 +83,19 @@ export class AnswerState {
     this.folders = options.cacheFolders ? new Map() : undefined;
   }
 
+  /**
+   * A simulating copy that starts where this state is: what the editor previews (or applies as one
+   * edit) for the blocks not applied yet, without touching this state.
+   */
+  fork(): AnswerState {
+    const copy = new AnswerState({ simulate: true, cacheFolders: this.folders !== undefined });
+    for (const [real, history] of this.histories) copy.histories.set(real, { originalLineCount: history.originalLineCount, edits: [...history.edits] });
+    copy.readFileRequests.push(...this.readFileRequests);
+    copy.done = this.done;
+    if (this.overlay) for (const [real, text] of this.overlay) copy.overlay!.set(real, text);
+    return copy;
+  }
+
   history(real: string): FileHistory | undefined {
     return this.histories.get(real);
   }

@@ -2,7 +2,7 @@
 //   [OK] CREATE_FILE: Created 'a.txt'
 //   [FAILED] RUN_COMMAND: Ran 'npm test' (exit code 1)
 //     Output: …
-import { z } from 'zod';
+import * as z from 'zod';
 import { COMMAND_TYPES, type CommandType, type ParseError } from './syntax.ts';
 
 export const RESULT_TYPES = [...COMMAND_TYPES, 'PARSE_ERROR'] as const;

@@ -9,7 +9,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { promises as fs, watch } from 'node:fs';
 import * as path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { writeFileAtomic } from '../../shared/atomic.ts';
 import { executeAnswer, type ExecuteOptions, type ExecutionReport } from './executor.ts';
 import { collectOutbox, outboxFileName, renderOutbox } from './outbox.ts';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 // The payloads of the Human Agent Protocol (../../../shared/specs/hap-cueme.md). Agents write them,
 // so they are parsed leniently where the protocol gives defaults and strictly where a wrong

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { writeFileAtomic } from '../../shared/atomic.ts';
 import { MailboxError, toMailboxError } from './errors.ts';
 import { mailboxPaths, type MailboxPaths } from './home.ts';

@@ -3,7 +3,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import * as path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { runBounded } from '../../shared/process.ts';
 import { shellPath } from './backend.ts';
 

@@ -2,7 +2,7 @@
 // (plus Belay's own), beside the agent's logs and every step's full output.
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { writeFileAtomic } from '../../shared/atomic.ts';
 import { FAILURE_CAUSES } from './events.ts';
 

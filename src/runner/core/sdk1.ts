@@ -1,6 +1,6 @@
 // Term Challenge SDK 1.x: one JSON request line on the agent's stdin per step, one JSON
 // response line back; the harness runs the command and tracks the working directory.
-import { z } from 'zod';
+import * as z from 'zod';
 import * as path from 'node:path';
 import { AgentProcess, type LineResult } from './agent-process.ts';
 import { shellPath } from './backend.ts';

@@ -3,7 +3,7 @@
 import * as http from 'node:http';
 import * as net from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import { z } from 'zod';
+import * as z from 'zod';
 import { AgentProcess } from './agent-process.ts';
 import { shellPath, type Endpoint } from './backend.ts';
 import { RunFailure } from './events.ts';

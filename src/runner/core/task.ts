@@ -5,7 +5,7 @@ import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { parse as parseTomlDocument, TomlError } from 'smol-toml';
 import { parse as parseYamlDocument, YAMLError } from 'yaml';
-import { z } from 'zod';
+import * as z from 'zod';
 
 export class TaskError extends Error {
   override name = 'TaskError';

@@ -2,7 +2,7 @@
 // test timeout. Exit 0 is reward 1; logs/verifier/reward.txt overrides; ctrf.json gives tests.
 import { closeSync, existsSync, openSync, promises as fs, writeSync } from 'node:fs';
 import * as path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { runBounded } from '../../shared/process.ts';
 import { shellPath, type BackendSession } from './backend.ts';
 import type { Verification } from './records.ts';

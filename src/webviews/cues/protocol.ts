@@ -1,7 +1,7 @@
 // The Cues webview's message protocol, shared by the extension host and the webview app.
 // Every message is parsed with these schemas where it arrives (host: toHostSchema; app:
 // toWebviewSchema). The app says `ready` first; the host queues what it sends until then.
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Largest pasted image the host accepts, in base64 characters (about 15 MB of image). */
 export const MAX_PASTE_BASE64 = 20_000_000;

@@ -11,6 +11,9 @@ import type { CodeLens, CompletionItem, Diagnostic, DocumentSymbol, FoldingRange
 import { startServer } from '../../../src/server/server.ts';
 import { tempDir } from './helpers.ts';
 
+/** A diagnostic's message as text (LSP allows Markdown there too). */
+const text_ = (message: string | { value: string }) => (typeof message === 'string' ? message : message.value);
+
 interface Client {
   rpc: MessageConnection;
   open(file: string, text: string): Promise<Diagnostic[]>;
@@ -90,8 +93,16 @@ describe('CodingAgent language server', () => {
     assert.deepEqual(invalid.range, { start: { line: 1, character: x }, end: { line: 1, character: x + 1 } });
     const unknown = diagnostics.find((d) => d.code === 'unknown-command');
     assert.ok(unknown);
-    assert.match(unknown.message, /did you mean CREATE_FILE/);
+    assert.match(text_(unknown.message), /did you mean CREATE_FILE/);
     assert.equal(unknown.range.start.line, 4);
+    const lenses: CodeLens[] = await client.rpc.sendRequest('textDocument/codeLens', { textDocument: { uri: pathToFileURL(path.join(dir, 'parse.agent')).href } });
+    assert.deepEqual(
+      lenses.map((l) => [l.range.start.line, l.command!.title]),
+      [
+        [1, "$(warning) Not executable: EDIT_FILE start_line must be an integer, got 'x'"],
+        [4, '$(warning) Not executable: Unknown command WRITE_FILE; did you mean CREATE_FILE?'],
+      ],
+    );
   });
 
   test('flags paths outside the workspace, missing files, ranges past the end, overlapping edits', async () => {
@@ -121,7 +132,7 @@ describe('CodingAgent language server', () => {
       '[/EDIT_FILE]',
     ].join('\n');
     const diagnostics = await client.open(path.join(dir, 'plan.agent'), text);
-    const byLine = (line: number) => diagnostics.filter((d) => d.range.start.line === line).map((d) => d.message);
+    const byLine = (line: number) => diagnostics.filter((d) => d.range.start.line === line).map((d) => text_(d.message));
     assert.deepEqual(byLine(0), ["REJECTED: Path '../escape.txt' is outside workspace"]);
     assert.deepEqual(diagnostics.find((d) => d.range.start.line === 0)!.range, { start: { line: 0, character: 19 }, end: { line: 0, character: 32 } });
     assert.deepEqual(byLine(3), ["REJECTED: Path 'link/passwd' is outside workspace"]);
@@ -217,6 +228,6 @@ describe('CodingAgent language server', () => {
     assert.equal(diagnostics.length, 1, JSON.stringify(diagnostics));
     assert.equal(diagnostics[0]!.code, 'stale');
     assert.equal(diagnostics[0]!.range.start.line, 3);
-    assert.match(diagnostics[0]!.message, /'new\.txt' changed after 0123abcd_seq0001\.txt was written/);
+    assert.match(text_(diagnostics[0]!.message), /'new\.txt' changed after 0123abcd_seq0001\.txt was written/);
   });
 });

@@ -60,7 +60,7 @@ describe('the Cues panel model', () => {
     assert.equal(snapshot.waitingCount, 1);
     assert.deepEqual(snapshot.pending.map((c) => c.state), ['pending', 'expired']);
     assert.deepEqual(snapshot.history.map((c) => [c.requestId, c.state, c.response?.files]), [['req_3', 'answered', ['ab.png']]]);
-    assert.deepEqual(snapshot.agents.map((a) => [a.agentId, a.queued]), [['ada', undefined], ['zed', 'hi']]);
+    assert.deepEqual(snapshot.agents.map((a) => [a.agentId, a.pendingCount, a.queued]), [['ada', 1, undefined], ['zed', 0, 'hi']]);
   });
 
   test('prompt summaries and the home setting', () => {

@@ -1,0 +1,84 @@
+// Command blocks in the editor: what the language server computes for an answer (diagnostics,
+// which plan every block against the workspace as `belay blocks apply` would, and CodeLenses)
+// beside parsing the same text, in the same run.
+import { mkdir, writeFile } from 'node:fs/promises';
+import * as path from 'node:path';
+import { parseAnswer } from '../src/blocks/core/parser.ts';
+import { analyze, PlanCache } from '../src/server/analysis.ts';
+import { generateAnswer } from './blocks.bench.ts';
+import { percentile, type BenchFile, type Figure } from './lib.ts';
+
+async function alternating(baseline: () => unknown, measured: () => unknown, rounds: number): Promise<[number, number]> {
+  const a: number[] = [];
+  const b: number[] = [];
+  for (let round = -1; round < rounds; round++) {
+    let t0 = performance.now();
+    await baseline();
+    if (round >= 0) a.push(performance.now() - t0);
+    t0 = performance.now();
+    await measured();
+    if (round >= 0) b.push(performance.now() - t0);
+  }
+  return [percentile(a, 50), percentile(b, 50)];
+}
+
+const bench: BenchFile = {
+  title: 'Command blocks in the editor',
+  async run(ctx) {
+    const workspace = path.join(ctx.tmpDir, 'workspace');
+    await mkdir(path.join(workspace, 'src'), { recursive: true });
+    await writeFile(path.join(workspace, 'README.md'), 'demo\n');
+    const { text, blocks } = generateAnswer(2 * 1024 * 1024);
+    const settings = { workspaceFolders: [workspace], sessionRoot: '.belay/agent' };
+    const first = await analyze({ uri: 'untitled:bench', text, documentPath: undefined, settings });
+    if (first.parsed.commands.length !== blocks) throw new Error(`expected ${blocks} blocks, got ${first.parsed.commands.length}`);
+    ctx.log(`answer: ${(text.length / 1024 / 1024).toFixed(1)} MB, ${blocks} blocks, ${first.diagnostics.length} diagnostics, ${first.lenses.length} lenses`);
+    let sink = 0;
+    // As the server works while the user types: the answer changes (here one character of prose
+    // each round), the files do not, so the plans are reused.
+    const plans = new PlanCache();
+    // Variants prepared outside the timing, as flat strings (as the server's documents are).
+    const variants = Array.from({ length: 20 }, (_, i) => Buffer.from(`${text}\nprose ${i}`, 'utf8').toString('utf8'));
+    let round = 0;
+    const edited = () => variants[round++ % variants.length]!;
+    await analyze({ uri: 'untitled:bench', text: edited(), documentPath: undefined, settings, plans });
+    const [parse, warm] = await alternating(
+      () => (sink += parseAnswer(edited()).commands.length),
+      async () => {
+        const result = await analyze({ uri: 'untitled:bench', text: edited(), documentPath: undefined, settings, plans });
+        sink += result.diagnostics.length + result.lenses.length;
+      },
+      7,
+    );
+    // After a file changed: every block planned again against the file system.
+    const [parseCold, cold] = await alternating(
+      () => (sink += parseAnswer(text).commands.length),
+      async () => {
+        const result = await analyze({ uri: 'untitled:bench', text, documentPath: undefined, settings });
+        sink += result.diagnostics.length + result.lenses.length;
+      },
+      5,
+    );
+    if (sink < 0) ctx.log(String(sink));
+    const figures: Figure[] = [
+      {
+        name: `diagnostics + CodeLenses of a 2 MB answer while typing (${blocks} blocks, plans reused)`,
+        value: warm,
+        baselineName: 'parse the same text',
+        baseline: parse,
+        unit: 'ms',
+        goal: 1.5,
+      },
+      {
+        name: `diagnostics + CodeLenses of a 2 MB answer after a file change (${blocks} blocks, each planned against the workspace)`,
+        value: cold,
+        baselineName: 'parse the same text',
+        baseline: parseCold,
+        unit: 'ms',
+      },
+    ];
+    return figures;
+  },
+};
+
+export default bench;
