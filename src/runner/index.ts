@@ -84,6 +84,8 @@ export function registerRunner(ctx: BelayContext): void {
     }),
   );
   ctx.own(vscode.workspace.onDidGrantWorkspaceTrust(() => tree.refresh()));
+  // Runs made outside the editor (`belay run` in a terminal) show up at the latest when the view is looked at.
+  ctx.own(view.onDidChangeVisibility((e) => e.visible && service.refreshSoon()));
   void service.refresh();
 
   const pickTask = async (): Promise<Task | undefined> => {

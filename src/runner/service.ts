@@ -24,6 +24,7 @@ import type { RunResult } from './core/records.ts';
 import { newRunId, runTask } from './core/run.ts';
 import { discoverTasks, type Task, type TaskError } from './core/task.ts';
 import { listRuns, ORIGIN_FILE, runsByTask, type PastRun, type RunOrigin } from './history.ts';
+import { RunsFolderWatcher } from './runsWatcher.ts';
 
 export const AGENTS_FILE = 'belay-agents.json';
 export const SECRET_PREFIX = 'belay.secret.';
@@ -71,6 +72,8 @@ export class RunnerService implements vscode.Disposable {
   #refreshAgain = false;
   #timer: NodeJS.Timeout | undefined;
   #sandbox: Promise<Backend> | undefined;
+  /** Started late when a runs folder appears after activation (see #load). */
+  #nodeWatchers: RunsFolderWatcher[] = [];
 
   constructor(ctx: BelayContext) {
     this.#ctx = ctx;
@@ -95,9 +98,14 @@ export class RunnerService implements vscode.Disposable {
     const runWatchers: vscode.Disposable[] = [];
     const watchRuns = () => {
       for (const d of runWatchers.splice(0)) d.dispose();
+      this.#nodeWatchers = [];
       for (const folder of this.#folders()) {
         const runsDir = path.resolve(folder, ctx.config.settings.runnerRunsDir);
         watch(new vscode.RelativePattern(vscode.Uri.file(runsDir), '*/result.json'), runWatchers);
+        const nodeWatcher = new RunsFolderWatcher(runsDir, () => this.refreshSoon());
+        nodeWatcher.start();
+        this.#nodeWatchers.push(nodeWatcher);
+        runWatchers.push(nodeWatcher);
       }
     };
     watchRuns();
@@ -211,6 +219,7 @@ export class RunnerService implements vscode.Disposable {
         fileAgents.problems.push(`${uri.fsPath}: ${(error as Error).message}`);
       }
     }
+    for (const watcher of this.#nodeWatchers) watcher.start();
     this.#tasks = tasks;
     this.#taskErrors = errors;
     this.#runs = runs;
@@ -332,3 +341,4 @@ export class RunnerService implements vscode.Disposable {
     for (const d of this.#disposables.splice(0)) d.dispose();
   }
 }
+

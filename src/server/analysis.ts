@@ -42,6 +42,8 @@ export interface AnalyzeInput {
   settings: ServerSettings;
   /** Plans reused while neither the blocks' effects nor the files change (see PlanCache). */
   plans?: PlanCache;
+  /** Keys of blocks the editor has applied already: not planned again. */
+  handled?: ReadonlySet<string>;
 }
 
 /** A planning problem, anchored to its command by index so it survives edits that move lines. */
@@ -61,6 +63,8 @@ interface PlanProblem {
  */
 export class PlanCache {
   private readonly entries = new Map<string, PlanProblem[]>();
+  /** Each document's target folder, resolved once until a file or a setting changes. */
+  readonly targets = new Map<string, { target: AnswerTarget | undefined; workspace: Workspace | undefined }>();
   get(key: string): PlanProblem[] | undefined {
     return this.entries.get(key);
   }
@@ -70,11 +74,27 @@ export class PlanCache {
   }
   clear(): void {
     this.entries.clear();
+    this.targets.clear();
   }
 }
 
-function planKey(workspace: Workspace, documentPath: string | undefined, commands: readonly Command[]): string {
-  const parts: string[] = [workspace.realRoot, documentPath ?? ''];
+async function resolveTarget(documentPath: string | undefined, settings: ServerSettings, cache: PlanCache | undefined): Promise<{ target: AnswerTarget | undefined; workspace: Workspace | undefined }> {
+  const key = `${documentPath ?? ''}\0${settings.sessionRoot}\0${settings.workspaceFolders.join('\0')}`;
+  const cached = cache?.targets.get(key);
+  if (cached) return cached;
+  const target = await answerTarget(documentPath, settings.workspaceFolders, settings.sessionRoot);
+  let workspace: Workspace | undefined;
+  try {
+    workspace = target ? await openWorkspace(target.workspace) : undefined;
+  } catch {
+    workspace = undefined;
+  }
+  cache?.targets.set(key, { target, workspace });
+  return { target, workspace };
+}
+
+function planKey(workspace: Workspace, documentPath: string | undefined, commands: readonly Command[], handled: ReadonlySet<string> | undefined): string {
+  const parts: string[] = [workspace.realRoot, documentPath ?? '', [...(handled ?? [])].join('\0')];
   for (const c of commands) {
     switch (c.type) {
       case 'CREATE_FILE':
@@ -103,13 +123,7 @@ export async function analyze(input: AnalyzeInput): Promise<Analysis> {
   }
   const parsed = parseAnswer(text);
   const keys = blockKeys(parsed.commands);
-  const target = await answerTarget(documentPath, settings.workspaceFolders, settings.sessionRoot);
-  let workspace: Workspace | undefined;
-  try {
-    workspace = target ? await openWorkspace(target.workspace) : undefined;
-  } catch {
-    workspace = undefined;
-  }
+  const { target, workspace } = await resolveTarget(documentPath, settings, input.plans);
   const diagnostics: Diagnostic[] = parsed.errors.map((error) => ({
     range: error.range,
     severity: ERROR,
@@ -118,10 +132,12 @@ export async function analyze(input: AnalyzeInput): Promise<Analysis> {
     message: error.message,
   }));
   if (workspace) {
-    const key = input.plans ? planKey(workspace, documentPath, parsed.commands) : '';
+    const handled = input.handled;
+    const key = input.plans ? planKey(workspace, documentPath, parsed.commands, handled) : '';
     let problems = input.plans?.get(key);
     if (!problems) {
-      problems = await planProblems(workspace, parsed.commands, target!, documentPath);
+      const skip = handled && handled.size > 0 ? keys.map((k) => handled.has(k)) : undefined;
+      problems = await planProblems(workspace, parsed.commands, target!, documentPath, skip);
       input.plans?.set(key, problems);
     }
     for (const problem of problems) diagnostics.push(toDiagnostic(parsed.commands[problem.index]!, problem));
@@ -147,11 +163,12 @@ export async function analyze(input: AnalyzeInput): Promise<Analysis> {
 }
 
 /** Plans the whole answer as `belay blocks apply` would run it, touching nothing, and lists what would fail. */
-async function planProblems(workspace: Workspace, commands: readonly Command[], target: AnswerTarget, documentPath: string | undefined): Promise<PlanProblem[]> {
+async function planProblems(workspace: Workspace, commands: readonly Command[], target: AnswerTarget, documentPath: string | undefined, skip?: readonly boolean[]): Promise<PlanProblem[]> {
   const problems: PlanProblem[] = [];
   const state = new AnswerState({ simulate: true, cacheFolders: true });
   const firstEdits: Array<{ index: number; real: string }> = [];
   for (let index = 0; index < commands.length; index++) {
+    if (skip?.[index]) continue;
     const command = commands[index]!;
     const plan = await planCommand(workspace, command, state);
     if (plan.kind === 'fail') {

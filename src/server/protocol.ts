@@ -12,6 +12,13 @@ export type ServerSettings = z.infer<typeof settingsSchema>;
 /** client -> server: block states changed, ask the editor for fresh CodeLenses. */
 export const REFRESH_NOTIFICATION = 'belay/refreshLenses';
 
+/**
+ * client -> server: the blocks of a document the editor has handled (applied, failed, rejected):
+ * they are not planned again, so a deleted file is not reported missing by its own DELETE_FILE.
+ */
+export const HANDLED_NOTIFICATION = 'belay/handledBlocks';
+export const handledSchema = z.object({ uri: z.string(), keys: z.array(z.string()) });
+
 /** The arguments every block CodeLens command carries: [documentUri, openTagLine, blockKey]. */
 export const lensArgumentsSchema = z.tuple([z.string(), z.number().int().min(0), z.string()]);
 export type LensArguments = z.infer<typeof lensArgumentsSchema>;

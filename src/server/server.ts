@@ -5,7 +5,7 @@ import { CodeLensRefreshRequest, TextDocuments, TextDocumentSyncKind, type Conne
 import { TextDocument } from 'vscode-languageserver-textdocument';
 import { analyze, documentSymbols, foldingRanges, PlanCache, type Analysis } from './analysis.ts';
 import { complete, hover, ListingCache } from './assist.ts';
-import { REFRESH_NOTIFICATION, SETTINGS_NOTIFICATION, settingsSchema, type ServerSettings } from './protocol.ts';
+import { HANDLED_NOTIFICATION, handledSchema, REFRESH_NOTIFICATION, SETTINGS_NOTIFICATION, settingsSchema, type ServerSettings } from './protocol.ts';
 
 /** How long after the last keystroke diagnostics are recomputed. */
 const SETTLE_MS = 150;
@@ -17,6 +17,7 @@ export function startServer(connection: Connection): void {
   const timers = new Map<string, NodeJS.Timeout>();
   const listings = new ListingCache();
   const plans = new PlanCache();
+  const handled = new Map<string, Set<string>>();
 
   const filePath = (uri: string) => (uri.startsWith('file:') ? fileURLToPath(uri) : undefined);
 
@@ -24,7 +25,7 @@ export function startServer(connection: Connection): void {
   function analysisOf(document: TextDocument): Promise<Analysis> {
     const cached = analyses.get(document.uri);
     if (cached && cached.version === document.version) return cached.analysis;
-    const analysis = analyze({ uri: document.uri, text: document.getText(), documentPath: filePath(document.uri), settings, plans });
+    const analysis = analyze({ uri: document.uri, text: document.getText(), documentPath: filePath(document.uri), settings, plans, handled: handled.get(document.uri) });
     analyses.set(document.uri, { version: document.version, analysis });
     return analysis;
   }
@@ -80,6 +81,15 @@ export function startServer(connection: Connection): void {
   connection.onNotification(REFRESH_NOTIFICATION, () => {
     void connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
   });
+  connection.onNotification(HANDLED_NOTIFICATION, (params: unknown) => {
+    const parsed = handledSchema.safeParse(params);
+    if (!parsed.success) return;
+    handled.set(parsed.data.uri, new Set(parsed.data.keys));
+    analyses.delete(parsed.data.uri);
+    const document = documents.get(parsed.data.uri);
+    if (document) schedule(document, 0);
+    void connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
+  });
   connection.onDidChangeWatchedFiles(() => reanalyseAll());
 
   documents.onDidOpen((e) => schedule(e.document, 0));
@@ -88,6 +98,7 @@ export function startServer(connection: Connection): void {
     clearTimeout(timers.get(e.document.uri));
     timers.delete(e.document.uri);
     analyses.delete(e.document.uri);
+    handled.delete(e.document.uri);
     void connection.sendDiagnostics({ uri: e.document.uri, diagnostics: [] });
   });
 

@@ -1,7 +1,8 @@
 // Shared set-up for UI tests: a real code-server with Belay under development, a headless browser
 // on its workbench, screenshots into test-results/ui/.
 import type { Page } from 'playwright-core';
-import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { startHost, type Host } from '../../scripts/lib/host.ts';
 import { cacheDir, repoRoot, resultsDir } from '../../scripts/lib/paths.ts';
@@ -25,10 +26,12 @@ export async function openWorkbench(options: { theme?: keyof typeof themes; sett
   await cp(path.join(repoRoot, 'demo'), workspace, { recursive: true });
   const theme = options.theme ?? 'dark';
   // An Extension Development Host in the browser does not read the server's user settings:
-  // the test's settings go into the workspace.
+  // the test's settings go into the workspace, over the demo's own.
   if (options.settings) {
-    await mkdir(path.join(workspace, '.vscode'), { recursive: true });
-    await writeFile(path.join(workspace, '.vscode', 'settings.json'), JSON.stringify(options.settings, null, 2));
+    const file = path.join(workspace, '.vscode', 'settings.json');
+    const demo = existsSync(file) ? (JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>) : {};
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, JSON.stringify({ ...demo, ...options.settings }, null, 2));
   }
   const host = await startHost({ folder: workspace });
   const browser = await launchBrowser({ colorScheme: theme });

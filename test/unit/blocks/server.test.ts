@@ -1,6 +1,6 @@
 // The language server's logic over a real LSP connection, in process: no editor involved.
 import assert from 'node:assert/strict';
-import { mkdir, symlink, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
@@ -8,6 +8,8 @@ import { pathToFileURL } from 'node:url';
 import { createConnection } from 'vscode-languageserver/node';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from 'vscode-jsonrpc/node';
 import type { CodeLens, CompletionItem, Diagnostic, DocumentSymbol, FoldingRange, Hover, PublishDiagnosticsParams } from 'vscode-languageserver';
+import { blockKeys } from '../../../src/blocks/blockKey.ts';
+import { parseAnswer } from '../../../src/blocks/core/parser.ts';
 import { startServer } from '../../../src/server/server.ts';
 import { tempDir } from './helpers.ts';
 
@@ -18,6 +20,7 @@ interface Client {
   rpc: MessageConnection;
   open(file: string, text: string): Promise<Diagnostic[]>;
   change(uri: string, version: number, text: string): Promise<Diagnostic[]>;
+  next(uri: string): Promise<Diagnostic[]>;
   close(): void;
 }
 
@@ -55,6 +58,7 @@ async function startPair(workspaceFolders: string[]): Promise<Client> {
       await rpc.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'codingagent', version: 1, text } });
       return diagnostics;
     },
+    next,
     async change(uri, version, text) {
       const diagnostics = next(uri);
       await rpc.sendNotification('textDocument/didChange', { textDocument: { uri, version }, contentChanges: [{ text }] });
@@ -68,6 +72,8 @@ async function startPair(workspaceFolders: string[]): Promise<Client> {
     },
   };
 }
+
+const nextDiagnostics = (client: Client, uri: string) => client.next(uri);
 
 describe('CodingAgent language server', () => {
   let dir: string;
@@ -208,6 +214,22 @@ describe('CodingAgent language server', () => {
     assert.deepEqual(symbols.map((s) => s.name), ['CREATE_FILE a.py', 'DELETE_FILE src/app.py']);
     const folds: FoldingRange[] = await client.rpc.sendRequest('textDocument/foldingRange', { textDocument: { uri } });
     assert.deepEqual(folds.map((f) => [f.startLine, f.endLine]), [[0, 2]]);
+  });
+
+  test('a block the editor has handled is not planned again', async () => {
+    const victim = path.join(dir, 'victim.txt');
+    await writeFile(victim, 'x\n');
+    const file = path.join(dir, 'handled.agent');
+    const uri = pathToFileURL(file).href;
+    const text = '[DELETE_FILE path="victim.txt"]\n';
+    assert.deepEqual(await client.open(file, text), []);
+    await rm(victim);
+    const missing = nextDiagnostics(client, uri);
+    await client.rpc.sendNotification('workspace/didChangeWatchedFiles', { changes: [{ uri: pathToFileURL(victim).href, type: 3 }] });
+    assert.deepEqual((await missing).map((d) => text_(d.message)), ["File 'victim.txt' not found"]);
+    const cleared = nextDiagnostics(client, uri);
+    await client.rpc.sendNotification('belay/handledBlocks', { uri, keys: blockKeys(parseAnswer(text).commands) });
+    assert.deepEqual(await cleared, []);
   });
 
   test('warns when an edited file changed after the outbox the answer replies to', async () => {

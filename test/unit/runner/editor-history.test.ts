@@ -57,3 +57,36 @@ describe('editor: run history', () => {
     assert.match(text, /cut/);
   });
 });
+
+describe('editor: watching a runs folder', () => {
+  it('reports a run whose result.json appears (written atomically, as the core does), and nothing before', async () => {
+    const { RunsFolderWatcher } = await import('../../../src/runner/runsWatcher.ts');
+    const { writeFileAtomic } = await import('../../../src/shared/atomic.ts');
+    const runsDir = path.join(tmp.dir, 'watched-runs');
+    let reported = 0;
+    let notify: () => void = () => {};
+    const watcher = new RunsFolderWatcher(runsDir, () => {
+      reported++;
+      notify();
+    });
+    try {
+      assert.equal(watcher.start(), false, 'no folder yet');
+      mkdirSync(runsDir);
+      assert.equal(watcher.start(), true);
+      const runDir = path.join(runsDir, 'run-1');
+      const seen = new Promise<void>((resolve, reject) => {
+        notify = resolve;
+        setTimeout(() => reject(new Error('result.json was not reported within 10 s')), 10_000).unref();
+      });
+      mkdirSync(path.join(runDir, 'steps'), { recursive: true });
+      writeFileSync(path.join(runDir, 'steps', '0001.log'), 'output');
+      assert.equal(reported, 0);
+      // Whether the new folder is seen before or after result.json lands, it is reported once.
+      await writeFileAtomic(path.join(runDir, 'result.json'), '{}');
+      await seen;
+      assert.equal(reported, 1);
+    } finally {
+      watcher.dispose();
+    }
+  });
+});

@@ -1,0 +1,205 @@
+// The session loop in the editor: the Sessions view, Start Session, Paste LLM Answer, and the
+// optional inbox watcher. Everything that touches session files goes through the core (the same
+// code as `belay session`).
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import { writeFileAtomic } from '../shared/atomic.ts';
+import type { BelayContext } from '../context.ts';
+import { parseAnswer } from './core/parser.ts';
+import { formatResult, type CommandResult } from './core/results.ts';
+import { findSession, listSessions, outboxPath, sessionLayout, startSession, stepSession, watchSession, type SessionState, type StepOutcome } from './core/session.ts';
+
+type Node = { kind: 'session'; session: SessionState } | { kind: 'result'; result: CommandResult; index: number } | { kind: 'note'; text: string };
+
+export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<Node | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private readonly ctx: BelayContext;
+  private watcher: vscode.FileSystemWatcher | undefined;
+  private watching: AbortController | undefined;
+  /** Fires after each answer the loop processed (tests wait on it). */
+  private readonly stepped = new vscode.EventEmitter<StepOutcome>();
+  readonly onDidStep = this.stepped.event;
+  /** Copies text for the user; tests replace it. */
+  copy: (text: string) => Thenable<void> = (text) => vscode.env.clipboard.writeText(text);
+
+  constructor(ctx: BelayContext) {
+    this.ctx = ctx;
+    this.watchFiles();
+    ctx.own(ctx.config.onDidChange(() => {
+      this.watchFiles();
+      this.refresh();
+      this.syncInboxWatcher();
+    }));
+    this.syncInboxWatcher();
+  }
+
+  /** The session root: the setting, relative to the first workspace folder. */
+  root(): string | undefined {
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    if (!folder) return undefined;
+    return path.resolve(folder.uri.fsPath, this.ctx.config.settings.sessionRoot);
+  }
+
+  private watchFiles(): void {
+    this.watcher?.dispose();
+    const root = this.root();
+    if (!root) return;
+    this.watcher = vscode.workspace.createFileSystemWatcher(new vscode.RelativePattern(vscode.Uri.file(root), 'sessions/*.json'));
+    const refresh = () => this.refresh();
+    this.watcher.onDidChange(refresh);
+    this.watcher.onDidCreate(refresh);
+    this.watcher.onDidDelete(refresh);
+  }
+
+  refresh(): void {
+    this.changed.fire(undefined);
+  }
+
+  getTreeItem(node: Node): vscode.TreeItem {
+    if (node.kind === 'note') return new vscode.TreeItem(node.text);
+    if (node.kind === 'result') {
+      const r = node.result;
+      const item = new vscode.TreeItem(`${r.commandType}: ${r.summary.split('\n', 1)[0]}`);
+      item.iconPath = r.success ? new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed')) : new vscode.ThemeIcon('error', new vscode.ThemeColor('testing.iconFailed'));
+      item.tooltip = formatResult(r);
+      return item;
+    }
+    const s = node.session;
+    const firstLine = s.task.trim().split('\n', 1)[0] ?? '';
+    const item = new vscode.TreeItem(firstLine.length > 70 ? `${firstLine.slice(0, 67)}...` : firstLine, s.lastResults.length > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
+    const failed = s.lastResults.filter((r) => !r.success).length;
+    item.description = `${s.sessionId} · #${s.sequenceNumber} · ${s.isComplete ? 'complete' : 'open'}${s.lastResults.length ? ` · ${s.lastResults.length - failed} OK, ${failed} failed` : ''}`;
+    item.iconPath = new vscode.ThemeIcon(s.isComplete ? 'pass-filled' : 'comment-discussion');
+    item.contextValue = s.isComplete ? 'belay.session.complete' : 'belay.session.open';
+    item.tooltip = new vscode.MarkdownString().appendText(`${s.task}\n\nSession ${s.sessionId}, sequence ${s.sequenceNumber}, updated ${s.updatedAt}`);
+    item.command = { title: 'Open Latest Outbox', command: 'belay.blocks.openOutbox', arguments: [s.sessionId] };
+    item.id = s.sessionId;
+    return item;
+  }
+
+  async getChildren(node?: Node): Promise<Node[]> {
+    if (node?.kind === 'session') return node.session.lastResults.map((result, index) => ({ kind: 'result', result, index }));
+    if (node) return [];
+    this.ctx.markViewResolved('belay.sessions');
+    const root = this.root();
+    if (!root) return [];
+    return (await listSessions(root)).map((session) => ({ kind: 'session', session }));
+  }
+
+  private requireRoot(): string {
+    const root = this.root();
+    if (!root) throw new Error('Open a folder first: sessions live under it (belay.blocks.sessionRoot).');
+    return root;
+  }
+
+  /** Opens the outbox and copies it, ready to paste into the LLM chat. */
+  private async hand(outbox: string, what: string): Promise<void> {
+    const text = await fs.readFile(outbox, 'utf8');
+    const copied = await Promise.resolve(this.copy(text)).then(
+      () => true,
+      (error: unknown) => {
+        this.ctx.log.warn(`could not copy the outbox: ${error instanceof Error ? error.message : String(error)}`);
+        return false;
+      },
+    );
+    const document = await vscode.workspace.openTextDocument(vscode.Uri.file(outbox));
+    await vscode.window.showTextDocument(document, { preview: false });
+    const how = copied ? 'is copied: paste it' : 'is open (copying it failed: select all and copy it)';
+    void vscode.window.showInformationMessage(`${what} Outbox ${path.basename(outbox)} ${how} into your LLM chat, copy its whole answer, then run "Belay: Paste LLM Answer".`);
+  }
+
+  async startSession(task?: unknown): Promise<SessionState | undefined> {
+    const root = this.requireRoot();
+    const text =
+      typeof task === 'string'
+        ? task
+        : await vscode.window.showInputBox({ title: 'Belay: Start Session', prompt: 'What should the LLM do in the session workspace?', placeHolder: 'e.g. Write a Python CLI that counts words in a file, with tests', ignoreFocusOut: true, validateInput: (v) => (v.trim() === '' ? 'Describe the task' : undefined) });
+    if (text === undefined) return undefined;
+    const { state, outboxPath: outbox } = await startSession(root, text, { runTimeoutSeconds: this.ctx.config.settings.runTimeoutSeconds });
+    this.refresh();
+    await this.hand(outbox, `Session ${state.sessionId} started.`);
+    this.syncInboxWatcher();
+    return state;
+  }
+
+  /** Saves the clipboard (or the given text) to the inbox, processes it, hands over the next outbox. */
+  async pasteAnswer(given?: unknown): Promise<StepOutcome | undefined> {
+    if (!vscode.workspace.isTrusted) {
+      void vscode.window.showWarningMessage('Belay applies no answer in an untrusted workspace. Trust the workspace to continue the session.', 'Manage Workspace Trust').then((c) => c && vscode.commands.executeCommand('workbench.trust.manage'));
+      return undefined;
+    }
+    const root = this.requireRoot();
+    const answer = typeof given === 'string' ? given : await vscode.env.clipboard.readText();
+    const parsed = parseAnswer(answer);
+    if (parsed.commands.length === 0 && parsed.errors.length === 0) {
+      throw new Error('The clipboard holds no command blocks: copy the LLM\'s whole answer, then run this again.');
+    }
+    const session = await findSession(root);
+    const runs = parsed.commands.filter((c) => c.type === 'RUN_COMMAND');
+    if (runs.length > 0 && typeof given !== 'string') {
+      const list = runs.map((c) => `$ ${'body' in c ? c.body.text : ''}`).join('\n');
+      const choice = await vscode.window.showWarningMessage(`This answer runs ${runs.length} command${runs.length === 1 ? '' : 's'} in the session workspace. Apply it?`, { modal: true, detail: list }, 'Apply and Run');
+      if (choice !== 'Apply and Run') return undefined;
+    }
+    const layout = sessionLayout(root);
+    const file = path.join(layout.inbox, `${session.sessionId}_answer${String(session.sequenceNumber).padStart(4, '0')}_${Date.now()}.txt`);
+    await fs.mkdir(layout.inbox, { recursive: true });
+    await writeFileAtomic(file, answer);
+    const outcome = await stepSession(root, answer, { sessionId: session.sessionId, source: file });
+    await this.report(outcome);
+    return outcome;
+  }
+
+  private async report(outcome: StepOutcome): Promise<void> {
+    this.refresh();
+    this.stepped.fire(outcome);
+    const results = outcome.report?.results ?? [];
+    const failed = results.filter((r) => !r.success).length;
+    this.ctx.log.info(`session ${outcome.state.sessionId}: ${outcome.kind}\n${results.map((r) => formatResult(r)).join('\n')}`);
+    const summary = outcome.kind === 'duplicate' ? 'This answer was applied before; nothing was applied again.' : `${results.length - failed} OK, ${failed} failed.`;
+    if (outcome.outboxPath) await this.hand(outcome.outboxPath, summary);
+    else void vscode.window.showInformationMessage(`Session ${outcome.state.sessionId} is complete. ${summary}`);
+  }
+
+  async openOutbox(sessionId?: unknown): Promise<void> {
+    const root = this.requireRoot();
+    const state = await findSession(root, typeof sessionId === 'string' ? sessionId : undefined);
+    const outbox = outboxPath(sessionLayout(root), state);
+    await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(vscode.Uri.file(outbox)), { preview: false });
+  }
+
+  /** The inbox watcher: on when the setting says so, the workspace is trusted and a session is open. */
+  syncInboxWatcher(): void {
+    const wanted = this.ctx.config.settings.watchInbox && vscode.workspace.isTrusted;
+    if (!wanted) {
+      this.watching?.abort();
+      this.watching = undefined;
+      return;
+    }
+    if (this.watching) return;
+    const root = this.root();
+    if (!root) return;
+    const controller = new AbortController();
+    this.watching = controller;
+    void (async () => {
+      try {
+        const session = await findSession(root);
+        this.ctx.log.info(`watching ${sessionLayout(root).inbox} for answers to session ${session.sessionId}`);
+        await watchSession(root, { sessionId: session.sessionId, signal: controller.signal, onStep: (outcome) => void this.report(outcome) });
+      } catch (error) {
+        this.ctx.log.info(`inbox watcher idle: ${error instanceof Error ? error.message : String(error)}`);
+      } finally {
+        if (this.watching === controller) this.watching = undefined;
+      }
+    })();
+  }
+
+  dispose(): void {
+    this.watching?.abort();
+    this.watcher?.dispose();
+    this.changed.dispose();
+    this.stepped.dispose();
+  }
+}

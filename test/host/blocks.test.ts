@@ -1,0 +1,197 @@
+import * as assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { cp, mkdtemp, readdir, readFile, rm, stat, utimes } from 'node:fs/promises';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import { blockKeys } from '../../src/blocks/blockKey.ts';
+import { parseAnswer } from '../../src/blocks/core/parser.ts';
+import { activateBelay, EXTENSION_ID, waitFor } from './helpers.ts';
+
+const folder = () => vscode.workspace.workspaceFolders![0]!.uri.fsPath;
+const demo = () => path.join(folder(), 'blocks');
+
+async function openAnswer(file: string): Promise<vscode.TextDocument> {
+  const document = await vscode.workspace.openTextDocument(vscode.Uri.file(file));
+  await vscode.window.showTextDocument(document);
+  return document;
+}
+
+function diagnosticsOf(uri: vscode.Uri, count: number): Promise<vscode.Diagnostic[]> {
+  return waitFor(`${count} diagnostics on ${path.basename(uri.fsPath)}`, () => vscode.languages.getDiagnostics(uri).length >= count, [vscode.languages.onDidChangeDiagnostics]).then(() =>
+    vscode.languages.getDiagnostics(uri),
+  );
+}
+
+/** CodeLenses once the language server answers with some (it starts with the first answer document). */
+async function lensesOf(uri: vscode.Uri): Promise<vscode.CodeLens[]> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const lenses = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', uri);
+    if (lenses.length > 0) return lenses;
+    await new Promise<void>((resolve) => {
+      const sub = vscode.languages.onDidChangeDiagnostics(() => {
+        sub.dispose();
+        clearTimeout(timer);
+        resolve();
+      });
+      const timer = setTimeout(() => {
+        sub.dispose();
+        resolve();
+      }, 200);
+    });
+  }
+  throw new Error(`no CodeLenses on ${uri.fsPath}`);
+}
+
+function blockArgs(document: vscode.TextDocument, type: string): [string, number, string] {
+  const { commands } = parseAnswer(document.getText());
+  const keys = blockKeys(commands);
+  const index = commands.findIndex((c) => c.type === type);
+  return [document.uri.toString(), commands[index]!.openTag.range.start.line, keys[index]!];
+}
+
+async function tree(root: string): Promise<Record<string, string>> {
+  const files: Record<string, string> = {};
+  const walk = async (dir: string) => {
+    for (const entry of await readdir(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) await walk(full);
+      else files[path.relative(root, full)] = await readFile(full, 'utf8');
+    }
+  };
+  await walk(root);
+  return files;
+}
+
+suite('Belay command blocks', () => {
+  suiteSetup(async () => {
+    await activateBelay();
+    // The copy of demo/ gave every file the same moment: say the outbox came after the workspace files.
+    const outboxes = await readdir(path.join(demo(), 'outbox'));
+    const now = new Date();
+    for (const name of outboxes) await utimes(path.join(demo(), 'outbox', name), now, now);
+  });
+
+  teardown(async () => {
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+  });
+
+  test('an answer file is CodingAgent and its problems are diagnostics with exact ranges', async () => {
+    const document = await openAnswer(path.join(demo(), 'answers', 'with-problems.agent'));
+    assert.equal(document.languageId, 'codingagent');
+    const diagnostics = await diagnosticsOf(document.uri, 4);
+    const text = document.getText();
+    const at = (d: vscode.Diagnostic) => document.getText(d.range);
+    const outside = diagnostics.find((d) => d.message.startsWith('REJECTED'));
+    assert.ok(outside, JSON.stringify(diagnostics.map((d) => d.message)));
+    assert.equal(at(outside), '../outside.txt');
+    const lineNumber = diagnostics.find((d) => /must be an integer/.test(d.message));
+    assert.equal(lineNumber && at(lineNumber), 'first');
+    const missing = diagnostics.find((d) => /not found/.test(d.message));
+    assert.equal(missing && at(missing), 'missing.py');
+    const unknown = diagnostics.find((d) => /Unknown command WRITE_FILE/.test(d.message));
+    assert.equal(unknown && at(unknown), 'WRITE_FILE');
+    assert.ok(text.length > 0);
+  });
+
+  test('every block of the demo answer has a CodeLens, and the first Apply All (4) and Preview All', async () => {
+    const document = await openAnswer(path.join(demo(), 'answers', 'example.agent'));
+    const lenses = await lensesOf(document.uri);
+    const { commands } = parseAnswer(document.getText());
+    for (const command of commands) {
+      assert.ok(
+        lenses.some((l) => l.range.start.line === command.openTag.range.start.line),
+        `no lens on the ${command.type} block at line ${command.openTag.range.start.line + 1}`,
+      );
+    }
+    const titles = lenses.map((l) => l.command?.title ?? '');
+    assert.ok(titles.includes('$(check-all) Apply All (4)'), titles.join(' | '));
+    assert.ok(titles.includes('$(diff-multiple) Preview All'));
+    assert.ok(titles.includes('Run'));
+  });
+
+  test('Preview shows a diff and writes nothing', async () => {
+    const document = await openAnswer(path.join(demo(), 'answers', 'example.agent'));
+    const target = path.join(demo(), 'workspace', 'wordcount.py');
+    await vscode.commands.executeCommand('belay.blocks.preview', ...blockArgs(document, 'CREATE_FILE'));
+    await waitFor('a diff editor', () => vscode.window.tabGroups.activeTabGroup.activeTab?.input instanceof vscode.TabInputTextDiff, [vscode.window.tabGroups.onDidChangeTabs]);
+    const input = vscode.window.tabGroups.activeTabGroup.activeTab!.input as vscode.TabInputTextDiff;
+    const planned = await vscode.workspace.openTextDocument(input.modified);
+    assert.match(planned.getText(), /def count_words/);
+    await assert.rejects(stat(target), /ENOENT/, 'Preview wrote the file');
+  });
+
+  test('Apply creates the file, Undo removes its content, and the block is not applied twice', async () => {
+    const answer = await vscode.workspace.openTextDocument({ language: 'codingagent', content: '[CREATE_FILE path="scratch/hello.txt"]\nHello from the editor\n[/CREATE_FILE]\n' });
+    const target = path.join(folder(), 'scratch', 'hello.txt');
+    const args = blockArgs(answer, 'CREATE_FILE');
+    const outcome = await vscode.commands.executeCommand<{ status: string; summary: string }>('belay.blocks.apply', ...args);
+    assert.equal(outcome?.status, 'applied');
+    assert.equal(outcome.summary, "Created 'scratch/hello.txt'");
+    assert.equal(await readFile(target, 'utf8'), 'Hello from the editor');
+    const created = await vscode.window.showTextDocument(vscode.Uri.file(target));
+    await vscode.commands.executeCommand('undo');
+    assert.equal(created.document.getText(), '');
+    const again = await vscode.commands.executeCommand<{ status: string }>('belay.blocks.apply', ...args);
+    assert.equal(again?.status, 'applied');
+    assert.equal(created.document.getText(), '', 'the block was applied a second time');
+    await vscode.commands.executeCommand('workbench.action.files.revert');
+  });
+
+  test('Apply All on the demo answer gives what `belay blocks apply` gives for the same text', async () => {
+    const cliWorkspace = await mkdtemp(path.join(os.tmpdir(), 'belay-host-cli-'));
+    try {
+      await cp(path.join(demo(), 'workspace'), cliWorkspace, { recursive: true });
+      const answerFile = path.join(demo(), 'answers', 'example.agent');
+      const cli = path.join(vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath, 'dist', 'cli.js');
+      const stdout = await new Promise<string>((resolve, reject) =>
+        execFile(process.execPath, [cli, 'blocks', 'apply', '--json', '--workspace', cliWorkspace, answerFile], (error, out) => (error && error.code !== 0 && error.code !== 1 ? reject(error) : resolve(out))),
+      );
+      const cliResults = (JSON.parse(stdout) as { results: Array<{ commandType: string; success: boolean; summary: string }> }).results;
+
+      const document = await openAnswer(answerFile);
+      const outcomes = await vscode.commands.executeCommand<Array<{ result: { commandType: string; success: boolean; summary: string } }>>('belay.blocks.applyAll', document.uri.toString(), { confirmed: true });
+      assert.ok(outcomes, 'Apply All was declined');
+      assert.deepEqual(
+        outcomes.map((o) => [o.result.commandType, o.result.success, o.result.summary]),
+        cliResults.map((r) => [r.commandType, r.success, r.summary]),
+      );
+      assert.deepEqual(await tree(path.join(demo(), 'workspace')), await tree(cliWorkspace));
+      assert.ok(!(await tree(cliWorkspace))['obsolete.txt'], 'DELETE_FILE did not delete');
+      const lenses = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', document.uri);
+      assert.ok(lenses.some((l) => l.command?.title.startsWith("$(check) Applied: Created 'wordcount.py'")), lenses.map((l) => l.command?.title).join(' | '));
+    } finally {
+      await rm(cliWorkspace, { recursive: true, force: true });
+    }
+  });
+
+  test('an untitled document holding an answer becomes CodingAgent', async () => {
+    const document = await vscode.workspace.openTextDocument({ language: 'plaintext', content: 'Sure:\n[CREATE_FILE path="a.py"]\nprint(1)\n[/CREATE_FILE]\n' });
+    await waitFor('the document to become CodingAgent', () => vscode.workspace.textDocuments.some((d) => d.uri.toString() === document.uri.toString() && d.languageId === 'codingagent'), [
+      vscode.workspace.onDidOpenTextDocument,
+    ]);
+  });
+
+  test('Start Session writes and copies the first outbox; Paste LLM Answer applies and hands over the next', async () => {
+    await vscode.workspace.getConfiguration('belay').update('blocks.sessionRoot', 'loop-root', vscode.ConfigurationTarget.Workspace);
+    try {
+      const state = await vscode.commands.executeCommand<{ sessionId: string }>('belay.blocks.startSession', 'Create hello.txt');
+      assert.ok(state?.sessionId);
+      const first = path.join(folder(), 'loop-root', 'outbox', `${state.sessionId}_seq0001.txt`);
+      assert.equal(await vscode.env.clipboard.readText(), await readFile(first, 'utf8'));
+      const outcome = await vscode.commands.executeCommand<{ kind: string; outboxPath: string; state: { sequenceNumber: number; lastResults: Array<{ success: boolean }> } }>(
+        'belay.blocks.pasteAnswer',
+        '[CREATE_FILE path="hello.txt"]\nhi\n[/CREATE_FILE]\n',
+      );
+      assert.equal(outcome?.kind, 'applied');
+      assert.equal(outcome.state.sequenceNumber, 2);
+      assert.deepEqual(outcome.state.lastResults.map((r) => r.success), [true]);
+      assert.equal(await readFile(path.join(folder(), 'loop-root', 'workspace', 'hello.txt'), 'utf8'), 'hi');
+      assert.equal(await vscode.env.clipboard.readText(), await readFile(outcome.outboxPath, 'utf8'));
+      assert.match(await readFile(outcome.outboxPath, 'utf8'), /\[OK\] CREATE_FILE: Created 'hello.txt'/);
+      assert.deepEqual(await readdir(path.join(folder(), 'loop-root', 'inbox')), ['processed']);
+    } finally {
+      await vscode.workspace.getConfiguration('belay').update('blocks.sessionRoot', undefined, vscode.ConfigurationTarget.Workspace);
+    }
+  });
+});

@@ -1,0 +1,126 @@
+import assert from 'node:assert/strict';
+import { readdir, stat, utimes } from 'node:fs/promises';
+import * as path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { runPaletteCommand } from '../../scripts/lib/workbench.ts';
+import { openBelayContainer, openWorkbench, type Workbench } from './lib.ts';
+
+const ANSWER = [
+  'Here is the script, and two blocks that go wrong.',
+  '',
+  '[CREATE_FILE path="greet.py"]',
+  'def greet(name: str) -> str:',
+  '    return f"Hello, {name}!"',
+  '',
+  '[/CREATE_FILE]',
+  '',
+  '[EDIT_FILE path="README.md" start_line="one" end_line="2"]',
+  'Bad line number',
+  '[/EDIT_FILE]',
+  '',
+  '[CREATE_FILE path="../escape.txt"]',
+  'outside',
+  '[/CREATE_FILE]',
+  '',
+].join('\n');
+
+for (const theme of (process.env.BELAY_UI_THEMES?.split(',') ?? ['dark', 'light']) as Array<'dark' | 'light'>) {
+  describe(`command blocks in the editor (${theme} theme)`, () => {
+    let wb: Workbench;
+    before(async () => {
+      wb = await openWorkbench({ theme, settings: { 'belay.blocks.sessionRoot': 'blocks' } });
+      const outbox = path.join(wb.workspace, 'blocks', 'outbox');
+      const now = new Date();
+      for (const name of await readdir(outbox)) await utimes(path.join(outbox, name), now, now);
+    });
+    after(async () => {
+      await wb?.close();
+    });
+
+    test('a pasted answer: Python inside CREATE_FILE, diagnostics, a CodeLens on every block', async () => {
+      const { page } = wb;
+      await runPaletteCommand(page, 'File: New Untitled Text File');
+      const editor = page.locator('.editor-instance .monaco-editor').first();
+      await editor.waitFor();
+      // Pasted, as a person does (typing would auto-indent the lines).
+      await page.evaluate((text) => {
+        const data = new DataTransfer();
+        data.setData('text/plain', text);
+        document.activeElement?.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+      }, ANSWER);
+      await page.locator('.monaco-editor .view-line', { hasText: '[CREATE_FILE path="../escape.txt"]' }).first().waitFor();
+      // Content detection switched the language.
+      await page.locator('.statusbar-item', { hasText: 'CodingAgent' }).first().waitFor();
+      // A lens above each block, and Apply All above the first.
+      const lenses = page.locator('.monaco-editor .codelens-decoration');
+      await lenses.filter({ hasText: 'Apply All (2)' }).first().waitFor();
+      await page.locator('.monaco-editor .codelens-decoration a', { hasText: /^Preview$/ }).nth(1).waitFor();
+      await lenses.filter({ hasText: 'Not executable: EDIT_FILE start_line must be an integer' }).first().waitFor();
+      // Squiggles: the bad line number and the path outside the workspace.
+      await page.locator('.monaco-editor .squiggly-error').nth(1).waitFor();
+      // `def` in the body is coloured as Python, unlike a word of prose.
+      const colorOf = (text: string) =>
+        page.evaluate((t) => {
+          const span = [...document.querySelectorAll('.monaco-editor .view-line span span')].find((s) => (s.textContent ?? '').replace(/\u00a0/g, ' ').trim().startsWith(t));
+          return span ? getComputedStyle(span).color : undefined;
+        }, text);
+      await page.locator('.monaco-editor .view-line span span', { hasText: /^def$/ }).first().waitFor();
+      await wb.screenshot(`blocks-answer-${theme}`);
+      const keyword = await colorOf('def');
+      const prose = await colorOf('Here is the script');
+      assert.ok(keyword && prose, 'tokens not found');
+      assert.notEqual(keyword, prose, 'def is not highlighted as Python');
+    });
+
+    test('Preview shows the planned file in a diff editor and writes nothing', async () => {
+      const { page } = wb;
+      await page.locator('.monaco-editor .codelens-decoration a', { hasText: /^Preview$/ }).first().click();
+      await page.locator('.monaco-diff-editor').first().waitFor();
+      await page.locator('.monaco-diff-editor .view-line', { hasText: 'return f"Hello, {name}!"' }).first().waitFor();
+      await assert.rejects(stat(path.join(wb.workspace, 'blocks', 'workspace', 'greet.py')), /ENOENT/);
+      await wb.screenshot(`blocks-preview-${theme}`);
+    });
+
+    test('Preview All opens the refactor preview, a checkbox per file; Discard writes nothing', async () => {
+      const { page } = wb;
+      await page.locator('.tabs-container .tab', { hasText: 'Here is the script' }).first().click();
+      await page.locator('.monaco-editor .codelens-decoration a', { hasText: 'Preview All' }).first().click();
+      const panel = page.locator('.part.panel');
+      await panel.locator('.monaco-list-row', { hasText: 'greet.py' }).first().waitFor();
+      await panel.locator('.monaco-list-row .monaco-checkbox, .monaco-list-row .edit-checkbox, .monaco-list-row input[type=checkbox]').first().waitFor();
+      await wb.screenshot(`blocks-preview-all-${theme}`);
+      await panel.locator('.monaco-button', { hasText: 'Discard' }).first().click();
+      await panel.locator('.monaco-list-row', { hasText: 'greet.py' }).first().waitFor({ state: 'detached' });
+      await assert.rejects(stat(path.join(wb.workspace, 'blocks', 'workspace', 'greet.py')), /ENOENT/);
+    });
+  });
+}
+
+describe('the session loop from the keyboard (dark theme)', () => {
+  let wb: Workbench;
+  before(async () => {
+    wb = await openWorkbench({ theme: 'dark', settings: { 'belay.blocks.sessionRoot': 'blocks' } });
+  });
+  after(async () => {
+    await wb?.close();
+  });
+
+  test('Start Session asks for the task, opens the first outbox, and the Sessions view lists it', async () => {
+    const { page } = wb;
+    await runPaletteCommand(page, 'Belay: Start Session');
+    const input = page.locator('.quick-input-widget input.input');
+    await input.waitFor();
+    await input.fill('Add a --lines flag to wordcount.py');
+    await page.keyboard.press('Enter');
+    const tab = page.locator('.tabs-container .tab', { hasText: /_seq0001\.txt/ });
+    await tab.first().waitFor();
+    const sessionFiles = (await readdir(path.join(wb.workspace, 'blocks', 'sessions'))).filter((f) => f.endsWith('.json'));
+    assert.equal(sessionFiles.length, 2, 'the demo session and the new one');
+    await openBelayContainer(page);
+    const sessions = page.locator('.pane', { has: page.locator('.pane-header', { hasText: /sessions/i }) });
+    await sessions.locator('.monaco-list-row', { hasText: 'Add a --lines flag to wordcount.py' }).first().waitFor();
+    await sessions.locator('.monaco-list-row', { hasText: 'Write a word-count script in Python' }).first().waitFor();
+    assert.match((await sessions.locator('.monaco-list-row', { hasText: 'Add a --lines flag' }).first().textContent()) ?? '', /#1 · open/);
+    await wb.screenshot('blocks-sessions-dark');
+  });
+});
