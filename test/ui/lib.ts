@@ -20,7 +20,7 @@ export interface Workbench {
 /** The themes' labels in "Preferences: Color Theme". */
 export const themes = { dark: 'Dark Modern', light: 'Light Modern' } as const;
 
-export async function openWorkbench(options: { theme?: keyof typeof themes; settings?: Record<string, unknown> } = {}): Promise<Workbench> {
+export async function openWorkbench(options: { theme?: keyof typeof themes; settings?: Record<string, unknown>; untrusted?: boolean } = {}): Promise<Workbench> {
   await mkdir(cacheDir, { recursive: true });
   const workspace = await mkdtemp(path.join(cacheDir, 'ui-ws-'));
   await cp(path.join(repoRoot, 'demo'), workspace, { recursive: true });
@@ -33,10 +33,14 @@ export async function openWorkbench(options: { theme?: keyof typeof themes; sett
     await mkdir(path.dirname(file), { recursive: true });
     await writeFile(file, JSON.stringify({ ...demo, ...options.settings }, null, 2));
   }
-  const host = await startHost({ folder: workspace });
+  const host = await startHost({ folder: workspace, workspaceTrust: options.untrusted ?? false });
   const browser = await launchBrowser({ colorScheme: theme });
   const page = await browser.context.newPage();
   await page.goto(host.url(workspace, [['extensionDevelopmentPath', host.remoteUri(repoRoot)]]));
+  if (options.untrusted) {
+    // VS Code asks on first open; answer as a careful person does with a folder from elsewhere.
+    await page.locator('.monaco-dialog-box a.monaco-button', { hasText: "No, I don't trust the authors" }).click();
+  }
   await waitForWorkbench(page);
   await setColorTheme(page, theme);
   const shots = path.join(resultsDir, 'ui');

@@ -1,0 +1,44 @@
+// An untrusted workspace, as VS Code's trust prompt leaves it when the person says no: Belay shows
+// things (highlighting, diagnostics, cues, tasks) and runs or writes nothing, and says why.
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import * as path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { cuesFrame, openBelayContainer, openWorkbench, type Workbench } from './lib.ts';
+
+describe('an untrusted workspace', () => {
+  let wb: Workbench;
+  before(async () => {
+    wb = await openWorkbench({ untrusted: true });
+  });
+  after(async () => {
+    await wb?.close();
+  });
+
+  test('the views say that nothing runs here, and why', async () => {
+    const { page } = wb;
+    await page.locator('.statusbar-item', { hasText: 'Restricted Mode' }).first().waitFor();
+    await openBelayContainer(page);
+    await page.locator('.welcome-view-content', { hasText: 'This workspace is not trusted, so Belay runs no agent and no task here' }).waitFor();
+    await cuesFrame(page).locator('.warning', { hasText: 'This workspace is not trusted' }).waitFor();
+    await wb.screenshot('untrusted-views');
+  });
+
+  test('an answer is highlighted and checked, but Apply is locked and writes nothing', async () => {
+    const { page } = wb;
+    await page.keyboard.press('Control+P');
+    const input = page.locator('.quick-input-widget input.input');
+    await input.fill('example.agent');
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'example.agent' }).first().click();
+    await page.locator('.statusbar-item', { hasText: 'CodingAgent' }).first().waitFor();
+    const locked = page.locator('.monaco-editor .codelens-decoration a', { hasText: /\(untrusted workspace\)/ });
+    await locked.first().waitFor();
+    assert.equal(await page.locator('.monaco-editor .codelens-decoration a', { hasText: /^Apply$/ }).count(), 0, 'an unlocked Apply lens is offered');
+    const target = path.join(wb.workspace, 'blocks', 'workspace', 'wordcount.py');
+    assert.equal(existsSync(target), false, 'the demo answer creates wordcount.py: it must not exist yet');
+    await locked.first().click();
+    await page.locator('.notifications-toasts .notification-toast', { hasText: /untrusted|not trusted/i }).first().waitFor();
+    assert.equal(existsSync(target), false, 'a locked Apply wrote the file');
+    await wb.screenshot('untrusted-answer');
+  });
+});
