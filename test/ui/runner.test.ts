@@ -150,9 +150,20 @@ describe('the task runner in the workbench', () => {
     await runPaletteCommand(page, 'Testing: Focus on Test Explorer View');
     const explorer = page.locator('.test-explorer');
     const row = explorer.locator('.monaco-list-row', { hasText: 'hello-world' });
-    await row.click({ button: 'right' });
-    await page.locator('.context-view .action-label', { hasText: 'Execute Using Profile' }).click();
-    await pick(page, 'Demo failing agent');
+    // The context menu sometimes closes before its click lands (focus moving from the webview): retry.
+    const profiles = page.locator('.quick-input-widget .monaco-list-row[aria-label*="Demo failing agent"]');
+    for (let attempt = 0; attempt < 3 && !(await profiles.first().isVisible()); attempt++) {
+      await page.keyboard.press('Escape');
+      await row.click({ button: 'right' });
+      const item = page.locator('.context-view .action-label', { hasText: 'Execute Using Profile' });
+      await item.waitFor();
+      // A hover over the row can swallow the click on the menu: let it go first.
+      await page.mouse.move(900, 700);
+      await page.locator('.monaco-hover:visible').waitFor({ state: 'detached', timeout: 5_000 }).catch(() => undefined);
+      await item.click();
+      await profiles.first().waitFor({ timeout: 5_000 }).catch(() => undefined);
+    }
+    await profiles.first().click();
     await row.locator('.codicon-testing-failed-icon').waitFor({ timeout: 60_000 });
     await runPaletteCommand(page, 'Test: Show Output');
     await page.locator('.monaco-workbench', { hasText: 'tests_failed: the tests failed' }).first().waitFor();
@@ -162,6 +173,7 @@ describe('the task runner in the workbench', () => {
 
   test('the Tasks view shows each run with its result and its steps', async () => {
     const { page } = wb;
+    await page.keyboard.press('Escape');
     await openBelayContainer(page);
     const task = page.locator('.sidebar .monaco-list-row[aria-label^="hello-world"]');
     // A click on a task opens its instruction; the twistie expands it.
