@@ -13,6 +13,7 @@ import type { VscodeCollapsible } from '@vscode-elements/elements/dist/vscode-co
 import type { VscodeRadio } from '@vscode-elements/elements/dist/vscode-radio/vscode-radio.js';
 import type { VscodeTextarea } from '@vscode-elements/elements/dist/vscode-textarea/vscode-textarea.js';
 import type { VscodeTextfield } from '@vscode-elements/elements/dist/vscode-textfield/vscode-textfield.js';
+import { el, hostApi, onHostMessage } from '../shared/dom.ts';
 import { parseMarkdown, type Block, type Inline } from './markdown.ts';
 import { toWebviewSchema, type ToHost, type ToWebview, type UiAgent, type UiCue, type UiSelection } from './protocol.ts';
 import { agoLabel, choiceClicked, confirmClicked, isEmptySelection, optionIndexForKey, sendSelection, waitingLabel } from './selection.ts';
@@ -22,22 +23,8 @@ interface PersistedState {
   /** Reply drafts per request id. */
   drafts?: Record<string, string>;
 }
-interface VsCodeApi {
-  postMessage(message: ToHost): void;
-  getState(): PersistedState | undefined;
-  setState(state: PersistedState): void;
-}
-declare function acquireVsCodeApi(): VsCodeApi;
-
-const vscode = acquireVsCodeApi();
+const vscode = hostApi<ToHost, PersistedState>();
 type State = Extract<ToWebview, { type: 'state' }>;
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, className = '', text?: string): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 function icon(name: string): HTMLSpanElement {
   const span = el('span', `codicon codicon-${name}`);
@@ -687,13 +674,7 @@ function render(state: State): void {
   }
 }
 
-window.addEventListener('message', (event: MessageEvent<unknown>) => {
-  const parsed = toWebviewSchema.safeParse(event.data);
-  if (!parsed.success) {
-    console.warn('Belay cues: ignored a malformed message', parsed.error.issues);
-    return;
-  }
-  const message = parsed.data;
+onHostMessage('cues', toWebviewSchema, (message) => {
   switch (message.type) {
     case 'state':
       render(message);

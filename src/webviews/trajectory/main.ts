@@ -1,26 +1,13 @@
 // The trajectory view app (runs in the webview, never imports host code): steps through a run
 // with previous / next / jump. Text is set with textContent only: nothing an agent wrote is ever
 // parsed as HTML.
+import { el, hostApi, onHostMessage } from '../shared/dom.ts';
 import { toWebviewSchema, type RunSummary, type ToHost, type TrajectoryStep } from './protocol.ts';
 import './style.css';
 
-interface VsCodeApi {
-  postMessage(message: ToHost): void;
-  getState(): unknown;
-  setState(state: unknown): void;
-}
-declare function acquireVsCodeApi(): VsCodeApi;
-
-const vscode = acquireVsCodeApi();
+const vscode = hostApi<ToHost>();
 let steps: TrajectoryStep[] = [];
 let current = 0;
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, className: string, text?: string): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 function button(label: string, icon: string, title: string, onClick: () => void, id?: string): HTMLButtonElement {
   const b = el('button', 'button');
@@ -149,13 +136,7 @@ window.addEventListener('keydown', (event) => {
   else if (event.key === 'End') show(steps.length - 1);
 });
 
-window.addEventListener('message', (event: MessageEvent<unknown>) => {
-  const parsed = toWebviewSchema.safeParse(event.data);
-  if (!parsed.success) {
-    console.warn('Belay trajectory: ignored a malformed message', parsed.error.issues);
-    return;
-  }
-  const message = parsed.data;
+onHostMessage('trajectory', toWebviewSchema, (message) => {
   if (message.type === 'error') {
     document.getElementById('root')?.replaceChildren(el('p', 'cause', message.message));
     return;

@@ -1,7 +1,6 @@
 // task.toml and task.yaml are read by smol-toml and yaml; what matters to users is that real task
 // files load, and that a broken one is refused with the file and the line (or the field) named.
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { loadTask, parseTaskToml, parseTaskYaml, TaskError } from '../../../src/runner/core/task.ts';
@@ -10,14 +9,7 @@ import { tempDir } from './helpers.ts';
 const tmp = tempDir();
 after(() => tmp.remove());
 
-function writeTask(name: string, files: Record<string, string>): string {
-  const dir = path.join(tmp.dir, name);
-  for (const [file, text] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
-    writeFileSync(path.join(dir, file), text);
-  }
-  return dir;
-}
+const writeTask = (name: string, files: Record<string, string>) => tmp.writeTask(name, files);
 
 /** Asserts that loading rejects with a TaskError naming `file` and matching `detail`. */
 async function rejectsNaming(dir: string, file: string, detail: RegExp): Promise<void> {

@@ -1,5 +1,5 @@
 // Shared by the runner tests: fixture paths, temporary folders, the backends, orphan checks.
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,9 +16,27 @@ export const agentFile = (name: string) => path.join(fixtures, 'agents', name);
 /** The shell command that runs a fixture agent with this Node (22). */
 export const nodeAgent = (name: string) => `'${process.execPath}' '${agentFile(name)}'`;
 
-export function tempDir(prefix = 'belay-runner-'): { dir: string; remove: () => void } {
+export interface TempDir {
+  dir: string;
+  remove(): void;
+  /** Writes a task folder `name` in this temp folder from relative paths and contents. */
+  writeTask(name: string, files: Record<string, string>): string;
+}
+
+export function tempDir(prefix = 'belay-runner-'): TempDir {
   const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
-  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+  return {
+    dir,
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+    writeTask(name, files) {
+      const task = path.join(dir, name);
+      for (const [file, text] of Object.entries(files)) {
+        mkdirSync(path.dirname(path.join(task, file)), { recursive: true });
+        writeFileSync(path.join(task, file), text);
+      }
+      return task;
+    },
+  };
 }
 
 let sandbox: Promise<Backend | Error> | undefined;

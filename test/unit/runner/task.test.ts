@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { discoverTasks, loadTask, seedWorkspace, stageTests, TaskError } from '../../../src/runner/core/task.ts';
@@ -8,14 +8,7 @@ import { fixtures, taskDir, tempDir } from './helpers.ts';
 const tmp = tempDir();
 after(() => tmp.remove());
 
-function writeTask(name: string, files: Record<string, string>): string {
-  const dir = path.join(tmp.dir, name);
-  for (const [file, text] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
-    writeFileSync(path.join(dir, file), text);
-  }
-  return dir;
-}
+const writeTask = (name: string, files: Record<string, string>) => tmp.writeTask(name, files);
 
 describe('task loading', () => {
   it('loads the current layout with its timeouts and metadata', async () => {
