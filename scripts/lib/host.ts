@@ -43,8 +43,12 @@ export async function ensureHost(): Promise<string> {
   await mkdir(hostDir, { recursive: true });
   const tmp = path.join(hostDir, 'tmp');
   await mkdir(tmp);
+  // Under `npm test` the environment carries the outer npm's settings, among them its user agent
+  // naming the Node that runs npm itself: code-server's install script reads the Node version from
+  // it. The inner npm must describe itself.
+  const outer = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)));
   const env: NodeJS.ProcessEnv = {
-    ...process.env,
+    ...outer,
     // npm and every install script it starts run on this Node 22, so native modules match it.
     PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ''}`,
     TMPDIR: tmp,

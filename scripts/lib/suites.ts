@@ -1,10 +1,10 @@
 // The test suites behind `npm test`, each returning its counts.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { cp, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import * as path from 'node:path';
 import * as z from 'zod';
-import { startHost } from './host.ts';
+import { ensureHost, startHost } from './host.ts';
 import { cacheDir, repoRoot, resultsDir } from './paths.ts';
 import { runExtensionTests } from './workbench.ts';
 
@@ -82,9 +82,11 @@ const EMBEDDED_GRAMMARS = ['python/syntaxes/MagicPython.tmLanguage.json', 'shell
 /** Runs vscode-tmgrammar-test over test/grammar/**; counts one result per test file from its output. */
 export async function runGrammarTests(): Promise<SuiteResult> {
   const name = 'grammar';
-  const codeServer = (await readdir(cacheDir).catch(() => [] as string[])).find((d) => d.startsWith('code-server-'));
-  const builtIn = codeServer ? path.join(cacheDir, codeServer, 'node_modules', 'code-server', 'lib', 'vscode', 'extensions') : undefined;
-  const grammars = builtIn ? EMBEDDED_GRAMMARS.map((g) => path.join(builtIn, g)).filter((g) => existsSync(g)) : [];
+  // The embedded languages' grammars are VS Code's own built-in ones, from the test host.
+  const builtIn = path.resolve(path.dirname(await ensureHost()), '..', '..', 'lib', 'vscode', 'extensions');
+  const grammars = EMBEDDED_GRAMMARS.map((g) => path.join(builtIn, g));
+  const missing = grammars.filter((g) => !existsSync(g));
+  if (missing.length > 0) return { name, passed: 0, failed: 0, error: `VS Code's built-in grammars are missing: ${missing.join(', ')}` };
   const args = [path.join(repoRoot, 'node_modules', 'vscode-tmgrammar-test', 'dist', 'unit.js'), ...grammars.flatMap((g) => ['-g', g]), 'test/grammar/**/*.test.*'];
   let output = '';
   const code = await new Promise<number>((resolve) => {
