@@ -1,4 +1,3 @@
-// Engineers new to the repo: read /work/main/CONTRIBUTING.md first.
 /** What a command-line subcommand may touch; tests hand in their own streams. */
 export interface CliIO {
   stdin: NodeJS.ReadableStream;

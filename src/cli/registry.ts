@@ -1,4 +1,4 @@
-// Engineers adding a subcommand: read /work/main/CONTRIBUTING.md first (toolchain, rules, report).
+
 import type { CliIO } from './io.ts';
 
 export interface SubcommandModule {
