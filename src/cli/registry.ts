@@ -1,4 +1,3 @@
-
 import type { CliIO } from './io.ts';
 
 export interface SubcommandModule {
