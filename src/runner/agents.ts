@@ -146,7 +146,15 @@ function quote(text: string): string {
  * need nothing installed), `${dir}` the quoted folder the agent was declared in.
  */
 export function expandCommand(command: string, nodePath: string, dir: string): string {
-  return command.split('${node}').join(quote(nodePath)).split('${dir}').join(quote(dir));
+  return command.split('${node}').join(nodeInvocation(nodePath)).split('${dir}').join(quote(dir));
+}
+
+/**
+ * How a command starts the editor's own runtime. Desktop VS Code runs extensions on Electron,
+ * which behaves as Node only with ELECTRON_RUN_AS_NODE set; code-server runs on Node itself.
+ */
+export function nodeInvocation(nodePath: string, isElectron = process.versions.electron !== undefined): string {
+  return isElectron ? `ELECTRON_RUN_AS_NODE=1 ${quote(nodePath)}` : quote(nodePath);
 }
 
 export function resolveDir(baseDir: string, cwd: string | undefined): string {

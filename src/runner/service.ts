@@ -259,7 +259,9 @@ export class RunnerService implements vscode.Disposable {
 
   async #backend(): Promise<Backend> {
     if (this.#ctx.config.settings.runnerBackend === 'local') return localBackend();
-    this.#sandbox ??= sandboxBackend({ readable: this.#folders() });
+    // Agents read the workspace, and `${node}` is the editor's own runtime: both stay visible in
+    // the sandbox even where they live under /tmp (which the sandbox replaces).
+    this.#sandbox ??= sandboxBackend({ readable: [...this.#folders(), path.dirname(process.execPath), this.#ctx.extension.extensionPath] });
     try {
       return await this.#sandbox;
     } catch (error) {

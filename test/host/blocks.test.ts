@@ -123,7 +123,9 @@ suite('Belay command blocks', () => {
 
   test('Apply creates the file, Undo removes its content, and the block is not applied twice', async () => {
     const answer = await vscode.workspace.openTextDocument({ language: 'codingagent', content: '[CREATE_FILE path="scratch/hello.txt"]\nHello from the editor\n[/CREATE_FILE]\n' });
-    const target = path.join(folder(), 'scratch', 'hello.txt');
+    // An answer outside any session root acts on the configured root's workspace/ when it exists:
+    // the demo's settings point belay.blocks.sessionRoot at blocks/.
+    const target = path.join(demo(), 'workspace', 'scratch', 'hello.txt');
     const args = blockArgs(answer, 'CREATE_FILE');
     const outcome = await vscode.commands.executeCommand<{ status: string; summary: string }>('belay.blocks.apply', ...args);
     assert.equal(outcome?.status, 'applied');

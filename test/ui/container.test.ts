@@ -12,7 +12,7 @@ for (const theme of ['dark', 'light'] as const) {
       await wb?.close();
     });
 
-    test('shows Cues, Tasks and Sessions with honest empty states', async () => {
+    test('shows Cues, Tasks and Sessions: an empty mailbox, the demo tasks and the demo session', async () => {
       const { page } = wb;
       await openBelayContainer(page);
       const headers = page.locator('.sidebar .pane-header h3.title');
@@ -26,9 +26,9 @@ for (const theme of ['dark', 'light'] as const) {
       const mailbox = await cues.locator('.detail code').textContent();
       assert.match(mailbox ?? '', /\.cue$/, 'the empty state names the mailbox folder');
 
-      // The trees show their welcome content, not fake data.
-      await page.locator('.sidebar .monaco-list-row[aria-label^="hello-world"]').waitFor(); // the demo's tasks
-      await page.locator('.welcome-view-content', { hasText: 'No command-block sessions yet.' }).waitFor();
+      // The trees show what the demo workspace holds: its tasks and its session (blocks/).
+      await page.locator('.sidebar .monaco-list-row[aria-label^="hello-world"]').waitFor();
+      await page.locator('.sidebar .monaco-list-row', { hasText: 'Write a word-count script' }).waitFor();
       await wb.screenshot(`belay-container-${theme}`);
     });
 

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import {
   AgentSchema,
   expandCommand,
+  nodeInvocation,
   fillEnv,
   MissingSecretError,
   parseAgentsFile,
@@ -54,6 +55,11 @@ describe('editor: agent configuration', () => {
 
   it('expands ${node} and ${dir} as single shell words, even with quotes in the path', () => {
     assert.equal(expandCommand('${node} ${dir}/a.mjs --x', "/opt/it's/node", '/ws/my agents'), `'/opt/it'\\''s/node' '/ws/my agents'/a.mjs --x`);
+  });
+
+  it('runs ${node} as Node on Electron (desktop VS Code) and as itself on Node (code-server)', () => {
+    assert.equal(nodeInvocation('/usr/share/code/code', true), "ELECTRON_RUN_AS_NODE=1 '/usr/share/code/code'");
+    assert.equal(nodeInvocation('/opt/node/bin/node', false), "'/opt/node/bin/node'");
   });
 
   it('builds the core terminal config of a micro-agent with secrets in env and provider keys', () => {
