@@ -221,12 +221,20 @@ describe('the Cues panel (dark theme)', () => {
     await input.waitFor();
     // It first fills in the folder it starts from; typing before that would be overwritten.
     await page.waitForFunction(() => /[/\\]$/.test((document.querySelector('.quick-input-widget input.input') as HTMLInputElement | null)?.value ?? ''));
-    await input.fill(file);
-    await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'notes-for-agent.txt' }).first().waitFor();
-    // The dialog completes what is typed as it lists the folder: accept once it shows exactly the file.
-    await page.waitForFunction((expected) => (document.querySelector('.quick-input-widget input.input') as HTMLInputElement | null)?.value === expected, file);
-    await input.press('Enter');
-    await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+    try {
+      await input.fill(file);
+      // The dialog lists the folder and completes what is typed as it goes: pick the file's row
+      // (which puts exactly its path in the box), then accept.
+      const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'notes-for-agent.txt' }).first();
+      await row.waitFor();
+      await row.click();
+      await page.waitForFunction((expected) => (document.querySelector('.quick-input-widget input.input') as HTMLInputElement | null)?.value === expected, file);
+      await input.press('Enter');
+      await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+    } finally {
+      // Never leave the dialog open for the next test.
+      if (await page.locator('.quick-input-widget').isVisible()) await page.keyboard.press('Escape');
+    }
     await c.locator('.attachment', { hasText: 'notes-for-agent.txt' }).waitFor();
     await c.locator('vscode-textarea textarea').fill('Read the attached notes');
     await c.getByRole('button', { name: 'Send', exact: true }).click();
