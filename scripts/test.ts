@@ -2,7 +2,7 @@
 // line "N passed, N failed". Exits non-zero when anything failed or a suite did not run.
 import { execFileSync } from 'node:child_process';
 import { repoRoot } from './lib/paths.ts';
-import { runGrammarTests, runHostTests, runNodeTests, type SuiteResult } from './lib/suites.ts';
+import { runGrammarTests, runHostTests, runNodeTests, runUiTests, type SuiteResult } from './lib/suites.ts';
 
 const all = ['unit', 'grammar', 'host', 'ui'] as const;
 type Suite = (typeof all)[number];
@@ -20,7 +20,7 @@ const runners: Record<Suite, () => Promise<SuiteResult>> = {
   unit: () => runNodeTests('unit', ['test/unit/**/*.test.ts'], 2),
   grammar: () => runGrammarTests(),
   host: () => runHostTests(),
-  ui: () => runNodeTests('ui', ['test/ui/**/*.test.ts'], 1),
+  ui: () => runUiTests(),
 };
 
 const results: SuiteResult[] = [];
@@ -39,7 +39,7 @@ let failed = 0;
 for (const r of results) {
   passed += r.passed;
   failed += r.failed;
-  console.log(`${r.name.padEnd(5)} ${r.passed} passed, ${r.failed} failed${r.error ? `  (${r.error.split('\n')[0]})` : ''}`);
+  console.log(`${r.name.padEnd(5)} ${r.passed} passed, ${r.failed} failed${r.error ? `  (${r.error.split('\n')[0]})` : ''}${r.note ? `  [${r.note}]` : ''}`);
 }
 const broken = results.filter((r) => r.error);
 if (broken.length > 0) failed += broken.length;

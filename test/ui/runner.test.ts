@@ -152,7 +152,7 @@ describe('the task runner in the workbench', () => {
     const row = explorer.locator('.monaco-list-row', { hasText: 'hello-world' });
     // The context menu sometimes closes before its click lands (focus moving from the webview): retry.
     const profiles = page.locator('.quick-input-widget .monaco-list-row[aria-label*="Demo failing agent"]');
-    for (let attempt = 0; attempt < 3 && !(await profiles.first().isVisible()); attempt++) {
+    for (let attempt = 0; attempt < 6 && !(await profiles.first().isVisible()); attempt++) {
       await page.keyboard.press('Escape');
       await row.click({ button: 'right' });
       const item = page.locator('.context-view .action-label', { hasText: 'Execute Using Profile' });
