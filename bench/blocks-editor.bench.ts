@@ -6,21 +6,7 @@ import * as path from 'node:path';
 import { parseAnswer } from '../src/blocks/core/parser.ts';
 import { analyze, PlanCache } from '../src/server/analysis.ts';
 import { generateAnswer } from './blocks.bench.ts';
-import { percentile, type BenchFile, type Figure } from './lib.ts';
-
-async function alternating(baseline: () => unknown, measured: () => unknown, rounds: number): Promise<[number, number]> {
-  const a: number[] = [];
-  const b: number[] = [];
-  for (let round = -1; round < rounds; round++) {
-    let t0 = performance.now();
-    await baseline();
-    if (round >= 0) a.push(performance.now() - t0);
-    t0 = performance.now();
-    await measured();
-    if (round >= 0) b.push(performance.now() - t0);
-  }
-  return [percentile(a, 50), percentile(b, 50)];
-}
+import { alternatingMedians, type BenchFile, type Figure } from './lib.ts';
 
 const bench: BenchFile = {
   title: 'Command blocks in the editor',
@@ -42,7 +28,7 @@ const bench: BenchFile = {
     let round = 0;
     const edited = () => variants[round++ % variants.length]!;
     await analyze({ uri: 'untitled:bench', text: edited(), documentPath: undefined, settings, plans });
-    const [parse, warm] = await alternating(
+    const [parse, warm] = await alternatingMedians(
       () => (sink += parseAnswer(edited()).commands.length),
       async () => {
         const result = await analyze({ uri: 'untitled:bench', text: edited(), documentPath: undefined, settings, plans });
@@ -51,7 +37,7 @@ const bench: BenchFile = {
       7,
     );
     // After a file changed: every block planned again against the file system.
-    const [parseCold, cold] = await alternating(
+    const [parseCold, cold] = await alternatingMedians(
       () => (sink += parseAnswer(text).commands.length),
       async () => {
         const result = await analyze({ uri: 'untitled:bench', text, documentPath: undefined, settings });

@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { executeAnswer } from '../src/blocks/core/executor.ts';
 import { parseAnswer } from '../src/blocks/core/parser.ts';
 import { openWorkspace } from '../src/blocks/core/sandbox.ts';
-import { percentile, type BenchFile, type Figure } from './lib.ts';
+import { alternatingMedians, type BenchFile, type Figure } from './lib.ts';
 
 /** An answer of about `bytes` characters: prose, code files, edits, commands, as LLMs write them. */
 export function generateAnswer(bytes: number): { text: string; blocks: number } {
@@ -45,20 +45,6 @@ function splitAndTrim(text: string): number {
   return nonEmpty;
 }
 
-/** Runs the baseline and the measured function in turn, `rounds` times after one warm-up round, so both see the same heap and disk state; their median ms. */
-async function alternatingMedians(fns: [baseline: () => unknown, measured: () => unknown], rounds: number): Promise<[number, number]> {
-  const baseline: number[] = [];
-  const measured: number[] = [];
-  for (let round = -1; round < rounds; round++) {
-    for (const [fn, times] of [[fns[0], baseline], [fns[1], measured]] as const) {
-      const t0 = performance.now();
-      await fn();
-      if (round >= 0) times.push(performance.now() - t0);
-    }
-  }
-  return [percentile(baseline, 50), percentile(measured, 50)];
-}
-
 const bench: BenchFile = {
   title: 'Command blocks',
   async run(ctx) {
@@ -71,7 +57,7 @@ const bench: BenchFile = {
     }
     ctx.log(`answer: ${(text.length / 1024 / 1024).toFixed(1)} MB, ${blocks} blocks`);
     let sink = 0;
-    const [baseline, parse] = await alternatingMedians([() => (sink += splitAndTrim(text)), () => (sink += parseAnswer(text).commands.length)], 9);
+    const [baseline, parse] = await alternatingMedians(() => (sink += splitAndTrim(text)), () => (sink += parseAnswer(text).commands.length), 9);
     figures.push({
       name: `parse a ${Math.round(text.length / 1024 / 1024)} MB answer (${blocks} blocks)`,
       value: parse,
@@ -87,18 +73,16 @@ const bench: BenchFile = {
     let round = 0;
     const fresh = async () => mkdtemp(path.join(ctx.tmpDir, `r${round++}-`));
     const [direct, applied] = await alternatingMedians(
-      [
-        async () => {
-          const dir = await fresh();
-          for (let d = 0; d < 10; d++) await mkdir(path.join(dir, `d${d}`));
-          for (const file of contents) await writeFile(path.join(dir, file.path), file.body);
-        },
-        async () => {
-          const workspace = await openWorkspace(await fresh());
-          const report = await executeAnswer(workspace, answer);
-          if (!report.success) throw new Error(report.results.find((r) => !r.success)!.summary);
-        },
-      ],
+      async () => {
+        const dir = await fresh();
+        for (let d = 0; d < 10; d++) await mkdir(path.join(dir, `d${d}`));
+        for (const file of contents) await writeFile(path.join(dir, file.path), file.body);
+      },
+      async () => {
+        const workspace = await openWorkspace(await fresh());
+        const report = await executeAnswer(workspace, answer);
+        if (!report.success) throw new Error(report.results.find((r) => !r.success)!.summary);
+      },
       5,
     );
     figures.push({

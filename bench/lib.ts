@@ -38,6 +38,24 @@ export async function medianMs(fn: () => unknown, runs = 5, warmup = 1): Promise
   return percentile(times, 50);
 }
 
+/**
+ * Runs the baseline and the measured function in turn, `rounds` times after one warm-up round, so
+ * both see the same heap, caches and machine load; returns their median durations in ms.
+ */
+export async function alternatingMedians(baseline: () => unknown, measured: () => unknown, rounds: number): Promise<[baseline: number, measured: number]> {
+  const a: number[] = [];
+  const b: number[] = [];
+  for (let round = -1; round < rounds; round++) {
+    let t0 = performance.now();
+    await baseline();
+    if (round >= 0) a.push(performance.now() - t0);
+    t0 = performance.now();
+    await measured();
+    if (round >= 0) b.push(performance.now() - t0);
+  }
+  return [percentile(a, 50), percentile(b, 50)];
+}
+
 /** The p-th percentile (0..100) of the values, nearest-rank. */
 export function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return Number.NaN;
