@@ -41,7 +41,8 @@ function present(entries: Record<string, string>): Record<string, string> {
 const builds: esbuild.BuildOptions[] = [
   {
     ...nodeCommon,
-    entryPoints: { extension: 'src/extension.ts' },
+    // The language client is loaded on the first CodingAgent document, not at activation.
+    entryPoints: { extension: 'src/extension.ts', languageClient: 'src/blocks/languageClient.ts' },
     outdir: dist,
     external: ['vscode'],
   },

@@ -2,7 +2,7 @@
 // over IPC. Its CodeLenses come from the server; the client adds what only the editor knows:
 // which blocks were applied, and whether the workspace is trusted.
 import * as vscode from 'vscode';
-import { LanguageClient, TransportKind, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
+import type { LanguageClient, LanguageClientOptions } from 'vscode-languageclient/node';
 import type { BelayContext } from '../context.ts';
 import { HANDLED_NOTIFICATION, REFRESH_NOTIFICATION, SETTINGS_NOTIFICATION, type ServerSettings } from '../server/protocol.ts';
 import type { BlockApplier } from './apply.ts';
@@ -48,11 +48,6 @@ export class CodingAgentClient implements vscode.Disposable {
   }
 
   private async create(): Promise<LanguageClient> {
-    const module = this.ctx.extension.asAbsolutePath('dist/server.js');
-    const serverOptions: ServerOptions = {
-      run: { module, transport: TransportKind.ipc },
-      debug: { module, transport: TransportKind.ipc, options: { execArgv: ['--nolazy', '--inspect=6019'] } },
-    };
     const watcher = vscode.workspace.createFileSystemWatcher('**/*');
     this.subscriptions.push(watcher);
     const clientOptions: LanguageClientOptions = {
@@ -67,7 +62,9 @@ export class CodingAgentClient implements vscode.Disposable {
         },
       },
     };
-    const client = new LanguageClient('belay.codingagent', 'Belay CodingAgent', serverOptions, clientOptions);
+    // The client library is its own bundle, loaded now rather than at activation.
+    const { createLanguageClient } = require(this.ctx.extension.asAbsolutePath('dist/languageClient.js')) as typeof import('./languageClient.ts');
+    const client = createLanguageClient(this.ctx.extension.asAbsolutePath('dist/server.js'), clientOptions);
     await client.start();
     this.client = client;
     this.ctx.log.info('CodingAgent language server started');
