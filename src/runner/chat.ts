@@ -6,7 +6,8 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { microAgentSecretTexts, resolveDir, terminalConfig, type MicroAgent } from './agents.ts';
 import { runNanobot, type NanobotEvent } from './core/nanobot.ts';
-import { ansi, sanitizeTerminalText, toTerminalNewlines } from './format.ts';
+import { ansi, sanitizeTerminalText } from './format.ts';
+import { BufferedTerminalOutput } from './terminal.ts';
 
 /** Media lines start with this; the link provider makes the path after it clickable. */
 export const MEDIA_PREFIX = 'media: ';
@@ -22,16 +23,13 @@ export interface ChatOptions {
 }
 
 export class ChatTerminal implements vscode.Pseudoterminal {
-  readonly #write = new vscode.EventEmitter<string>();
+  readonly #output = new BufferedTerminalOutput(1_000_000);
   readonly #close = new vscode.EventEmitter<number | void>();
-  readonly onDidWrite = this.#write.event;
+  readonly onDidWrite = this.#output.onDidWrite;
   readonly onDidClose = this.#close.event;
   readonly #options: ChatOptions;
-  #opened = false;
-  #pending: string[] = [];
   #line = '';
   #busy: AbortController | undefined;
-  #transcript = '';
   readonly #turnEnded = new vscode.EventEmitter<void>();
   /** Fires after each reply is complete (tests wait on it). */
   readonly onDidEndTurn = this.#turnEnded.event;
@@ -41,12 +39,11 @@ export class ChatTerminal implements vscode.Pseudoterminal {
   }
 
   get transcript(): string {
-    return this.#transcript;
+    return this.#output.transcript;
   }
 
   open(): void {
-    this.#opened = true;
-    for (const text of this.#pending.splice(0)) this.#write.fire(text);
+    this.#output.open();
     const a = this.#options.agent;
     this.#print(`${ansi.bold(`Chat with ${a.name}`)} ${ansi.dim(`(${a.protocol}, timeout ${a.timeout} s)`)}\n`);
     this.#print(ansi.dim(`Each line you send runs the micro-agent once. Its data: ${path.join(this.#options.workspace, 'users')}\nCtrl+C stops a reply; Ctrl+D or closing the terminal ends the chat.\n`));
@@ -59,10 +56,7 @@ export class ChatTerminal implements vscode.Pseudoterminal {
   }
 
   #print(text: string): void {
-    if (this.#transcript.length < 1_000_000) this.#transcript += text;
-    const out = toTerminalNewlines(text);
-    if (this.#opened) this.#write.fire(out);
-    else this.#pending.push(out);
+    this.#output.write(text);
   }
 
   #prompt(): void {
@@ -143,7 +137,7 @@ export class ChatTerminal implements vscode.Pseudoterminal {
   }
 
   dispose(): void {
-    this.#write.dispose();
+    this.#output.dispose();
     this.#close.dispose();
   }
 }

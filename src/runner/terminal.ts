@@ -15,6 +15,47 @@ export const createRealTerminal: TerminalFactory = ({ name, pty, iconPath }) => 
   return terminal;
 };
 
+/**
+ * What a Pseudoterminal writes: held until VS Code opens the terminal, `\n` turned into `\r\n`,
+ * and a bounded transcript kept for tests and copying.
+ */
+export class BufferedTerminalOutput implements vscode.Disposable {
+  readonly #emitter = new vscode.EventEmitter<string>();
+  readonly onDidWrite = this.#emitter.event;
+  readonly #transcriptLimit: number;
+  #pending: string[] = [];
+  #opened = false;
+  #transcript = '';
+
+  constructor(transcriptLimit: number) {
+    this.#transcriptLimit = transcriptLimit;
+  }
+
+  get opened(): boolean {
+    return this.#opened;
+  }
+  get transcript(): string {
+    return this.#transcript;
+  }
+
+  /** VS Code opened the terminal: what was held is written now. */
+  open(): void {
+    this.#opened = true;
+    for (const text of this.#pending.splice(0)) this.#emitter.fire(text);
+  }
+
+  write(text: string): void {
+    if (this.#transcript.length < this.#transcriptLimit) this.#transcript += text;
+    const out = toTerminalNewlines(text);
+    if (this.#opened) this.#emitter.fire(out);
+    else this.#pending.push(out);
+  }
+
+  dispose(): void {
+    this.#emitter.dispose();
+  }
+}
+
 export interface OutputTerminalOptions {
   /** Called once when the person asks to stop (Ctrl+C, or closing the terminal while running). */
   onStop?: () => void;
@@ -23,33 +64,29 @@ export interface OutputTerminalOptions {
 }
 
 export class OutputTerminal implements vscode.Pseudoterminal {
-  readonly #write = new vscode.EventEmitter<string>();
+  /** Everything written, for tests and for "copy the run" (bounded). */
+  readonly #output = new BufferedTerminalOutput(2_000_000);
   readonly #close = new vscode.EventEmitter<number | void>();
-  readonly onDidWrite = this.#write.event;
+  readonly onDidWrite = this.#output.onDidWrite;
   readonly onDidClose = this.#close.event;
   readonly #options: OutputTerminalOptions;
-  #pending: string[] = [];
-  #opened = false;
   #exitCode: number | undefined;
   #closed = false;
   #stopAsked = false;
-  /** Everything written, for tests and for "copy the run" (bounded). */
-  #transcript = '';
 
   constructor(options: OutputTerminalOptions) {
     this.#options = options;
   }
 
   get transcript(): string {
-    return this.#transcript;
+    return this.#output.transcript;
   }
   get finished(): boolean {
     return this.#exitCode !== undefined;
   }
 
   open(): void {
-    this.#opened = true;
-    for (const text of this.#pending.splice(0)) this.#write.fire(text);
+    this.#output.open();
     if (this.#exitCode !== undefined && this.#options.closeWhenDone) this.#fireClose();
   }
 
@@ -76,10 +113,7 @@ export class OutputTerminal implements vscode.Pseudoterminal {
 
   write(text: string): void {
     if (text === '') return;
-    if (this.#transcript.length < 2_000_000) this.#transcript += text;
-    const out = toTerminalNewlines(text);
-    if (this.#opened) this.#write.fire(out);
-    else this.#pending.push(out);
+    this.#output.write(text);
   }
 
   /** Marks the end: closes now (tasks) or after the next key press. */
@@ -87,7 +121,7 @@ export class OutputTerminal implements vscode.Pseudoterminal {
     if (this.#exitCode !== undefined) return;
     this.#exitCode = exitCode;
     if (this.#options.closeWhenDone) {
-      if (this.#opened) this.#fireClose();
+      if (this.#output.opened) this.#fireClose();
     } else this.write('\n\x1b[2mPress any key to close this terminal.\x1b[0m\n');
   }
 
@@ -98,7 +132,7 @@ export class OutputTerminal implements vscode.Pseudoterminal {
   }
 
   dispose(): void {
-    this.#write.dispose();
+    this.#output.dispose();
     this.#close.dispose();
   }
 }
