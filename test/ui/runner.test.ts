@@ -160,7 +160,9 @@ describe('the task runner in the workbench', () => {
       // A hover over the row can swallow the click on the menu: let it go first.
       await page.mouse.move(900, 700);
       await page.locator('.monaco-hover:visible').waitFor({ state: 'detached', timeout: 5_000 }).catch(() => undefined);
-      await item.click();
+      // Choose the item from the keyboard: a click can land while the menu is still settling.
+      await item.hover();
+      await page.keyboard.press('Enter');
       await profiles.first().waitFor({ timeout: 5_000 }).catch(() => undefined);
     }
     await profiles.first().click();
