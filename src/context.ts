@@ -1,5 +1,7 @@
 import * as vscode from 'vscode';
 import { Config } from './config.ts';
+import { errorMessage } from './shared/errors.ts';
+import { Trust, UntrustedError } from './trust.ts';
 
 /**
  * The owner of every lifetime in Belay: features get this object, register what they create on
@@ -8,6 +10,7 @@ import { Config } from './config.ts';
 export class BelayContext implements vscode.Disposable {
   readonly log: vscode.LogOutputChannel;
   readonly config: Config;
+  readonly trust: Trust;
   private readonly disposables: vscode.Disposable[] = [];
   private readonly viewResolved = new vscode.EventEmitter<string>();
   private readonly resolved = new Set<string>();
@@ -17,7 +20,8 @@ export class BelayContext implements vscode.Disposable {
   constructor(extension: vscode.ExtensionContext) {
     this.extension = extension;
     this.log = this.own(vscode.window.createOutputChannel('Belay', { log: true }));
-    this.config = this.own(new Config());
+    this.config = this.own(new Config(this.log));
+    this.trust = this.own(new Trust());
     this.own(this.viewResolved);
   }
 
@@ -33,7 +37,9 @@ export class BelayContext implements vscode.Disposable {
         try {
           return await handler(...args);
         } catch (error) {
-          const message = error instanceof Error ? error.message : String(error);
+          // The person was already told why (with a way to manage trust): nothing more to report.
+          if (error instanceof UntrustedError) return undefined;
+          const message = errorMessage(error);
           this.log.error(`${id} failed: ${message}`);
           void vscode.window.showErrorMessage(`Belay: ${message}`, 'Show Log').then((choice) => {
             if (choice) this.log.show();

@@ -54,7 +54,9 @@ export async function runNodeTests(name: string, globs: string[], concurrency: n
  */
 export async function runUiTests(): Promise<SuiteResult> {
   const dir = path.join(repoRoot, 'test', 'ui');
-  const files = (await readdir(dir)).filter((f) => f.endsWith('.test.ts')).sort();
+  // BELAY_UI_FILES=cues,runner runs only those files (by name, without .test.ts).
+  const only = (process.env.BELAY_UI_FILES ?? '').split(',').map((f) => f.trim()).filter(Boolean);
+  const files = (await readdir(dir)).filter((f) => f.endsWith('.test.ts') && (only.length === 0 || only.includes(f.replace(/\.test\.ts$/, '')))).sort();
   const total: SuiteResult = { name: 'ui', passed: 0, failed: 0 };
   const retried: string[] = [];
   const errors: string[] = [];

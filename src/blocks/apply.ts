@@ -112,9 +112,14 @@ export class BlockApplier implements vscode.Disposable {
     return vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString()) ?? vscode.workspace.openTextDocument(uri);
   }
 
+  /** `belay.blocks.runTimeoutSeconds` for the folder the command runs in. */
+  private timeoutSeconds(folder: string): number {
+    return this.ctx.config.get('blocks.runTimeoutSeconds', vscode.Uri.file(folder));
+  }
+
   async targetOf(document: vscode.TextDocument): Promise<{ workspace: Workspace; target: AnswerTarget }> {
     const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
-    const target = await answerTarget(document.uri.scheme === 'file' ? document.uri.fsPath : undefined, folders, this.ctx.config.settings.sessionRoot);
+    const target = await answerTarget(document.uri.scheme === 'file' ? document.uri.fsPath : undefined, folders, this.ctx.config.get('blocks.sessionRoot', document.uri));
     if (!target) throw new Error('Open a folder first: command blocks act on the workspace folder.');
     return { target, workspace: await openWorkspace(target.workspace) };
   }
@@ -224,11 +229,11 @@ export class BlockApplier implements vscode.Disposable {
     }
     const choice = await vscode.window.showWarningMessage(
       'Run this command from the LLM answer?',
-      { modal: true, detail: `${located.command.body.text}\n\nin ${located.workspace.root}, stopped after ${this.ctx.config.settings.runTimeoutSeconds} s` },
+      { modal: true, detail: `${located.command.body.text}\n\nin ${located.workspace.root}, stopped after ${this.timeoutSeconds(located.workspace.root)} s` },
       'Run',
     );
     if (choice !== 'Run') return undefined;
-    const result = await this.runner(located.workspace, located.command, this.ctx.config.settings.runTimeoutSeconds * 1000);
+    const result = await this.runner(located.workspace, located.command, this.timeoutSeconds(located.workspace.root) * 1000);
     return this.record(located, { kind: 'run', command: located.command }, result);
   }
 
@@ -283,7 +288,7 @@ export class BlockApplier implements vscode.Disposable {
       if (item.command.type === 'RUN_COMMAND') {
         await flush();
         const located: Located = { document, command: item.command, key: item.key, workspace, target };
-        const result = await this.runner(workspace, item.command, this.ctx.config.settings.runTimeoutSeconds * 1000);
+        const result = await this.runner(workspace, item.command, this.timeoutSeconds(workspace.root) * 1000);
         outcomes.push(this.record(located, { kind: 'run', command: item.command }, result));
       } else {
         stretch.push(item);

@@ -28,13 +28,13 @@ export class CodingAgentClient implements vscode.Disposable {
       vscode.workspace.onDidOpenTextDocument(startFor),
       applier.onDidChange((uri) => void this.client?.sendNotification(HANDLED_NOTIFICATION, { uri: uri.toString(), keys: applier.handledKeys(uri.toString()) })),
       vscode.workspace.onDidGrantWorkspaceTrust(() => this.refreshLenses()),
-      ctx.config.onDidChange(() => void this.client?.sendNotification(SETTINGS_NOTIFICATION, this.settings())),
+      ctx.config.onDidChange('blocks.sessionRoot', () => void this.client?.sendNotification(SETTINGS_NOTIFICATION, this.settings())),
       vscode.workspace.onDidChangeWorkspaceFolders(() => void this.client?.sendNotification(SETTINGS_NOTIFICATION, this.settings())),
     );
   }
 
   private settings(): ServerSettings {
-    return { workspaceFolders: (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath), sessionRoot: this.ctx.config.settings.sessionRoot };
+    return { workspaceFolders: (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath), sessionRoot: this.ctx.config.get('blocks.sessionRoot', vscode.workspace.workspaceFolders?.[0]) };
   }
 
   refreshLenses(): void {

@@ -27,7 +27,7 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
   constructor(ctx: BelayContext) {
     this.ctx = ctx;
     this.watchFiles();
-    ctx.own(ctx.config.onDidChange(() => {
+    ctx.own(ctx.config.onDidChange(['blocks.sessionRoot', 'blocks.watchInbox'], () => {
       this.watchFiles();
       this.refresh();
       this.syncInboxWatcher();
@@ -39,7 +39,7 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
   root(): string | undefined {
     const folder = vscode.workspace.workspaceFolders?.[0];
     if (!folder) return undefined;
-    return path.resolve(folder.uri.fsPath, this.ctx.config.settings.sessionRoot);
+    return path.resolve(folder.uri.fsPath, this.ctx.config.get('blocks.sessionRoot', folder));
   }
 
   private watchFiles(): void {
@@ -117,7 +117,7 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
         ? task
         : await vscode.window.showInputBox({ title: 'Belay: Start Session', prompt: 'What should the LLM do in the session workspace?', placeHolder: 'e.g. Write a Python CLI that counts words in a file, with tests', ignoreFocusOut: true, validateInput: (v) => (v.trim() === '' ? 'Describe the task' : undefined) });
     if (text === undefined) return undefined;
-    const { state, outboxPath: outbox } = await startSession(root, text, { runTimeoutSeconds: this.ctx.config.settings.runTimeoutSeconds });
+    const { state, outboxPath: outbox } = await startSession(root, text, { runTimeoutSeconds: this.ctx.config.get('blocks.runTimeoutSeconds', vscode.workspace.workspaceFolders?.[0]) });
     this.refresh();
     await this.hand(outbox, `Session ${state.sessionId} started.`);
     this.syncInboxWatcher();
@@ -172,7 +172,7 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
 
   /** The inbox watcher: on when the setting says so, the workspace is trusted and a session is open. */
   syncInboxWatcher(): void {
-    const wanted = this.ctx.config.settings.watchInbox && vscode.workspace.isTrusted;
+    const wanted = this.ctx.config.get('blocks.watchInbox', vscode.workspace.workspaceFolders?.[0]) && vscode.workspace.isTrusted;
     if (!wanted) {
       this.watching?.abort();
       this.watching = undefined;

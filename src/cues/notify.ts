@@ -53,7 +53,7 @@ export function registerNotifications(ctx: BelayContext, service: CuesService, v
       baseline = service.loaded;
       return;
     }
-    if (view.visible || !ctx.config.settings.cuesNotifications) return;
+    if (view.visible || !ctx.config.get('cues.notifications')) return;
     for (const cue of fresh) void notify(cue);
   };
 

@@ -49,8 +49,8 @@ export class CuesService implements vscode.Disposable {
     silenceSqliteExperimentalWarning();
     this.#queue = new Map();
     this.#subscriptions.push(
-      ctx.config.onDidChange((settings) => {
-        if (this.#paths && panelMailboxPaths(settings.cuesHome).home !== this.#paths.home) this.reopen();
+      ctx.config.onDidChange('cues.home', () => {
+        if (this.#paths && panelMailboxPaths(ctx.config.get('cues.home')).home !== this.#paths.home) this.reopen();
       }),
     );
     // Opening the mailbox (SQLite, schema check, folder watch) waits until activation is done.
@@ -73,7 +73,7 @@ export class CuesService implements vscode.Disposable {
   get home(): string {
     if (this.#paths) return this.#paths.home;
     try {
-      return panelMailboxPaths(this.#ctx.config.settings.cuesHome).home;
+      return panelMailboxPaths(this.#ctx.config.get('cues.home')).home;
     } catch (error) {
       return error instanceof Error ? error.message : String(error);
     }
@@ -88,7 +88,7 @@ export class CuesService implements vscode.Disposable {
     this.#close();
     this.#error = undefined;
     try {
-      this.#paths = panelMailboxPaths(this.#ctx.config.settings.cuesHome);
+      this.#paths = panelMailboxPaths(this.#ctx.config.get('cues.home'));
       this.#queue = this.#loadQueue();
       this.#mailbox = Mailbox.open({ home: this.#paths.home, busyTimeoutMs: PANEL_BUSY_TIMEOUT_MS });
       this.#stopWatch = this.#mailbox.watch(() => this.refresh(), {
@@ -115,7 +115,7 @@ export class CuesService implements vscode.Disposable {
   /** Reads the mailbox now (commands use this so they act on what is there, not on the last event). */
   readNow(): PanelSnapshot {
     try {
-      if (panelMailboxPaths(this.#ctx.config.settings.cuesHome).home !== this.#paths?.home) this.reopen();
+      if (panelMailboxPaths(this.#ctx.config.get('cues.home')).home !== this.#paths?.home) this.reopen();
     } catch {
       // No home: reopen already reported it.
     }

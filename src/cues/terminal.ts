@@ -43,8 +43,8 @@ export function registerTerminalPath(ctx: BelayContext): void {
 
   const apply = () => {
     collection.clear();
-    const settings = ctx.config.settings;
-    if (!settings.cuesTerminalPath) return;
+    if (!ctx.config.get('cues.terminalPath')) return;
+    const cuesHome = ctx.config.get('cues.home');
     if (!vscode.workspace.isTrusted) {
       ctx.log.info('cues: the workspace is not trusted, so Belay does not put its cueme on the terminal PATH');
       return;
@@ -57,15 +57,15 @@ export function registerTerminalPath(ctx: BelayContext): void {
     }
     collection.description = "Belay: puts Belay's cueme (Human Agent Protocol) on PATH";
     collection.prepend('PATH', binDir + path.delimiter);
-    if (settings.cuesHome.trim()) {
+    if (cuesHome.trim()) {
       try {
-        collection.replace('CUE_HOME', panelMailboxPaths(settings.cuesHome).home);
+        collection.replace('CUE_HOME', panelMailboxPaths(cuesHome).home);
       } catch {
         // No home to point at: the panel shows why.
       }
     }
   };
   apply();
-  ctx.own(ctx.config.onDidChange(apply));
+  ctx.own(ctx.config.onDidChange(['cues.terminalPath', 'cues.home'], apply));
   ctx.own(vscode.workspace.onDidGrantWorkspaceTrust(apply));
 }

@@ -29,7 +29,7 @@ function inputError(tool: string, error: z.ZodError): vscode.LanguageModelToolRe
 }
 
 function openMailbox(ctx: BelayContext): Mailbox {
-  const home = expandHomeSetting(ctx.config.settings.cuesHome, os.homedir());
+  const home = expandHomeSetting(ctx.config.get('cues.home'), os.homedir());
   return Mailbox.open(home === undefined ? {} : { home });
 }
 

@@ -74,7 +74,7 @@ export class CuesViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         this.#updateBadge(snapshot);
         this.#postState();
       }),
-      this.#ctx.config.onDidChange(() => this.#postState()),
+      this.#ctx.config.onDidChange(['cues.home'], () => this.#postState()),
       vscode.workspace.onDidGrantWorkspaceTrust(() => this.#postState()),
       view.onDidChangeVisibility(() => this.#visibility.fire(view.visible)),
     ];

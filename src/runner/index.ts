@@ -52,7 +52,7 @@ export function registerRunner(ctx: BelayContext): void {
     onDidChangeTreeData: tree.onDidChangeTreeData,
   };
   const view = ctx.own(vscode.window.createTreeView('belay.tasks', { treeDataProvider: untrustedTree, showCollapseAll: true }));
-  const tests = ctx.own(new TaskTests(service, () => ctx.config.settings.runnerConcurrency, ctx.log));
+  const tests = ctx.own(new TaskTests(service, () => ctx.config.get('runner.concurrency'), ctx.log));
   const chatTerminals = new WeakSet<vscode.Terminal>();
   const hooks: RunnerHooks = { createTerminal: createRealTerminal, service, tests, tree, trajectories: undefined!, terminals: [], chats: [] };
   const remember = <T>(list: T[], item: T) => {
@@ -287,7 +287,7 @@ export function registerRunner(ctx: BelayContext): void {
     else {
       await service.refresh();
       const runs = service.allRuns;
-      if (runs.length === 0) throw new Error(`no run yet: runs are kept in ${ctx.config.settings.runnerRunsDir} of the workspace folder`);
+      if (runs.length === 0) throw new Error(`no run yet: runs are kept in ${ctx.config.get('runner.runsDir')} of the workspace folder`);
       const picked = await vscode.window.showQuickPick(
         runs.map((run) => ({
           label: `$(${run.result.passed ? 'pass' : 'error'}) ${run.result.task_name}`,

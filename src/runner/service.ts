@@ -100,7 +100,7 @@ export class RunnerService implements vscode.Disposable {
       for (const d of runWatchers.splice(0)) d.dispose();
       this.#nodeWatchers = [];
       for (const folder of this.#folders()) {
-        const runsDir = path.resolve(folder, ctx.config.settings.runnerRunsDir);
+        const runsDir = path.resolve(folder, ctx.config.get('runner.runsDir', vscode.Uri.file(folder)));
         watch(new vscode.RelativePattern(vscode.Uri.file(runsDir), '*/result.json'), runWatchers);
         const nodeWatcher = new RunsFolderWatcher(runsDir, () => this.refreshSoon());
         nodeWatcher.start();
@@ -110,11 +110,11 @@ export class RunnerService implements vscode.Disposable {
     };
     watchRuns();
     this.#disposables.push({ dispose: () => runWatchers.splice(0).forEach((d) => d.dispose()) });
-    this.#disposables.push(vscode.workspace.onDidChangeWorkspaceFolders(watchRuns), ctx.config.onDidChange(watchRuns));
+    this.#disposables.push(vscode.workspace.onDidChangeWorkspaceFolders(watchRuns), ctx.config.onDidChange('runner.runsDir', watchRuns));
     this.#disposables.push(
       vscode.workspace.onDidChangeWorkspaceFolders(() => this.refreshSoon()),
       vscode.workspace.onDidGrantWorkspaceTrust(() => this.#changed.fire()),
-      ctx.config.onDidChange(() => {
+      ctx.config.onDidChange(['agents', 'microAgents', 'runner.backend', 'runner.runsDir'], () => {
         this.#sandbox = undefined;
         this.refreshSoon();
       }),
@@ -146,20 +146,20 @@ export class RunnerService implements vscode.Disposable {
 
   get agents(): Agent[] {
     const folder = this.#folders()[0] ?? process.cwd();
-    const fromSettings = parseList(this.#ctx.config.settings.agents, AgentSchema, 'setting belay.agents', folder);
+    const fromSettings = parseList(this.#ctx.config.get('agents'), AgentSchema, 'setting belay.agents', folder);
     return uniqueByName([fromSettings.items, this.#fileAgents.agents]);
   }
   get microAgents(): MicroAgent[] {
     const folder = this.#folders()[0] ?? process.cwd();
-    const fromSettings = parseList(this.#ctx.config.settings.microAgents, MicroAgentSchema, 'setting belay.microAgents', folder);
+    const fromSettings = parseList(this.#ctx.config.get('microAgents'), MicroAgentSchema, 'setting belay.microAgents', folder);
     return uniqueByName([fromSettings.items, this.#fileAgents.microAgents]);
   }
   /** Mistakes in agent settings or files, one line each (shown in the log and the pickers). */
   get agentProblems(): string[] {
     const folder = this.#folders()[0] ?? process.cwd();
     return [
-      ...parseList(this.#ctx.config.settings.agents, AgentSchema, 'setting belay.agents', folder).problems,
-      ...parseList(this.#ctx.config.settings.microAgents, MicroAgentSchema, 'setting belay.microAgents', folder).problems,
+      ...parseList(this.#ctx.config.get('agents'), AgentSchema, 'setting belay.agents', folder).problems,
+      ...parseList(this.#ctx.config.get('microAgents'), MicroAgentSchema, 'setting belay.microAgents', folder).problems,
       ...this.#fileAgents.problems,
     ];
   }
@@ -172,7 +172,7 @@ export class RunnerService implements vscode.Disposable {
   runsDirFor(dir: string): string {
     const folders = this.#folders();
     const folder = folders.find((f) => dir === f || dir.startsWith(f + path.sep)) ?? folders[0] ?? path.dirname(dir);
-    return path.resolve(folder, this.#ctx.config.settings.runnerRunsDir);
+    return path.resolve(folder, this.#ctx.config.get('runner.runsDir', vscode.Uri.file(folder)));
   }
 
   refreshSoon(): void {
@@ -204,7 +204,7 @@ export class RunnerService implements vscode.Disposable {
   async #load(): Promise<void> {
     const folders = this.#folders();
     const { tasks, errors } = await discoverTasks(folders);
-    const runsDirs = [...new Set(folders.map((f) => path.resolve(f, this.#ctx.config.settings.runnerRunsDir)))];
+    const runsDirs = [...new Set(folders.map((f) => path.resolve(f, this.#ctx.config.get('runner.runsDir', vscode.Uri.file(f)))))];
     const runs = (await Promise.all(runsDirs.map((d) => listRuns(d)))).flat();
     runs.sort((a, b) => b.result.started_at.localeCompare(a.result.started_at));
     const fileAgents: FileAgents = { agents: [], microAgents: [], problems: [] };
@@ -258,7 +258,7 @@ export class RunnerService implements vscode.Disposable {
   }
 
   async #backend(): Promise<Backend> {
-    if (this.#ctx.config.settings.runnerBackend === 'local') return localBackend();
+    if (this.#ctx.config.get('runner.backend') === 'local') return localBackend();
     // Agents read the workspace, and `${node}` is the editor's own runtime: both stay visible in
     // the sandbox even where they live under /tmp (which the sandbox replaces).
     this.#sandbox ??= sandboxBackend({ readable: [...this.#folders(), path.dirname(process.execPath), this.#ctx.extension.extensionPath] });
@@ -300,7 +300,7 @@ export class RunnerService implements vscode.Disposable {
         runsDir,
         runId,
         env,
-        limits: { maxSteps: this.#ctx.config.settings.runnerMaxSteps },
+        limits: { maxSteps: this.#ctx.config.get('runner.maxSteps') },
         signal: controller.signal,
         onEvent: (event) => {
           if (event.type === 'run-started') void this.#writeOrigin(event.runDir, { agent: agent.name, startedBy: options.startedBy });
