@@ -1,7 +1,8 @@
-// Writes codingagent.tmLanguage.json and embedded-languages.json (run: node syntaxes/generate.ts).
+// Writes codingagent.tmLanguage.json and the grammar's embedded languages in package.json
+// (run: node syntaxes/generate.ts).
 // The grammar is generated because one body rule per embedded language differs only in the
 // path pattern it recognises and the grammar it includes.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -159,5 +160,11 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 writeFileSync(path.join(here, 'codingagent.tmLanguage.json'), `${JSON.stringify(grammar, null, 2)}\n`);
 const embeddedLanguages = Object.fromEntries(EMBEDDED.map((e) => [`meta.embedded.block.${e.id}`, e.id]));
 embeddedLanguages['meta.embedded.block.shellscript'] = 'shellscript';
-writeFileSync(path.join(here, 'embedded-languages.json'), `${JSON.stringify(embeddedLanguages, null, 2)}\n`);
-console.log(`wrote ${Object.keys(embeddedLanguages).length} embedded languages`);
+// The embedded languages live where VS Code reads them: the grammar's entry in package.json.
+const manifestPath = path.join(here, '..', 'package.json');
+const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { contributes: { grammars: { scopeName: string; embeddedLanguages?: Record<string, string> }[] } };
+const entry = manifest.contributes.grammars.find((g) => g.scopeName === 'source.codingagent');
+if (!entry) throw new Error('package.json has no grammar for source.codingagent');
+entry.embeddedLanguages = embeddedLanguages;
+writeFileSync(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
+console.log(`wrote ${Object.keys(embeddedLanguages).length} embedded languages into package.json`);

@@ -1,5 +1,6 @@
 // Packages Belay into belay-<version>.vsix with @vscode/vsce, from a staging folder that holds
-// only what runs: production bundles, grammars, media, README, LICENSE and package.json.
+// only what runs: production bundles, grammars, media, LICENSE, package.json, and the user-facing
+// README (marketplace/README.md, with its screenshots) in place of the developers' README.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { cp, mkdir, rm } from 'node:fs/promises';
@@ -11,17 +12,36 @@ export function packageVersion(): string {
 }
 
 const vsce = path.join(repoRoot, 'node_modules', '@vscode', 'vsce', 'vsce');
-/** Everything the extension needs is bundled into dist/, so node_modules is never packaged. */
-const vsceFlags = ['--no-dependencies', '--allow-missing-repository'];
-const shipped = ['package.json', 'README.md', 'LICENSE', '.vscodeignore', 'media', 'syntaxes', 'language-configuration.json'];
+/**
+ * Everything the extension needs is bundled into dist/, so node_modules is never packaged. The
+ * README's screenshots are shipped beside it and stay relative links (VS Code shows them from the
+ * installed extension; there is no hosted repository to point them at).
+ */
+const vsceFlags = ['--no-dependencies', '--allow-missing-repository', '--no-rewrite-relative-links'];
+/** Staged path -> repository path. */
+const shipped: Record<string, string> = {
+  'package.json': 'package.json',
+  'README.md': 'marketplace/README.md',
+  screenshots: 'marketplace/screenshots',
+  LICENSE: 'LICENSE',
+  '.vscodeignore': '.vscodeignore',
+  media: 'media',
+  'syntaxes/codingagent.tmLanguage.json': 'syntaxes/codingagent.tmLanguage.json',
+  'language-configuration.json': 'language-configuration.json',
+};
+
+/** Where the .vsix is staged (what `packagedFiles` lists is there afterwards). */
+export function stagingDir(): string {
+  return path.join(cacheDir, 'package');
+}
 
 /** Builds the production bundles into a fresh staging folder beside the shipped files. */
 async function stage(): Promise<string> {
-  const staging = path.join(cacheDir, 'package');
+  const staging = stagingDir();
   await rm(staging, { recursive: true, force: true });
   await mkdir(staging, { recursive: true });
-  for (const entry of shipped) {
-    const from = path.join(repoRoot, entry);
+  for (const [entry, source] of Object.entries(shipped)) {
+    const from = path.join(repoRoot, source);
     if (existsSync(from)) await cp(from, path.join(staging, entry), { recursive: true });
   }
   execFileSync(process.execPath, ['scripts/build.ts', '--production', '--dist', path.join(staging, 'dist')], { cwd: repoRoot, stdio: 'inherit' });
