@@ -1,29 +1,39 @@
 import * as vscode from 'vscode';
-import * as z from 'zod';
 
 /**
  * Belay's settings through one typed accessor. Each setting's default is declared once, in
- * package.json (`contributes.configuration`): VS Code applies it, and a value that fails its schema
+ * package.json (`contributes.configuration`): VS Code applies it, and a value that fails its check
  * here falls back to it. Resource-scoped settings are read for the folder they apply to.
+ *
+ * The checks are plain predicates rather than zod schemas: settings are read while Belay
+ * activates, and loading zod alone costs more than an empty extension's whole activation.
  */
+type Check<T> = (value: unknown) => value is T;
+const string = (min = 0): Check<string> => (v): v is string => typeof v === 'string' && v.length >= min;
+const boolean: Check<boolean> = (v): v is boolean => typeof v === 'boolean';
+const number = (min: number, max: number, integer = false): Check<number> => (v): v is number =>
+  typeof v === 'number' && Number.isFinite(v) && v >= min && v <= max && (!integer || Number.isInteger(v));
+const oneOf = <T extends string>(...values: T[]): Check<T> => (v): v is T => typeof v === 'string' && (values as string[]).includes(v);
+// Agent lists are validated entry by entry by the runner, which names each bad entry.
+const anything: Check<unknown> = (v): v is unknown => true;
+
 const schemas = {
-  'cues.home': z.string(),
-  'cues.notifications': z.boolean(),
-  'cues.terminalPath': z.boolean(),
-  'blocks.sessionRoot': z.string().min(1),
-  'blocks.watchInbox': z.boolean(),
-  'blocks.runTimeoutSeconds': z.number().min(1).max(3600),
-  // Agent lists are validated entry by entry by the runner, which names each bad entry.
-  agents: z.unknown(),
-  microAgents: z.unknown(),
-  'runner.backend': z.enum(['sandbox', 'local']),
-  'runner.concurrency': z.number().int().min(1).max(16),
-  'runner.runsDir': z.string().min(1),
-  'runner.maxSteps': z.number().int().positive(),
+  'cues.home': string(),
+  'cues.notifications': boolean,
+  'cues.terminalPath': boolean,
+  'blocks.sessionRoot': string(1),
+  'blocks.watchInbox': boolean,
+  'blocks.runTimeoutSeconds': number(1, 3600),
+  agents: anything,
+  microAgents: anything,
+  'runner.backend': oneOf('sandbox', 'local'),
+  'runner.concurrency': number(1, 16, true),
+  'runner.runsDir': string(1),
+  'runner.maxSteps': number(1, Number.MAX_SAFE_INTEGER, true),
 } as const;
 
 export type SettingKey = keyof typeof schemas;
-export type SettingValue<K extends SettingKey> = z.infer<(typeof schemas)[K]>;
+export type SettingValue<K extends SettingKey> = (typeof schemas)[K] extends Check<infer T> ? T : never;
 /** What a resource-scoped setting is read for: a folder, a file in it, or its URI. */
 export type SettingScope = vscode.ConfigurationScope | undefined;
 
@@ -44,8 +54,8 @@ export class Config implements vscode.Disposable {
   /** The setting's value for `scope` (a workspace folder or a file in it, for resource settings). */
   get<K extends SettingKey>(key: K, scope?: SettingScope): SettingValue<K> {
     const section = vscode.workspace.getConfiguration('belay', scope);
-    const parsed = schemas[key].safeParse(section.get(key));
-    if (parsed.success) return parsed.data as SettingValue<K>;
+    const value = section.get(key);
+    if ((schemas[key] as Check<unknown>)(value)) return value as SettingValue<K>;
     const fallback = section.inspect(key)?.defaultValue as SettingValue<K>;
     const note = `belay.${key}: ${JSON.stringify(section.get(key))} is not a valid value, using ${JSON.stringify(fallback)}`;
     if (!this.warned.has(note)) {

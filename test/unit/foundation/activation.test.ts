@@ -1,0 +1,51 @@
+// Activation stays light: what `activate` loads before it returns (extension.ts and everything it
+// imports statically) reaches none of the heavy libraries. Features load them when first used,
+// through `require()` calls esbuild turns into lazily evaluated modules.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import * as esbuild from 'esbuild';
+import { repoRoot } from '../../../scripts/lib/paths.ts';
+
+const HEAVY = ['zod', 'yaml', 'smol-toml', 'vscode-languageclient', 'vscode-languageserver', 'execa'];
+
+/** Packages and modules reached from `entry` through static imports only. */
+async function loadedAtStart(entry: string): Promise<{ packages: string[]; modules: string[] }> {
+  const result = await esbuild.build({
+    entryPoints: [entry],
+    absWorkingDir: repoRoot,
+    bundle: true,
+    write: false,
+    metafile: true,
+    platform: 'node',
+    format: 'cjs',
+    packages: 'external',
+    external: ['vscode'],
+    outdir: 'out/activation-check',
+    logLevel: 'silent',
+  });
+  const inputs = result.metafile.inputs;
+  const packages = new Set<string>();
+  const modules = new Set<string>();
+  const visit = (file: string) => {
+    if (modules.has(file)) return;
+    modules.add(file);
+    for (const i of inputs[file]?.imports ?? []) {
+      if (i.kind !== 'import-statement') continue; // require() and import() load on first use
+      if (i.external) packages.add(i.path.startsWith('@') ? i.path.split('/').slice(0, 2).join('/') : i.path.split('/')[0]!);
+      else visit(i.path);
+    }
+  };
+  visit(entry);
+  return { packages: [...packages].sort(), modules: [...modules].sort() };
+}
+
+test('activation loads no heavy library: zod, the task parsers, the language client and execa wait for first use', async () => {
+  const { packages, modules } = await loadedAtStart('src/extension.ts');
+  assert.ok(modules.length > 3, `only ${modules.length} modules found: the check is looking in the wrong place`);
+  assert.deepEqual(packages.filter((p) => HEAVY.includes(p)), []);
+});
+
+test('the check sees a heavy library imported statically, and not one behind require()', async () => {
+  const { packages } = await loadedAtStart('test/fixtures/activation/eager.ts');
+  assert.deepEqual(packages, ['zod']);
+});
