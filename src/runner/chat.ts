@@ -4,9 +4,10 @@
 // `.belay/micro-agents/<name>/` in the workspace folder, kept between chats.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { microAgentSecretTexts, resolveDir, terminalConfig, type MicroAgent } from './agents.ts';
+import { errorMessage } from '../shared/errors.ts';
+import { resolveDir, terminalConfig, type MicroAgent } from './core/agents.ts';
+import { ansi, sanitizeTerminalText } from './core/format.ts';
 import { runNanobot, type NanobotEvent } from './core/nanobot.ts';
-import { ansi, sanitizeTerminalText } from './format.ts';
 import { BufferedTerminalOutput } from './terminal.ts';
 
 /** Media lines start with this; the link provider makes the path after it clickable. */
@@ -120,7 +121,7 @@ export class ChatTerminal implements vscode.Pseudoterminal {
         else this.#options.log.debug(`micro-agent ${agent.name} [${event.level}]: ${event.text}`);
       };
       const result = await runNanobot({
-        config: { ...config, command: config.command },
+        config,
         input: { text, workspace: this.#options.workspace, chatId: 'vscode', channel: 'vscode' },
         onEvent: show,
         signal: controller.signal,
@@ -128,7 +129,7 @@ export class ChatTerminal implements vscode.Pseudoterminal {
       if (controller.signal.aborted) this.#print(ansi.yellow('(stopped)\n'));
       this.#options.log.info(`micro-agent ${agent.name}: ${result.ok ? 'ok' : 'failed'} (exit ${result.exitCode ?? 'none'}) in ${resolveDir(agent.baseDir, agent.cwd)}`);
     } catch (error) {
-      this.#print(ansi.red(`Error: ${(error as Error).message}\n`));
+      this.#print(ansi.red(`Error: ${errorMessage(error)}\n`));
     } finally {
       this.#busy = undefined;
       this.#prompt();
@@ -140,11 +141,6 @@ export class ChatTerminal implements vscode.Pseudoterminal {
     this.#output.dispose();
     this.#close.dispose();
   }
-}
-
-/** Secrets a micro-agent's env and provider keys refer to. */
-export function microAgentTexts(agent: MicroAgent): string[] {
-  return microAgentSecretTexts(agent);
 }
 
 /** Makes the `📎 /path` lines of chat terminals open the file. */

@@ -3,7 +3,7 @@
 // Ctrl+C (or closing the terminal) stops the run. Terminals are created through a factory that
 // tests replace to read what was written.
 import * as vscode from 'vscode';
-import { toTerminalNewlines } from './format.ts';
+import { toTerminalNewlines } from './core/format.ts';
 
 export interface TerminalFactory {
   (options: { name: string; pty: vscode.Pseudoterminal; iconPath?: vscode.ThemeIcon }): vscode.Terminal | undefined;
@@ -15,9 +15,30 @@ export const createRealTerminal: TerminalFactory = ({ name, pty, iconPath }) => 
   return terminal;
 };
 
+/** Makes the runner's terminals (runs and chats) and knows which ones are chats. */
+export class Terminals {
+  /** Replaced by Belay's integration tests, which read the pseudoterminals instead. */
+  create: TerminalFactory = createRealTerminal;
+  readonly #chats = new WeakSet<vscode.Terminal>();
+
+  openRun(name: string, pty: vscode.Pseudoterminal): vscode.Terminal | undefined {
+    return this.create({ name, pty, iconPath: new vscode.ThemeIcon('beaker') });
+  }
+
+  openChat(name: string, pty: vscode.Pseudoterminal): vscode.Terminal | undefined {
+    const terminal = this.create({ name, pty, iconPath: new vscode.ThemeIcon('comment-discussion') });
+    if (terminal) this.#chats.add(terminal);
+    return terminal;
+  }
+
+  isChat(terminal: vscode.Terminal): boolean {
+    return this.#chats.has(terminal);
+  }
+}
+
 /**
  * What a Pseudoterminal writes: held until VS Code opens the terminal, `\n` turned into `\r\n`,
- * and a bounded transcript kept for tests and copying.
+ * and a transcript kept up to `transcriptLimit` characters (the chat's, which tests read).
  */
 export class BufferedTerminalOutput implements vscode.Disposable {
   readonly #emitter = new vscode.EventEmitter<string>();
@@ -64,8 +85,8 @@ export interface OutputTerminalOptions {
 }
 
 export class OutputTerminal implements vscode.Pseudoterminal {
-  /** Everything written, for tests and for "copy the run" (bounded). */
-  readonly #output = new BufferedTerminalOutput(2_000_000);
+  /** No transcript: the run folder keeps everything, and tests read the pseudoterminal itself. */
+  readonly #output = new BufferedTerminalOutput(0);
   readonly #close = new vscode.EventEmitter<number | void>();
   readonly onDidWrite = this.#output.onDidWrite;
   readonly onDidClose = this.#close.event;
@@ -76,13 +97,6 @@ export class OutputTerminal implements vscode.Pseudoterminal {
 
   constructor(options: OutputTerminalOptions) {
     this.#options = options;
-  }
-
-  get transcript(): string {
-    return this.#output.transcript;
-  }
-  get finished(): boolean {
-    return this.#exitCode !== undefined;
   }
 
   open(): void {

@@ -5,6 +5,7 @@ import { mkdir } from 'node:fs/promises';
 import * as path from 'node:path';
 import * as z from 'zod';
 import { runBounded } from '../../shared/process.ts';
+import { shellQuote } from '../../shared/shell.ts';
 import { shellPath } from './backend.ts';
 
 /** The `terminal` section of a bot's config.json (camelCase on disk). */
@@ -50,11 +51,6 @@ export const FrameSchema = z.discriminatedUnion('type', [
 export type Frame = z.infer<typeof FrameSchema>;
 
 export const MEDIA_EXTENSIONS = ['jpg', 'jpeg', 'png', 'gif', 'webp', 'mp4', 'mov', 'avi', 'mkv', 'webm', 'mp3', 'ogg', 'm4a', 'wav', 'flac', 'pdf'];
-
-/** POSIX shell quoting: the text becomes one word, whatever it holds. */
-export function shellQuote(text: string): string {
-  return `'${text.replace(/'/g, `'\\''`)}'`;
-}
 
 export function buildCommand(template: string, text: string): string {
   return template.split('{message}').join(shellQuote(text.trim()));

@@ -8,6 +8,7 @@ import { shellPath, type BackendSession } from './backend.ts';
 import type { Verification } from './records.ts';
 import { runFiles } from './records.ts';
 import { stageTests, type Task } from './task.ts';
+import { errorMessage } from '../../shared/errors.ts';
 
 const CtrfSchema = z.object({
   results: z.object({
@@ -81,7 +82,7 @@ export async function verify(options: VerifyOptions): Promise<Verification> {
     try {
       raw = JSON.parse(await fs.readFile(ctrfFile, 'utf8'));
     } catch (error) {
-      errors.push(`logs/verifier/ctrf.json is not JSON: ${(error as Error).message}`);
+      errors.push(`logs/verifier/ctrf.json is not JSON: ${errorMessage(error)}`);
     }
     if (raw !== undefined) {
       const ctrf = CtrfSchema.safeParse(raw);
