@@ -7,7 +7,7 @@ import * as vscode from 'vscode';
 import { errorMessage } from '../shared/errors.ts';
 import { resolveDir, terminalConfig, type MicroAgent } from './core/agents.ts';
 import { ansi, sanitizeTerminalText } from './core/format.ts';
-import { runNanobot, type NanobotEvent } from './core/nanobot.ts';
+import type { NanobotEvent } from './core/nanobot.ts';
 import { BufferedTerminalOutput } from './terminal.ts';
 
 /** Media lines start with this; the link provider makes the path after it clickable. */
@@ -120,6 +120,8 @@ export class ChatTerminal implements vscode.Pseudoterminal {
         } else if (event.type === 'error') this.#print(ansi.red(`Error: ${sanitizeTerminalText(event.text)}${event.code ? ` [${event.code}]` : ''}\n`));
         else this.#options.log.debug(`micro-agent ${agent.name} [${event.level}]: ${event.text}`);
       };
+      // The nanobot runner (and the process layer under it) loads with the first message.
+      const { runNanobot } = await import('./core/nanobot.ts');
       const result = await runNanobot({
         config,
         input: { text, workspace: this.#options.workspace, chatId: 'vscode', channel: 'vscode' },

@@ -18,7 +18,7 @@ import {
   type Agent,
   type MicroAgent,
 } from './core/agents.ts';
-import { localBackend, sandboxBackend, SandboxUnavailableError, type Backend } from './core/backend.ts';
+import type { Backend } from './core/backend.ts';
 import type { RunEvent } from './core/events.ts';
 import { listRuns, runsByTask, type PastRun } from './core/history.ts';
 import { TASK_MARKER_FILES } from './core/layout.ts';
@@ -258,6 +258,8 @@ export class RunnerService implements vscode.Disposable {
   }
 
   async #backend(): Promise<Backend> {
+    // The backends (and the process layer under them) load with the first run, not at activation.
+    const { localBackend, sandboxBackend, SandboxUnavailableError } = await import('./core/backend.ts');
     if (this.#ctx.config.get('runner.backend') === 'local') return localBackend();
     // Agents read the workspace, and `${node}` is the editor's own runtime: both stay visible in
     // the sandbox even where they live under /tmp (which the sandbox replaces).
@@ -280,7 +282,6 @@ export class RunnerService implements vscode.Disposable {
     const secrets = await this.secretsFor(Object.values(agent.env));
     const env = fillEnv(agent.env, secrets, `agent '${agent.name}'`);
     const backend = await this.#backend();
-    // The protocols and the verifier load with the first run, not at activation.
     const { newRunId, runTask } = await import('./core/run.ts');
     const runId = newRunId(task.name);
     const controller = new AbortController();

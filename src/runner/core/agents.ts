@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import * as z from 'zod';
 import { errorMessage } from '../../shared/errors.ts';
 import { shellQuote } from '../../shared/shell.ts';
-import { TerminalConfigSchema, type TerminalConfig } from './nanobot.ts';
+import { TerminalConfigSchema, type TerminalConfig } from './nanobotConfig.ts';
 import { fillEnv, fillSecrets } from './secrets.ts';
 
 /** Agents declared in the workspace, beside the settings: `{ "agents": [...], "microAgents": [...] }`. */

@@ -7,24 +7,10 @@ import * as z from 'zod';
 import { runBounded } from '../../shared/process.ts';
 import { shellQuote } from '../../shared/shell.ts';
 import { shellPath } from './backend.ts';
+import type { TerminalConfig } from './nanobotConfig.ts';
 
-/** The `terminal` section of a bot's config.json (camelCase on disk). */
-export const ProviderConfigSchema = z.object({
-  apiKeys: z.array(z.string()).default([]),
-  models: z.array(z.string()).optional(),
-  baseUrl: z.string().optional(),
-});
-
-export const TerminalConfigSchema = z.object({
-  enabled: z.boolean().default(false),
-  command: z.string().default(''),
-  timeout: z.number().positive().default(120),
-  protocol: z.enum(['plain', 'rich']).default('plain'),
-  passMedia: z.boolean().default(true),
-  env: z.record(z.string(), z.string()).default({}),
-  providers: z.record(z.string(), ProviderConfigSchema).default({}),
-});
-export type TerminalConfig = z.infer<typeof TerminalConfigSchema>;
+// The configuration lives apart (the editor reads it without loading the process layer).
+export { ProviderConfigSchema, TerminalConfigSchema, type TerminalConfig } from './nanobotConfig.ts';
 
 /** The envelope on stdin (snake_case). */
 export const EnvelopeSchema = z.object({
