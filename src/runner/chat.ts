@@ -11,7 +11,7 @@ import type { NanobotEvent } from './core/nanobot.ts';
 import { BufferedTerminalOutput } from './terminal.ts';
 
 /** Media lines start with this; the link provider makes the path after it clickable. */
-export const MEDIA_PREFIX = 'media: ';
+const MEDIA_PREFIX = 'media: ';
 
 export interface ChatOptions {
   agent: MicroAgent;
@@ -31,9 +31,6 @@ export class ChatTerminal implements vscode.Pseudoterminal {
   readonly #options: ChatOptions;
   #line = '';
   #busy: AbortController | undefined;
-  readonly #turnEnded = new vscode.EventEmitter<void>();
-  /** Fires after each reply is complete (tests wait on it). */
-  readonly onDidEndTurn = this.#turnEnded.event;
 
   constructor(options: ChatOptions) {
     this.#options = options;
@@ -53,7 +50,6 @@ export class ChatTerminal implements vscode.Pseudoterminal {
 
   close(): void {
     this.#busy?.abort();
-    this.#turnEnded.dispose();
   }
 
   #print(text: string): void {
@@ -135,7 +131,6 @@ export class ChatTerminal implements vscode.Pseudoterminal {
     } finally {
       this.#busy = undefined;
       this.#prompt();
-      this.#turnEnded.fire();
     }
   }
 
@@ -145,7 +140,7 @@ export class ChatTerminal implements vscode.Pseudoterminal {
   }
 }
 
-/** Makes the `📎 /path` lines of chat terminals open the file. */
+/** Makes the media lines of chat terminals open their file. */
 export function mediaLinkProvider(isChat: (terminal: vscode.Terminal) => boolean): vscode.TerminalLinkProvider<vscode.TerminalLink & { file: string }> {
   return {
     provideTerminalLinks(context) {

@@ -2,6 +2,7 @@
 // parts; errors reach the person through ctx.registerCommand's boundary.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import type { BelayContext } from '../context.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { addAgent, setSecret } from './agentSettings.ts';
 import { ChatTerminal } from './chat.ts';
@@ -11,11 +12,25 @@ import type { PastRun } from './core/history.ts';
 import { instructionFile } from './core/layout.ts';
 import type { RunResult } from './core/records.ts';
 import type { Task } from './core/task.ts';
-import { runInTerminal } from './launch.ts';
+import { runInTerminal } from './terminal.ts';
 import { pickAgent, pickRun, taskFromArg } from './pickers.ts';
-import type { RunnerParts } from './runner.ts';
-import type { TaskNode } from './tree.ts';
+import type { RunnerService } from './service.ts';
+import type { Terminals } from './terminal.ts';
+import type { TaskTests } from './testing.ts';
+import type { TrajectoryPanels } from './trajectoryPanel.ts';
+import type { TaskNode, TasksTree } from './tree.ts';
 import { openRunFile } from './views.ts';
+
+/** The runner's editor parts, built once by registerRunner; each command is a function of them. */
+export interface RunnerParts {
+  readonly ctx: BelayContext;
+  readonly service: RunnerService;
+  /** How terminals are made: tests replace `terminals.create` to read what runs write. */
+  readonly terminals: Terminals;
+  readonly tree: TasksTree;
+  readonly tests: TaskTests;
+  readonly trajectories: TrajectoryPanels;
+}
 
 export function registerRunnerCommands(parts: RunnerParts): void {
   const { ctx, service } = parts;

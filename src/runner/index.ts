@@ -4,24 +4,30 @@
 // at activation beyond that (task files are read, and their parsers loaded, right after).
 import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
-import { repeatRun, registerRunnerCommands } from './commands.ts';
 import { mediaLinkProvider } from './chat.ts';
-import type { RunnerParts, RunnerTestApi } from './runner.ts';
+import { repeatRun, registerRunnerCommands, type RunnerParts } from './commands.ts';
 import { RunnerService } from './service.ts';
 import { belayTaskProvider, TASK_TYPE } from './taskProvider.ts';
 import { Terminals } from './terminal.ts';
 import { TaskTests } from './testing.ts';
-import { TrajectoryPanels } from './trajectoryPanel.ts';
+import { TrajectoryPanels, type TrajectoryActions } from './trajectoryPanel.ts';
 import { openRunFile, registerRunnerViews } from './views.ts';
+
+/** The runner's test seams: `api.test.runner`, present only when the extension runs under its tests. */
+export type RunnerTestApi = Omit<RunnerParts, 'ctx'>;
 
 export function registerRunner(ctx: BelayContext): void {
   const service = ctx.own(new RunnerService(ctx));
   const terminals = new Terminals();
   const tree = registerRunnerViews(ctx, service);
   const tests = ctx.own(new TaskTests(service, ctx));
-  const trajectories = ctx.own(
-    new TrajectoryPanels(ctx.extension.extensionUri, { openOutput: openRunFile, repeat: async (run) => void (await repeatRun(parts, run)) }, ctx.log),
-  );
+  const actions: TrajectoryActions = {
+    openOutput: openRunFile,
+    repeat: async (run) => {
+      await repeatRun(parts, run);
+    },
+  };
+  const trajectories = ctx.own(new TrajectoryPanels(ctx.extension.extensionUri, actions, ctx.log));
   const parts: RunnerParts = { ctx, service, terminals, tree, tests, trajectories };
   registerRunnerCommands(parts);
   ctx.own(vscode.tasks.registerTaskProvider(TASK_TYPE, belayTaskProvider(service)));

@@ -7,7 +7,7 @@ import { TASK_FOLDER } from './core/layout.ts';
 import type { Task } from './core/task.ts';
 import type { RunnerService } from './service.ts';
 
-export async function pickTask(service: RunnerService): Promise<Task | undefined> {
+async function pickTask(service: RunnerService): Promise<Task | undefined> {
   await service.refresh();
   if (service.tasks.length === 0) throw new Error(`there is no task in this workspace (${TASK_FOLDER})`);
   const picked = await vscode.window.showQuickPick(

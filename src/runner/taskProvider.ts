@@ -4,7 +4,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { TASK_FOLDER } from './core/layout.ts';
-import { failedTerminal, runInTerminal } from './launch.ts';
+import { failedTerminal, runInTerminal } from './terminal.ts';
 import type { RunnerService } from './service.ts';
 
 export const TASK_TYPE = 'belay';

@@ -7,8 +7,8 @@ import type { Agent } from './core/agents.ts';
 import { failureMessage, toTerminalNewlines } from './core/format.ts';
 import { configFileName, instructionFile, testScriptFile } from './core/layout.ts';
 import { brokenTaskLabel, type Task } from './core/task.ts';
-import { runWithOutput } from './launch.ts';
 import type { RunnerService } from './service.ts';
+import { runWithOutput } from './terminal.ts';
 
 /** What one task's test ended as (the Test API gives extensions no way to read results back). */
 export interface TaskTestReport {
