@@ -4,13 +4,13 @@ import * as http from 'node:http';
 import * as net from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import * as z from 'zod';
+import { errorMessage } from '../../shared/errors.ts';
 import { AgentProcess } from './agent-process.ts';
 import { shellPath, type Endpoint } from './backend.ts';
 import { RunFailure } from './events.ts';
 import { looksLikeSdk1Response } from './mismatch.ts';
 import type { AgentContext, AgentOutcome } from './protocol.ts';
 import { runFiles } from './records.ts';
-import { errorMessage } from '../../shared/errors.ts';
 
 export const HistoryEntrySchema = z.looseObject({
   step: z.number().int(),

@@ -3,12 +3,12 @@
 import { closeSync, existsSync, openSync, promises as fs, writeSync } from 'node:fs';
 import * as path from 'node:path';
 import * as z from 'zod';
+import { errorMessage } from '../../shared/errors.ts';
 import { runBounded } from '../../shared/process.ts';
 import { shellPath, type BackendSession } from './backend.ts';
 import type { Verification } from './records.ts';
 import { runFiles } from './records.ts';
 import { stageTests, type Task } from './task.ts';
-import { errorMessage } from '../../shared/errors.ts';
 
 const CtrfSchema = z.object({
   results: z.object({
