@@ -14,6 +14,7 @@ export class BelayContext implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   private readonly viewResolved = new vscode.EventEmitter<string>();
   private readonly resolved = new Set<string>();
+  private readonly testSeams: Record<string, unknown> = {};
 
   readonly extension: vscode.ExtensionContext;
 
@@ -58,11 +59,17 @@ export class BelayContext implements vscode.Disposable {
     this.viewResolved.fire(viewId);
   }
 
+  /** Offers a feature's test seams as `api.test[feature]`, only when running under Belay's integration tests. */
+  exposeForTests(feature: string, seams: unknown): void {
+    if (this.extension.extensionMode === vscode.ExtensionMode.Test) this.testSeams[feature] = seams;
+  }
+
   /** What `activate` returns: used by Belay's own integration tests and by other extensions. */
   get api(): BelayApi {
     return {
       resolvedViews: () => [...this.resolved],
       onDidResolveView: this.viewResolved.event,
+      ...(Object.keys(this.testSeams).length > 0 ? { test: { ...this.testSeams } } : {}),
     };
   }
 
@@ -80,4 +87,6 @@ export class BelayContext implements vscode.Disposable {
 export interface BelayApi {
   resolvedViews(): string[];
   onDidResolveView: vscode.Event<string>;
+  /** Each feature's test seams, by feature; present only in ExtensionMode.Test. */
+  test?: Readonly<Record<string, unknown>>;
 }

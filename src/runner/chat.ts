@@ -4,13 +4,14 @@
 // `.belay/micro-agents/<name>/` in the workspace folder, kept between chats.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { microAgentSecretTexts, resolveDir, terminalConfig, type MicroAgent } from './agents.ts';
-import { runNanobot, type NanobotEvent } from './core/nanobot.ts';
-import { ansi, sanitizeTerminalText } from './format.ts';
+import { errorMessage } from '../shared/errors.ts';
+import { resolveDir, terminalConfig, type MicroAgent } from './core/agents.ts';
+import { ansi, sanitizeTerminalText } from './core/format.ts';
+import type { NanobotEvent } from './core/nanobot.ts';
 import { BufferedTerminalOutput } from './terminal.ts';
 
 /** Media lines start with this; the link provider makes the path after it clickable. */
-export const MEDIA_PREFIX = 'media: ';
+const MEDIA_PREFIX = 'media: ';
 
 export interface ChatOptions {
   agent: MicroAgent;
@@ -30,9 +31,6 @@ export class ChatTerminal implements vscode.Pseudoterminal {
   readonly #options: ChatOptions;
   #line = '';
   #busy: AbortController | undefined;
-  readonly #turnEnded = new vscode.EventEmitter<void>();
-  /** Fires after each reply is complete (tests wait on it). */
-  readonly onDidEndTurn = this.#turnEnded.event;
 
   constructor(options: ChatOptions) {
     this.#options = options;
@@ -52,7 +50,6 @@ export class ChatTerminal implements vscode.Pseudoterminal {
 
   close(): void {
     this.#busy?.abort();
-    this.#turnEnded.dispose();
   }
 
   #print(text: string): void {
@@ -119,8 +116,10 @@ export class ChatTerminal implements vscode.Pseudoterminal {
         } else if (event.type === 'error') this.#print(ansi.red(`Error: ${sanitizeTerminalText(event.text)}${event.code ? ` [${event.code}]` : ''}\n`));
         else this.#options.log.debug(`micro-agent ${agent.name} [${event.level}]: ${event.text}`);
       };
+      // The nanobot runner (and the process layer under it) loads with the first message.
+      const { runNanobot } = await import('./core/nanobot.ts');
       const result = await runNanobot({
-        config: { ...config, command: config.command },
+        config,
         input: { text, workspace: this.#options.workspace, chatId: 'vscode', channel: 'vscode' },
         onEvent: show,
         signal: controller.signal,
@@ -128,11 +127,10 @@ export class ChatTerminal implements vscode.Pseudoterminal {
       if (controller.signal.aborted) this.#print(ansi.yellow('(stopped)\n'));
       this.#options.log.info(`micro-agent ${agent.name}: ${result.ok ? 'ok' : 'failed'} (exit ${result.exitCode ?? 'none'}) in ${resolveDir(agent.baseDir, agent.cwd)}`);
     } catch (error) {
-      this.#print(ansi.red(`Error: ${(error as Error).message}\n`));
+      this.#print(ansi.red(`Error: ${errorMessage(error)}\n`));
     } finally {
       this.#busy = undefined;
       this.#prompt();
-      this.#turnEnded.fire();
     }
   }
 
@@ -142,12 +140,7 @@ export class ChatTerminal implements vscode.Pseudoterminal {
   }
 }
 
-/** Secrets a micro-agent's env and provider keys refer to. */
-export function microAgentTexts(agent: MicroAgent): string[] {
-  return microAgentSecretTexts(agent);
-}
-
-/** Makes the `📎 /path` lines of chat terminals open the file. */
+/** Makes the media lines of chat terminals open their file. */
 export function mediaLinkProvider(isChat: (terminal: vscode.Terminal) => boolean): vscode.TerminalLinkProvider<vscode.TerminalLink & { file: string }> {
   return {
     provideTerminalLinks(context) {

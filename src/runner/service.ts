@@ -5,42 +5,41 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
+import { errorMessage } from '../shared/errors.ts';
 import {
+  AGENTS_FILE,
   AgentSchema,
   expandCommand,
-  fillEnv,
   MicroAgentSchema,
   parseAgentsFile,
   parseList,
   resolveDir,
-  secretNames,
   uniqueByName,
   type Agent,
   type MicroAgent,
-} from './agents.ts';
-import { localBackend, sandboxBackend, SandboxUnavailableError, type Backend } from './core/backend.ts';
+} from './core/agents.ts';
+import type { Backend } from './core/backend.ts';
 import type { RunEvent } from './core/events.ts';
+import { listRuns, runsByTask, type PastRun } from './core/history.ts';
+import { TASK_MARKER_FILES } from './core/layout.ts';
 import type { RunResult } from './core/records.ts';
-import { newRunId, runTask } from './core/run.ts';
+import { RunsFolderWatcher } from './core/runsWatcher.ts';
+import { fillEnv, secretNames } from './core/secrets.ts';
 import { discoverTasks, type Task, type TaskError } from './core/task.ts';
-import { listRuns, ORIGIN_FILE, runsByTask, type PastRun, type RunOrigin } from './history.ts';
-import { RunsFolderWatcher } from './runsWatcher.ts';
 
-export const AGENTS_FILE = 'belay-agents.json';
-export const SECRET_PREFIX = 'belay.secret.';
+/** Where SecretStorage keeps agent secrets: this prefix, then the name settings refer to. */
+const SECRET_PREFIX = 'belay.secret.';
 
 export interface ActiveRun {
   id: string;
   task: Task;
   agent: Agent;
   controller: AbortController;
-  startedAt: number;
 }
 
 export interface StartOptions {
   onEvent?: (event: RunEvent) => void;
   signal?: AbortSignal;
-  startedBy: RunOrigin['startedBy'];
 }
 
 interface FileAgents {
@@ -50,17 +49,15 @@ interface FileAgents {
 }
 
 /** Thrown when a run is refused before it starts (trust, secrets, sandbox). */
-export class RunRefusedError extends Error {
+class RunRefusedError extends Error {
   override name = 'RunRefusedError';
 }
 
 export class RunnerService implements vscode.Disposable {
   readonly #ctx: BelayContext;
   readonly #changed = new vscode.EventEmitter<void>();
-  /** Fires when tasks, agents, history or active runs change. */
+  /** Fires when tasks, agents, history, active runs or trust change. */
   readonly onDidChange = this.#changed.event;
-  readonly #runFinished = new vscode.EventEmitter<RunResult>();
-  readonly onDidFinishRun = this.#runFinished.event;
   readonly #disposables: vscode.Disposable[] = [];
   #tasks: Task[] = [];
   #taskErrors: TaskError[] = [];
@@ -82,7 +79,7 @@ export class RunnerService implements vscode.Disposable {
       const soon = () => this.refreshSoon();
       into.push(watcher, watcher.onDidCreate(soon), watcher.onDidChange(soon), watcher.onDidDelete(soon));
     };
-    watch('**/{task.toml,task.yaml,instruction.md,run-tests.sh}');
+    watch(`**/{${TASK_MARKER_FILES.join(',')}}`);
     watch(`**/${AGENTS_FILE}`);
     // A removed folder is reported as itself, not as the task files inside it.
     const deletions = vscode.workspace.createFileSystemWatcher('**/*', true, true, false);
@@ -100,7 +97,7 @@ export class RunnerService implements vscode.Disposable {
       for (const d of runWatchers.splice(0)) d.dispose();
       this.#nodeWatchers = [];
       for (const folder of this.#folders()) {
-        const runsDir = path.resolve(folder, ctx.config.get('runner.runsDir', vscode.Uri.file(folder)));
+        const runsDir = this.#runsDirOf(folder);
         watch(new vscode.RelativePattern(vscode.Uri.file(runsDir), '*/result.json'), runWatchers);
         const nodeWatcher = new RunsFolderWatcher(runsDir, () => this.refreshSoon());
         nodeWatcher.start();
@@ -113,13 +110,12 @@ export class RunnerService implements vscode.Disposable {
     this.#disposables.push(vscode.workspace.onDidChangeWorkspaceFolders(watchRuns), ctx.config.onDidChange('runner.runsDir', watchRuns));
     this.#disposables.push(
       vscode.workspace.onDidChangeWorkspaceFolders(() => this.refreshSoon()),
-      vscode.workspace.onDidGrantWorkspaceTrust(() => this.#changed.fire()),
+      ctx.trust.onDidGrant(() => this.#changed.fire()),
       ctx.config.onDidChange(['agents', 'microAgents', 'runner.backend', 'runner.runsDir'], () => {
         this.#sandbox = undefined;
         this.refreshSoon();
       }),
       this.#changed,
-      this.#runFinished,
     );
   }
 
@@ -145,34 +141,40 @@ export class RunnerService implements vscode.Disposable {
   }
 
   get agents(): Agent[] {
-    const folder = this.#folders()[0] ?? process.cwd();
-    const fromSettings = parseList(this.#ctx.config.get('agents'), AgentSchema, 'setting belay.agents', folder);
-    return uniqueByName([fromSettings.items, this.#fileAgents.agents]);
+    return uniqueByName([this.#agentSettings().items, this.#fileAgents.agents]);
   }
   get microAgents(): MicroAgent[] {
-    const folder = this.#folders()[0] ?? process.cwd();
-    const fromSettings = parseList(this.#ctx.config.get('microAgents'), MicroAgentSchema, 'setting belay.microAgents', folder);
-    return uniqueByName([fromSettings.items, this.#fileAgents.microAgents]);
+    return uniqueByName([this.#microAgentSettings().items, this.#fileAgents.microAgents]);
   }
-  /** Mistakes in agent settings or files, one line each (shown in the log and the pickers). */
-  get agentProblems(): string[] {
-    const folder = this.#folders()[0] ?? process.cwd();
-    return [
-      ...parseList(this.#ctx.config.get('agents'), AgentSchema, 'setting belay.agents', folder).problems,
-      ...parseList(this.#ctx.config.get('microAgents'), MicroAgentSchema, 'setting belay.microAgents', folder).problems,
-      ...this.#fileAgents.problems,
-    ];
+  /** Mistakes in agent settings or files, one line each (for the log). */
+  #agentProblems(): string[] {
+    return [...this.#agentSettings().problems, ...this.#microAgentSettings().problems, ...this.#fileAgents.problems];
+  }
+
+  #agentSettings() {
+    return parseList(this.#ctx.config.get('agents'), AgentSchema, 'setting belay.agents', this.#firstFolder());
+  }
+  #microAgentSettings() {
+    return parseList(this.#ctx.config.get('microAgents'), MicroAgentSchema, 'setting belay.microAgents', this.#firstFolder());
   }
 
   #folders(): string[] {
     return (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
   }
+  /** Where agents from settings run (their commands are relative to it). */
+  #firstFolder(): string {
+    return this.#folders()[0] ?? process.cwd();
+  }
+
+  /** The runs folder setting of one workspace folder, resolved against it. */
+  #runsDirOf(folder: string): string {
+    return path.resolve(folder, this.#ctx.config.get('runner.runsDir', vscode.Uri.file(folder)));
+  }
 
   /** The runs folder of the workspace folder that holds `dir` (the first folder otherwise). */
   runsDirFor(dir: string): string {
     const folders = this.#folders();
-    const folder = folders.find((f) => dir === f || dir.startsWith(f + path.sep)) ?? folders[0] ?? path.dirname(dir);
-    return path.resolve(folder, this.#ctx.config.get('runner.runsDir', vscode.Uri.file(folder)));
+    return this.#runsDirOf(folders.find((f) => dir === f || dir.startsWith(f + path.sep)) ?? folders[0] ?? path.dirname(dir));
   }
 
   refreshSoon(): void {
@@ -192,7 +194,7 @@ export class RunnerService implements vscode.Disposable {
         try {
           await this.#load();
         } catch (error) {
-          this.#ctx.log.error(`runner: could not read the workspace: ${(error as Error).message}`);
+          this.#ctx.log.error(`runner: could not read the workspace: ${errorMessage(error)}`);
         }
       } while (this.#refreshAgain);
     })().finally(() => {
@@ -204,7 +206,7 @@ export class RunnerService implements vscode.Disposable {
   async #load(): Promise<void> {
     const folders = this.#folders();
     const { tasks, errors } = await discoverTasks(folders);
-    const runsDirs = [...new Set(folders.map((f) => path.resolve(f, this.#ctx.config.get('runner.runsDir', vscode.Uri.file(f)))))];
+    const runsDirs = [...new Set(folders.map((f) => this.#runsDirOf(f)))];
     const runs = (await Promise.all(runsDirs.map((d) => listRuns(d)))).flat();
     runs.sort((a, b) => b.result.started_at.localeCompare(a.result.started_at));
     const fileAgents: FileAgents = { agents: [], microAgents: [], problems: [] };
@@ -216,7 +218,7 @@ export class RunnerService implements vscode.Disposable {
         fileAgents.microAgents.push(...parsed.microAgents.items);
         fileAgents.problems.push(...parsed.agents.problems, ...parsed.microAgents.problems);
       } catch (error) {
-        fileAgents.problems.push(`${uri.fsPath}: ${(error as Error).message}`);
+        fileAgents.problems.push(`${uri.fsPath}: ${errorMessage(error)}`);
       }
     }
     for (const watcher of this.#nodeWatchers) watcher.start();
@@ -224,7 +226,7 @@ export class RunnerService implements vscode.Disposable {
     this.#taskErrors = errors;
     this.#runs = runs;
     this.#fileAgents = fileAgents;
-    for (const problem of [...errors.map((e) => e.message), ...this.agentProblems]) this.#ctx.log.warn(`runner: ${problem}`);
+    for (const problem of [...errors.map((e) => e.message), ...this.#agentProblems()]) this.#ctx.log.warn(`runner: ${problem}`);
     this.#loaded = true;
     void vscode.commands.executeCommand('setContext', 'belay.tasks.empty', tasks.length === 0 && errors.length === 0);
     void vscode.commands.executeCommand('setContext', 'belay.tasks.loaded', true);
@@ -239,14 +241,6 @@ export class RunnerService implements vscode.Disposable {
     return this.agents.find((a) => a.name === name);
   }
 
-  /** Why nothing can run here, or undefined. */
-  refusal(): string | undefined {
-    if (!vscode.workspace.isTrusted) {
-      return 'This workspace is not trusted, so Belay runs no agent, task or micro-agent here. Trust it with "Manage Workspace Trust" to run them.';
-    }
-    return undefined;
-  }
-
   /** Secrets named by `${secret:…}` in these texts, read from SecretStorage. */
   async secretsFor(texts: string[]): Promise<Map<string, string>> {
     const secrets = new Map<string, string>();
@@ -257,7 +251,15 @@ export class RunnerService implements vscode.Disposable {
     return secrets;
   }
 
+  /** Stores a secret agents refer to as `${secret:NAME}`; an empty value removes it. */
+  async storeSecret(name: string, value: string): Promise<void> {
+    if (value === '') await this.#ctx.extension.secrets.delete(SECRET_PREFIX + name);
+    else await this.#ctx.extension.secrets.store(SECRET_PREFIX + name, value);
+  }
+
   async #backend(): Promise<Backend> {
+    // The backends (and the process layer under them) load with the first run, not at activation.
+    const { localBackend, sandboxBackend, SandboxUnavailableError } = await import('./core/backend.ts');
     if (this.#ctx.config.get('runner.backend') === 'local') return localBackend();
     // Agents read the workspace, and `${node}` is the editor's own runtime: both stay visible in
     // the sandbox even where they live under /tmp (which the sandbox replaces).
@@ -274,18 +276,19 @@ export class RunnerService implements vscode.Disposable {
   }
 
   /** Runs `agent` on `task`; resolves with the result (also when the run failed or was stopped). */
-  async start(task: Task, agent: Agent, options: StartOptions): Promise<RunResult> {
-    const refusal = this.refusal();
+  async start(task: Task, agent: Agent, options: StartOptions = {}): Promise<RunResult> {
+    const refusal = this.#ctx.trust.refusal('runAgents');
     if (refusal) throw new RunRefusedError(refusal);
     const secrets = await this.secretsFor(Object.values(agent.env));
     const env = fillEnv(agent.env, secrets, `agent '${agent.name}'`);
     const backend = await this.#backend();
+    const { newRunId, runTask } = await import('./core/run.ts');
     const runId = newRunId(task.name);
     const controller = new AbortController();
     const abort = () => controller.abort();
     if (options.signal?.aborted) controller.abort();
     options.signal?.addEventListener('abort', abort);
-    const active: ActiveRun = { id: runId, task, agent, controller, startedAt: Date.now() };
+    const active: ActiveRun = { id: runId, task, agent, controller };
     this.#active.set(runId, active);
     this.#changed.fire();
     const runsDir = this.runsDirFor(task.dir);
@@ -296,6 +299,7 @@ export class RunnerService implements vscode.Disposable {
         agentCommand: expandCommand(agent.command, process.execPath, agent.baseDir),
         agentCwd: resolveDir(agent.baseDir, agent.cwd),
         protocol: agent.protocol,
+        agentName: agent.name,
         backend,
         runsDir,
         runId,
@@ -303,26 +307,16 @@ export class RunnerService implements vscode.Disposable {
         limits: { maxSteps: this.#ctx.config.get('runner.maxSteps') },
         signal: controller.signal,
         onEvent: (event) => {
-          if (event.type === 'run-started') void this.#writeOrigin(event.runDir, { agent: agent.name, startedBy: options.startedBy });
           if (event.type === 'agent-log') this.#ctx.log.trace(`[${task.name}] ${event.chunk.trimEnd()}`);
           options.onEvent?.(event);
         },
       });
       this.#ctx.log.info(`runner: ${task.name} ${result.passed ? 'passed' : `failed (${result.failure_cause}: ${result.error ?? ''})`}`);
-      this.#runFinished.fire(result);
       return result;
     } finally {
       options.signal?.removeEventListener('abort', abort);
       this.#active.delete(runId);
       await this.refresh();
-    }
-  }
-
-  async #writeOrigin(runDir: string, origin: RunOrigin): Promise<void> {
-    try {
-      await fs.writeFile(path.join(runDir, ORIGIN_FILE), JSON.stringify(origin) + '\n');
-    } catch (error) {
-      this.#ctx.log.warn(`runner: could not note the run's agent: ${(error as Error).message}`);
     }
   }
 
@@ -343,4 +337,3 @@ export class RunnerService implements vscode.Disposable {
     for (const d of this.#disposables.splice(0)) d.dispose();
   }
 }
-

@@ -3,9 +3,9 @@
 // The task's terminal shows the run live and closes with exit code 0 (passed) or 1.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { TASK_FOLDER } from './core/layout.ts';
+import { failedTerminal, runInTerminal } from './terminal.ts';
 import type { RunnerService } from './service.ts';
-import { OutputTerminal } from './terminal.ts';
-import { EventFormatter } from './format.ts';
 
 export const TASK_TYPE = 'belay';
 
@@ -26,23 +26,14 @@ export function belayTaskProvider(service: RunnerService): vscode.TaskProvider {
       `${definition.task} with ${definition.agent}`,
       TASK_TYPE,
       new vscode.CustomExecution(async () => {
-        const stop = new AbortController();
-        const pty = new OutputTerminal({ closeWhenDone: true, onStop: () => stop.abort() });
         const found = service.findTask(definition.task);
+        if (!found) return failedTerminal(`no task '${definition.task}' in this workspace (${TASK_FOLDER})`);
         const agent = service.findAgent(definition.agent);
-        const formatter = new EventFormatter();
-        void (async () => {
-          try {
-            if (!found) throw new Error(`no task '${definition.task}' in this workspace (a folder with task.toml or task.yaml)`);
-            if (!agent) throw new Error(`no agent named '${definition.agent}' (see the belay.agents setting)`);
-            const result = await service.start(found, agent, { startedBy: 'task', signal: stop.signal, onEvent: (e) => pty.write(formatter.format(e)) });
-            pty.end(result.passed ? 0 : 1);
-          } catch (error) {
-            pty.write(`\x1b[31mBelay: ${(error as Error).message}\x1b[0m\n`);
-            pty.end(2);
-          }
-        })();
-        return pty;
+        if (!agent) return failedTerminal(`no agent named '${definition.agent}' (see the belay.agents setting)`);
+        const run = runInTerminal(service, found, agent, { closeWhenDone: true });
+        // A run that could not start says why in its terminal, which closes with exit code 2.
+        run.result.catch(() => undefined);
+        return run.pty;
       }),
     );
     task.detail = 'Belay: run an agent on a task';

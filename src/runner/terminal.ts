@@ -1,23 +1,51 @@
 // The live agent terminal: a Pseudoterminal that shows a run's events as they come. Writes are
 // buffered until VS Code opens it, `\n` becomes `\r\n`, and it closes with the run's exit code.
 // Ctrl+C (or closing the terminal) stops the run. Terminals are created through a factory that
-// tests replace to read what was written.
+// tests replace to read what was written. Every entry point starts its run through here: in a
+// terminal (the commands, a repeat from the trajectory view, the `belay` task type) or, for Test
+// Explorer, as the same text without a terminal.
 import * as vscode from 'vscode';
-import { toTerminalNewlines } from './format.ts';
+import { errorMessage } from '../shared/errors.ts';
+import type { Agent } from './core/agents.ts';
+import { ansi, EventFormatter, toTerminalNewlines } from './core/format.ts';
+import type { RunResult } from './core/records.ts';
+import type { Task } from './core/task.ts';
+import type { RunnerService } from './service.ts';
 
 export interface TerminalFactory {
   (options: { name: string; pty: vscode.Pseudoterminal; iconPath?: vscode.ThemeIcon }): vscode.Terminal | undefined;
 }
 
-export const createRealTerminal: TerminalFactory = ({ name, pty, iconPath }) => {
+const createRealTerminal: TerminalFactory = ({ name, pty, iconPath }) => {
   const terminal = vscode.window.createTerminal({ name, pty, iconPath, isTransient: true });
   terminal.show(true);
   return terminal;
 };
 
+/** Makes the runner's terminals (runs and chats) and knows which ones are chats. */
+export class Terminals {
+  /** Replaced by Belay's integration tests, which read the pseudoterminals instead. */
+  create: TerminalFactory = createRealTerminal;
+  readonly #chats = new WeakSet<vscode.Terminal>();
+
+  openRun(name: string, pty: vscode.Pseudoterminal): vscode.Terminal | undefined {
+    return this.create({ name, pty, iconPath: new vscode.ThemeIcon('beaker') });
+  }
+
+  openChat(name: string, pty: vscode.Pseudoterminal): vscode.Terminal | undefined {
+    const terminal = this.create({ name, pty, iconPath: new vscode.ThemeIcon('comment-discussion') });
+    if (terminal) this.#chats.add(terminal);
+    return terminal;
+  }
+
+  isChat(terminal: vscode.Terminal): boolean {
+    return this.#chats.has(terminal);
+  }
+}
+
 /**
  * What a Pseudoterminal writes: held until VS Code opens the terminal, `\n` turned into `\r\n`,
- * and a bounded transcript kept for tests and copying.
+ * and a transcript kept up to `transcriptLimit` characters (the chat's, which tests read).
  */
 export class BufferedTerminalOutput implements vscode.Disposable {
   readonly #emitter = new vscode.EventEmitter<string>();
@@ -64,8 +92,8 @@ export interface OutputTerminalOptions {
 }
 
 export class OutputTerminal implements vscode.Pseudoterminal {
-  /** Everything written, for tests and for "copy the run" (bounded). */
-  readonly #output = new BufferedTerminalOutput(2_000_000);
+  /** No transcript: the run folder keeps everything, and tests read the pseudoterminal itself. */
+  readonly #output = new BufferedTerminalOutput(0);
   readonly #close = new vscode.EventEmitter<number | void>();
   readonly onDidWrite = this.#output.onDidWrite;
   readonly onDidClose = this.#close.event;
@@ -76,13 +104,6 @@ export class OutputTerminal implements vscode.Pseudoterminal {
 
   constructor(options: OutputTerminalOptions) {
     this.#options = options;
-  }
-
-  get transcript(): string {
-    return this.#output.transcript;
-  }
-  get finished(): boolean {
-    return this.#exitCode !== undefined;
   }
 
   open(): void {
@@ -135,4 +156,62 @@ export class OutputTerminal implements vscode.Pseudoterminal {
     this.#output.dispose();
     this.#close.dispose();
   }
+}
+
+export interface OutputOptions {
+  signal?: AbortSignal;
+  /** Receives the run as terminal text (ANSI colours, `\n` newlines). */
+  write(text: string): void;
+}
+
+/** Runs `agent` on `task`, writing its events as text; resolves with the result. */
+export function runWithOutput(service: RunnerService, task: Task, agent: Agent, options: OutputOptions): Promise<RunResult> {
+  const formatter = new EventFormatter();
+  return service.start(task, agent, {
+    signal: options.signal,
+    onEvent: (event) => {
+      const text = formatter.format(event);
+      if (text !== '') options.write(text);
+    },
+  });
+}
+
+export interface TerminalRun {
+  /** Give it to VS Code as a terminal: it holds what the run writes until it is opened. */
+  pty: OutputTerminal;
+  /** Rejects when the run could not start (the reason is also written in the terminal). */
+  result: Promise<RunResult>;
+}
+
+/**
+ * Starts a run shown in a live terminal. Ctrl+C or closing the terminal stops it; it ends with
+ * exit code 0 (passed), 1 (failed) or 2 (could not run). `closeWhenDone`: close at once (tasks)
+ * or wait for a key (runs started by a person, who reads the result).
+ */
+export function runInTerminal(service: RunnerService, task: Task, agent: Agent, options: { closeWhenDone: boolean }): TerminalRun {
+  const stop = new AbortController();
+  const pty = new OutputTerminal({ closeWhenDone: options.closeWhenDone, onStop: () => stop.abort() });
+  const result = runWithOutput(service, task, agent, { signal: stop.signal, write: (text) => pty.write(text) }).then(
+    (done) => {
+      pty.end(done.passed ? 0 : 1);
+      return done;
+    },
+    (error: unknown) => {
+      endWithError(pty, error);
+      throw error;
+    },
+  );
+  return { pty, result };
+}
+
+/** A terminal that only says why a run could not start, and ends with exit code 2. */
+export function failedTerminal(reason: string): OutputTerminal {
+  const pty = new OutputTerminal({ closeWhenDone: true });
+  endWithError(pty, reason);
+  return pty;
+}
+
+function endWithError(pty: OutputTerminal, error: unknown): void {
+  pty.write(`${ansi.red(`Belay: ${errorMessage(error)}`)}\n`);
+  pty.end(2);
 }

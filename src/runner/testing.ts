@@ -1,10 +1,14 @@
 // Test Explorer: one test item per task, one run profile per configured agent. A run carries
 // the failure cause and the tests' output as the message, the duration, and the live output.
 import * as vscode from 'vscode';
-import type { Agent } from './agents.ts';
-import type { Task } from './core/task.ts';
-import { EventFormatter, failureMessage, toTerminalNewlines } from './format.ts';
+import type { BelayContext } from '../context.ts';
+import { errorMessage } from '../shared/errors.ts';
+import type { Agent } from './core/agents.ts';
+import { failureMessage, toTerminalNewlines } from './core/format.ts';
+import { configFileName, instructionFile, testScriptFile } from './core/layout.ts';
+import { brokenTaskLabel, type Task } from './core/task.ts';
 import type { RunnerService } from './service.ts';
+import { runWithOutput } from './terminal.ts';
 
 /** What one task's test ended as (the Test API gives extensions no way to read results back). */
 export interface TaskTestReport {
@@ -19,16 +23,14 @@ export class TaskTests implements vscode.Disposable {
   readonly #reported = new vscode.EventEmitter<TaskTestReport>();
   readonly onDidReport = this.#reported.event;
   readonly #service: RunnerService;
-  readonly #concurrency: () => number;
-  readonly #log: vscode.LogOutputChannel;
+  readonly #ctx: BelayContext;
   #profiles: vscode.TestRunProfile[] = [];
   #profileKey = '';
   readonly #subscription: vscode.Disposable;
 
-  constructor(service: RunnerService, concurrency: () => number, log: vscode.LogOutputChannel) {
+  constructor(service: RunnerService, ctx: BelayContext) {
     this.#service = service;
-    this.#concurrency = concurrency;
-    this.#log = log;
+    this.#ctx = ctx;
     this.controller = vscode.tests.createTestController('belay.tasks', 'Belay Tasks');
     this.controller.refreshHandler = () => this.#service.refresh();
     this.controller.resolveHandler = async (item) => {
@@ -42,17 +44,18 @@ export class TaskTests implements vscode.Disposable {
   sync(): void {
     const items: vscode.TestItem[] = [];
     for (const task of this.#service.tasks) {
-      const item = this.controller.createTestItem(task.dir, task.name, vscode.Uri.file(`${task.dir}/${task.layout === 'legacy' ? 'task.yaml' : 'instruction.md'}`));
-      item.description = task.layout === 'legacy' ? 'task.yaml' : undefined;
+      const item = this.controller.createTestItem(task.dir, task.name, vscode.Uri.file(instructionFile(task)));
+      item.description = task.layout === 'legacy' ? configFileName(task.layout) : undefined;
       items.push(item);
     }
     for (const error of this.#service.taskErrors) {
-      const item = this.controller.createTestItem(`broken:${error.file}`, error.file.split('/').slice(-2, -1)[0] ?? error.file, vscode.Uri.file(error.file));
+      const item = this.controller.createTestItem(`broken:${error.file}`, brokenTaskLabel(error), vscode.Uri.file(error.file));
       item.error = error.message;
       items.push(item);
     }
     this.controller.items.replace(items);
-    const agents = vscode.workspace.isTrusted ? this.#service.agents : [];
+    // An untrusted workspace offers no way to run: no profile.
+    const agents = this.#ctx.trust.trusted ? this.#service.agents : [];
     const key = JSON.stringify(agents.map((a) => [a.name, a.protocol]));
     if (key === this.#profileKey) return;
     this.#profileKey = key;
@@ -92,7 +95,7 @@ export class TaskTests implements vscode.Disposable {
         for (const { item } of queue) run.errored(item, new vscode.TestMessage(`the agent '${agentName}' is no longer configured`));
         return;
       }
-      const refusal = this.#service.refusal();
+      const refusal = this.#ctx.trust.refusal('runAgents');
       if (refusal) {
         for (const { item } of queue) run.errored(item, new vscode.TestMessage(refusal));
         return;
@@ -108,7 +111,7 @@ export class TaskTests implements vscode.Disposable {
           await this.#runOne(run, item, task, agent, stop.signal);
         }
       };
-      const workers = Math.max(1, Math.min(this.#concurrency(), queue.length));
+      const workers = Math.max(1, Math.min(this.#ctx.config.get('runner.concurrency'), queue.length));
       await Promise.all(Array.from({ length: workers }, worker));
     } finally {
       cancel.dispose();
@@ -118,16 +121,8 @@ export class TaskTests implements vscode.Disposable {
 
   async #runOne(run: vscode.TestRun, item: vscode.TestItem, task: Task, agent: Agent, signal: AbortSignal): Promise<void> {
     run.started(item);
-    const formatter = new EventFormatter();
     try {
-      const result = await this.#service.start(task, agent, {
-        startedBy: 'test-explorer',
-        signal,
-        onEvent: (event) => {
-          const text = formatter.format(event);
-          if (text !== '') run.appendOutput(toTerminalNewlines(text), undefined, item);
-        },
-      });
+      const result = await runWithOutput(this.#service, task, agent, { signal, write: (text) => run.appendOutput(toTerminalNewlines(text), undefined, item) });
       const durationMs = result.duration_sec * 1000;
       if (result.passed) {
         run.passed(item, durationMs);
@@ -138,14 +133,15 @@ export class TaskTests implements vscode.Disposable {
       } else {
         const text = failureMessage(result);
         const message = new vscode.TestMessage(text);
-        message.location = new vscode.Location(vscode.Uri.file(`${task.dir}/${task.layout === 'legacy' ? 'run-tests.sh' : 'tests/test.sh'}`), new vscode.Position(0, 0));
+        message.location = new vscode.Location(vscode.Uri.file(testScriptFile(task)), new vscode.Position(0, 0));
         run.failed(item, message, durationMs);
         this.#reported.fire({ id: item.id, state: 'failed', message: text, durationMs });
       }
     } catch (error) {
-      this.#log.error(`runner: ${task.name}: ${(error as Error).message}`);
-      run.errored(item, new vscode.TestMessage((error as Error).message));
-      this.#reported.fire({ id: item.id, state: 'errored', message: (error as Error).message });
+      const message = errorMessage(error);
+      this.#ctx.log.error(`runner: ${task.name}: ${message}`);
+      run.errored(item, new vscode.TestMessage(message));
+      this.#reported.fire({ id: item.id, state: 'errored', message });
     }
   }
 

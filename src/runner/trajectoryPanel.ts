@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { runFiles } from './core/records.ts';
-import { readBounded, readTrajectory, listRuns, type PastRun } from './history.ts';
+import { readBounded, readTrajectory, listRuns, type PastRun } from './core/history.ts';
 import { webviewHtml, webviewOptions } from '../ui/webviewHtml.ts';
 import { toHostSchema, type ToWebview, type TrajectoryStep } from '../webviews/trajectory/protocol.ts';
 
@@ -116,7 +116,7 @@ export class TrajectoryPanels implements vscode.Disposable {
       run: {
         runId: r.run_id,
         task: r.task_name,
-        agent: run.origin?.agent ?? null,
+        agent: r.agent ?? null,
         protocol: r.protocol,
         backend: r.backend,
         startedAt: r.started_at,

@@ -1,11 +1,13 @@
 // The Tasks view: each task with its past runs (result, reward, steps, time, cause), each run
 // with its steps (command, exit code; selecting one opens its full output read-only).
-import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { errorMessage } from '../shared/errors.ts';
+import type { Trust } from '../trust.ts';
+import { formatDuration, round } from './core/format.ts';
+import { readTrajectory, type PastRun, type StepView } from './core/history.ts';
+import { configFileName } from './core/layout.ts';
 import type { RunResult } from './core/records.ts';
-import type { Task, TaskError } from './core/task.ts';
-import { formatDuration, round } from './format.ts';
-import { readTrajectory, type PastRun, type StepView } from './history.ts';
+import { brokenTaskLabel, type Task, type TaskError } from './core/task.ts';
 import type { RunnerService } from './service.ts';
 
 export type TaskNode =
@@ -20,12 +22,14 @@ const RUNS_SHOWN = 20;
 
 export class TasksTree implements vscode.TreeDataProvider<TaskNode>, vscode.Disposable {
   readonly #service: RunnerService;
+  readonly #trust: Trust;
   readonly #changed = new vscode.EventEmitter<TaskNode | undefined>();
   readonly onDidChangeTreeData = this.#changed.event;
   readonly #onResolved: () => void;
 
-  constructor(service: RunnerService, onResolved: () => void) {
+  constructor(service: RunnerService, trust: Trust, onResolved: () => void) {
     this.#service = service;
+    this.#trust = trust;
     this.#onResolved = onResolved;
   }
 
@@ -38,7 +42,7 @@ export class TasksTree implements vscode.TreeDataProvider<TaskNode>, vscode.Disp
       case 'task':
         return this.#taskItem(node.task);
       case 'broken': {
-        const item = new vscode.TreeItem(path.basename(path.dirname(node.error.file)) || node.error.file);
+        const item = new vscode.TreeItem(brokenTaskLabel(node.error));
         item.iconPath = new vscode.ThemeIcon('warning', new vscode.ThemeColor('problemsWarningIcon.foreground'));
         item.description = 'broken task';
         item.tooltip = node.error.message;
@@ -71,11 +75,11 @@ export class TasksTree implements vscode.TreeDataProvider<TaskNode>, vscode.Disp
     } else {
       item.iconPath = last ? resultIcon(last) : new vscode.ThemeIcon('beaker');
       const passed = runs.filter((r) => r.result.passed).length;
-      item.description = runs.length > 0 ? `${passed}/${runs.length} passed` : task.layout === 'legacy' ? 'task.yaml' : '';
+      item.description = runs.length > 0 ? `${passed}/${runs.length} passed` : task.layout === 'legacy' ? configFileName(task.layout) : '';
       item.contextValue = 'belay.task';
     }
     const tooltip = new vscode.MarkdownString(undefined, true);
-    tooltip.appendMarkdown(`**${escapeMd(task.name)}** (${task.layout === 'legacy' ? 'task.yaml' : 'task.toml'} layout)\n\n`);
+    tooltip.appendMarkdown(`**${escapeMd(task.name)}** (${configFileName(task.layout)} layout)\n\n`);
     tooltip.appendText(task.instruction.slice(0, 400));
     item.tooltip = tooltip;
     item.resourceUri = vscode.Uri.file(task.dir);
@@ -84,6 +88,11 @@ export class TasksTree implements vscode.TreeDataProvider<TaskNode>, vscode.Disp
   }
 
   async getChildren(node?: TaskNode): Promise<TaskNode[]> {
+    if (!this.#trust.trusted) {
+      // Empty, so the view's welcome content says why nothing runs here.
+      this.#onResolved();
+      return [];
+    }
     if (!node) {
       if (!this.#service.loaded) await this.#service.refresh();
       this.#onResolved();
@@ -104,7 +113,7 @@ export class TasksTree implements vscode.TreeDataProvider<TaskNode>, vscode.Disp
         const { steps } = await readTrajectory(node.run.result.run_dir);
         return steps.map((step): TaskNode => ({ kind: 'step', run: node.run.result, step }));
       } catch (error) {
-        return [{ kind: 'note', text: `No steps: ${(error as Error).message}` }];
+        return [{ kind: 'note', text: `No steps: ${errorMessage(error)}` }];
       }
     }
     return [];
@@ -123,7 +132,7 @@ function escapeMd(text: string): string {
   return text.replace(/[\\`*_{}[\]()#+\-.!|<>]/g, '\\$&');
 }
 
-export function resultIcon(result: RunResult): vscode.ThemeIcon {
+function resultIcon(result: RunResult): vscode.ThemeIcon {
   if (result.passed) return new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed'));
   if (result.failure_cause === 'aborted') return new vscode.ThemeIcon('circle-slash', new vscode.ThemeColor('testing.iconSkipped'));
   return new vscode.ThemeIcon('error', new vscode.ThemeColor('testing.iconFailed'));
@@ -138,10 +147,10 @@ function runItem(run: PastRun): vscode.TreeItem {
   item.iconPath = resultIcon(r);
   const facts = [`reward ${round(r.reward)}`, `${r.steps} step${r.steps === 1 ? '' : 's'}`, formatDuration(r.duration_sec * 1000)];
   if (r.failure_cause) facts.push(r.failure_cause);
-  if (run.origin) facts.push(run.origin.agent);
+  if (r.agent !== undefined) facts.push(r.agent);
   item.description = facts.join(' · ');
-  item.tooltip = `${r.passed ? 'Passed' : `Failed: ${r.failure_cause ?? ''}${r.error ? ` — ${r.error}` : ''}`}\n${r.protocol}, ${r.backend}${run.origin ? `, agent ${run.origin.agent}` : ''}\n${r.run_dir}`;
-  item.contextValue = run.origin ? 'belay.run.repeatable' : 'belay.run';
+  item.tooltip = `${r.passed ? 'Passed' : `Failed: ${r.failure_cause ?? ''}${r.error ? ` — ${r.error}` : ''}`}\n${r.protocol}, ${r.backend}${r.agent !== undefined ? `, agent ${r.agent}` : ''}\n${r.run_dir}`;
+  item.contextValue = r.agent !== undefined ? 'belay.run.repeatable' : 'belay.run';
   item.command = { command: 'belay.runner.openTrajectory', title: 'Open Trajectory', arguments: [{ kind: 'run', run }] };
   return item;
 }

@@ -2,9 +2,10 @@ import * as assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { RunnerHooks } from '../../src/runner/index.ts';
-import type { RunResult } from '../../src/runner/core/records.ts';
 import type { ChatTerminal } from '../../src/runner/chat.ts';
+import type { RunResult } from '../../src/runner/core/records.ts';
+import type { RunnerTestApi } from '../../src/runner/index.ts';
+import type { TerminalFactory } from '../../src/runner/terminal.ts';
 import type { TaskTestReport } from '../../src/runner/testing.ts';
 import { activateBelay, waitFor } from './helpers.ts';
 
@@ -41,36 +42,38 @@ function record(pty: vscode.Pseudoterminal): { text: () => string; changed: vsco
 }
 
 suite('Belay runner', () => {
-  let hooks: RunnerHooks;
+  let runner: RunnerTestApi;
   const made: Made[] = [];
-  let realFactory: RunnerHooks['createTerminal'];
+  let realFactory: TerminalFactory;
   const workspace = () => vscode.workspace.workspaceFolders![0]!.uri.fsPath;
 
   suiteSetup(async () => {
-    await activateBelay();
-    hooks = (await vscode.commands.executeCommand('belay.runner.testHooks')) as RunnerHooks;
-    realFactory = hooks.createTerminal;
-    hooks.createTerminal = ({ name, pty }) => {
+    const { api } = await activateBelay();
+    // The runner's test seams are part of the API only when the extension runs under these tests.
+    assert.ok(api.test?.runner, 'the API has no runner test seams (is the extension in test mode?)');
+    runner = api.test.runner as RunnerTestApi;
+    realFactory = runner.terminals.create;
+    runner.terminals.create = ({ name, pty }) => {
       made.push({ name, pty });
       return undefined;
     };
-    await hooks.service.refresh();
+    await runner.service.refresh();
   });
   suiteTeardown(() => {
-    if (hooks) hooks.createTerminal = realFactory;
+    if (runner) runner.terminals.create = realFactory;
   });
 
   test('lists the demo tasks in the Tasks view and Test Explorer, with one run profile per agent', async () => {
-    const names = hooks.service.tasks.map((t) => t.name);
+    const names = runner.service.tasks.map((t) => t.name);
     assert.deepEqual(names, ['count-words', 'hello-world']);
-    const roots = await hooks.tree.getChildren();
+    const roots = await runner.tree.getChildren();
     assert.deepEqual(roots.map((n) => (n.kind === 'task' ? n.task.name : n.kind)), ['count-words', 'hello-world']);
     const items: string[] = [];
-    hooks.tests.controller.items.forEach((item) => items.push(item.label));
+    runner.tests.controller.items.forEach((item) => items.push(item.label));
     assert.deepEqual(items.sort(), ['count-words', 'hello-world']);
-    const agents = hooks.service.agents.map((a) => a.name);
+    const agents = runner.service.agents.map((a) => a.name);
     assert.ok(agents.includes(SDK1) && agents.includes('Demo SDK 2.0 agent'), `agents: ${agents.join(', ')}`);
-    assert.deepEqual(hooks.tests.profiles.map((p) => p.label), agents);
+    assert.deepEqual(runner.tests.profiles.map((p) => p.label), agents);
   });
 
   test('runs hello-world with the SDK 1.x agent in a terminal that buffers until opened, then shows the run in the view', async () => {
@@ -95,25 +98,25 @@ suite('Belay runner', () => {
     terminal.pty.handleInput!('q');
     assert.equal(await closed, 0);
 
-    const task = hooks.service.findTask('hello-world')!;
-    const runs = hooks.service.runsOf(task);
+    const task = runner.service.findTask('hello-world')!;
+    const runs = runner.service.runsOf(task);
     assert.equal(runs[0]?.result.run_id, result.run_id);
-    assert.equal(runs[0]?.origin?.agent, SDK1);
-    const taskNode = (await hooks.tree.getChildren()).find((n) => n.kind === 'task' && n.task.name === 'hello-world')!;
-    const runNodes = await hooks.tree.getChildren(taskNode);
+    assert.equal(runs[0]?.result.agent, SDK1);
+    const taskNode = (await runner.tree.getChildren()).find((n) => n.kind === 'task' && n.task.name === 'hello-world')!;
+    const runNodes = await runner.tree.getChildren(taskNode);
     const runNode = runNodes.find((n) => n.kind === 'run' && n.run.result.run_id === result.run_id)!;
-    const runItem = hooks.tree.getTreeItem(runNode);
+    const runItem = runner.tree.getTreeItem(runNode);
     assert.match(String(runItem.description), /^reward 1 · 3 steps · .* · Demo SDK 1\.x agent$/);
-    const steps = await hooks.tree.getChildren(runNode);
-    const labels = steps.map((s) => String(hooks.tree.getTreeItem(s).label));
+    const steps = await runner.tree.getChildren(runNode);
+    const labels = steps.map((s) => String(runner.tree.getTreeItem(s).label));
     assert.equal(labels.length, 3);
     assert.match(labels[0]!, /^1\. \$ printf/);
-    const firstStep = hooks.tree.getTreeItem(steps[0]!);
+    const firstStep = runner.tree.getTreeItem(steps[0]!);
     assert.equal(firstStep.description, 'exit 0');
 
     // Selecting a step opens its full output, read-only.
     await vscode.commands.executeCommand(firstStep.command!.command, ...(firstStep.command!.arguments ?? []));
-    const stepTwo = hooks.tree.getTreeItem(steps[1]!);
+    const stepTwo = runner.tree.getTreeItem(steps[1]!);
     await vscode.commands.executeCommand(stepTwo.command!.command, ...(stepTwo.command!.arguments ?? []));
     await waitFor('the step output to open', () => vscode.window.activeTextEditor?.document.uri.scheme === 'belay-run-output', [vscode.window.onDidChangeActiveTextEditor]);
     assert.match(vscode.window.activeTextEditor!.document.getText(), /Hello, world!/);
@@ -122,13 +125,13 @@ suite('Belay runner', () => {
 
   test('a failing agent ends red with its cause and the tests’ output, in Test Explorer too', async () => {
     const reports: TaskTestReport[] = [];
-    const sub = hooks.tests.onDidReport((r) => reports.push(r));
+    const sub = runner.tests.onDidReport((r) => reports.push(r));
     try {
-      const task = hooks.service.findTask('hello-world')!;
-      const profile = hooks.tests.profiles.find((p) => p.label === 'Demo failing agent')!;
-      const item = hooks.tests.controller.items.get(task.dir)!;
+      const task = runner.service.findTask('hello-world')!;
+      const profile = runner.tests.profiles.find((p) => p.label === 'Demo failing agent')!;
+      const item = runner.tests.controller.items.get(task.dir)!;
       const cancel = new vscode.CancellationTokenSource();
-      await hooks.tests.run(new vscode.TestRunRequest([item], undefined, profile), cancel.token, profile.label);
+      await runner.tests.run(new vscode.TestRunRequest([item], undefined, profile), cancel.token, profile.label);
       cancel.dispose();
       assert.equal(reports.length, 1);
       assert.equal(reports[0]!.state, 'failed');
@@ -142,13 +145,13 @@ suite('Belay runner', () => {
 
   test('Test Explorer runs every task with a profile, green for the SDK 2.0 agent', async () => {
     const reports: TaskTestReport[] = [];
-    const sub = hooks.tests.onDidReport((r) => reports.push(r));
+    const sub = runner.tests.onDidReport((r) => reports.push(r));
     try {
-      const profile = hooks.tests.profiles.find((p) => p.label === 'Demo SDK 2.0 agent')!;
+      const profile = runner.tests.profiles.find((p) => p.label === 'Demo SDK 2.0 agent')!;
       let most = 0;
-      const watch = hooks.service.onDidChange(() => (most = Math.max(most, hooks.service.activeRuns.length)));
+      const watch = runner.service.onDidChange(() => (most = Math.max(most, runner.service.activeRuns.length)));
       const cancel = new vscode.CancellationTokenSource();
-      await hooks.tests.run(new vscode.TestRunRequest(undefined, undefined, profile), cancel.token, profile.label);
+      await runner.tests.run(new vscode.TestRunRequest(undefined, undefined, profile), cancel.token, profile.label);
       cancel.dispose();
       watch.dispose();
       assert.equal(most, 2, 'both tasks ran at once (belay.runner.concurrency is 2 by default)');
@@ -161,14 +164,14 @@ suite('Belay runner', () => {
   test('Stop ends a run that hangs and leaves no process behind', async () => {
     const before = made.length;
     const running = vscode.commands.executeCommand('belay.runner.runTask', { task: 'hello-world', agent: 'Demo stuck agent' }) as Thenable<RunResult>;
-    await waitFor('the terminal to be created', () => made.length > before, [hooks.service.onDidChange]);
+    await waitFor('the terminal to be created', () => made.length > before, [runner.service.onDidChange]);
     const pty = made[before]!.pty;
     const out = record(pty);
     pty.open(undefined);
     await waitFor('the hanging command to start', () => out.text().includes('sleep 600'), [out.changed]);
-    const active = hooks.service.activeRuns[0];
+    const active = runner.service.activeRuns[0];
     assert.ok(active, 'the run is active');
-    const runDir = path.join(hooks.service.runsDirFor(active.task.dir), active.id);
+    const runDir = path.join(runner.service.runsDirFor(active.task.dir), active.id);
     assert.ok(processesWith(runDir).length > 0, 'the run has processes (the sandboxed agent and its command)');
     await vscode.commands.executeCommand('belay.runner.stopRun');
     const result = await running;
@@ -178,18 +181,18 @@ suite('Belay runner', () => {
     assert.deepEqual(processesWith('sleep 600'), []);
     assert.equal(result.run_dir, runDir);
     assert.deepEqual(processesWith(runDir), []);
-    assert.equal(hooks.service.activeRuns.length, 0);
+    assert.equal(runner.service.activeRuns.length, 0);
   });
 
   test('a run is repeated from history with the same agent', async () => {
-    const task = hooks.service.findTask('hello-world')!;
-    const before = hooks.service.runsOf(task).length;
-    const first = hooks.service.runsOf(task).find((r) => r.origin?.agent === SDK1)!;
+    const task = runner.service.findTask('hello-world')!;
+    const before = runner.service.runsOf(task).length;
+    const first = runner.service.runsOf(task).find((r) => r.result.agent === SDK1)!;
     const result = (await vscode.commands.executeCommand('belay.runner.repeatRun', { kind: 'run', task, run: first })) as RunResult;
     assert.equal(result.passed, true);
     assert.notEqual(result.run_id, first.result.run_id);
-    assert.equal(hooks.service.runsOf(task).length, before + 1);
-    assert.equal(hooks.service.runsOf(task)[0]!.origin?.agent, SDK1);
+    assert.equal(runner.service.runsOf(task).length, before + 1);
+    assert.equal(runner.service.runsOf(task)[0]!.result.agent, SDK1);
   });
 
   test('the Tasks view follows the files: a new task appears, a removed one goes', async () => {
@@ -199,11 +202,11 @@ suite('Belay runner', () => {
     await writeFile(path.join(dir, 'instruction.md'), 'Do nothing.\n');
     await writeFile(path.join(dir, 'tests', 'test.sh'), 'exit 0\n');
     await writeFile(path.join(dir, 'task.toml'), 'version = "1.0"\n');
-    const names = () => hooks.service.tasks.map((t) => t.name);
-    await waitFor('the new task', () => names().includes('added-later'), [hooks.service.onDidChange]);
-    assert.ok(hooks.tests.controller.items.get(dir), 'Test Explorer lists it too');
+    const names = () => runner.service.tasks.map((t) => t.name);
+    await waitFor('the new task', () => names().includes('added-later'), [runner.service.onDidChange]);
+    assert.ok(runner.tests.controller.items.get(dir), 'Test Explorer lists it too');
     await rm(dir, { recursive: true, force: true });
-    await waitFor('the task to go', () => !names().includes('added-later'), [hooks.service.onDidChange]);
+    await waitFor('the task to go', () => !names().includes('added-later'), [runner.service.onDidChange]);
   });
 
   test('an agent from settings gets its API key from secret storage, never from the settings file', async () => {
@@ -212,10 +215,10 @@ suite('Belay runner', () => {
     const agent = { name: 'Keyed agent', command: `test "$DEMO_KEY" = "$(printf 's%dcret-value' 3)" && exec \${node} agents/sdk1-agent.mjs`, protocol: 'sdk1', env: { DEMO_KEY: '${secret:demo-key}' } };
     await config.update('agents', [agent], vscode.ConfigurationTarget.Workspace);
     try {
-      await waitFor('the agent from settings', () => hooks.service.findAgent('Keyed agent') !== undefined, [hooks.service.onDidChange]);
+      await waitFor('the agent from settings', () => runner.service.findAgent('Keyed agent') !== undefined, [runner.service.onDidChange]);
       await vscode.commands.executeCommand('belay.runner.setSecret', 'demo-key', '');
       // Without the secret the run is refused, naming the secret and what to do.
-      const refused = await hooks.service.start(hooks.service.findTask('hello-world')!, hooks.service.findAgent('Keyed agent')!, { startedBy: 'editor' }).then(
+      const refused = await runner.service.start(runner.service.findTask('hello-world')!, runner.service.findAgent('Keyed agent')!).then(
         () => undefined,
         (error: Error) => error.message,
       );
@@ -233,10 +236,10 @@ suite('Belay runner', () => {
   });
 
   test('the trajectory view opens for a run made by the editor', async () => {
-    const task = hooks.service.findTask('hello-world')!;
-    const run = hooks.service.runsOf(task).find((r) => r.result.passed)!;
+    const task = runner.service.findTask('hello-world')!;
+    const run = runner.service.runsOf(task).find((r) => r.result.passed)!;
     await vscode.commands.executeCommand('belay.runner.openTrajectory', run.result.run_dir);
-    assert.deepEqual(hooks.trajectories.openRuns, [run.result.run_dir]);
+    assert.deepEqual(runner.trajectories.openRuns, [run.result.run_dir]);
     const labels = () => vscode.window.tabGroups.all.flatMap((g) => g.tabs).map((t) => t.label);
     await waitFor('the trajectory tab', () => labels().includes('Run: hello-world'), [vscode.window.tabGroups.onDidChangeTabs]);
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
@@ -252,13 +255,13 @@ suite('Belay runner', () => {
       ),
     );
     const runId = (JSON.parse(stdout) as { results: RunResult[] }).results[0]!.run_id;
-    const task = hooks.service.findTask('count-words')!;
-    await waitFor('the CLI run in the Tasks view', () => hooks.service.runsOf(task).some((r) => r.result.run_id === runId), [hooks.service.onDidChange]);
-    const run = hooks.service.runsOf(task).find((r) => r.result.run_id === runId)!;
-    assert.equal(run.origin, undefined, 'the CLI leaves no editor origin');
-    assert.equal(hooks.tree.getTreeItem({ kind: 'run', task, run }).contextValue, 'belay.run');
+    const task = runner.service.findTask('count-words')!;
+    await waitFor('the CLI run in the Tasks view', () => runner.service.runsOf(task).some((r) => r.result.run_id === runId), [runner.service.onDidChange]);
+    const run = runner.service.runsOf(task).find((r) => r.result.run_id === runId)!;
+    assert.equal(run.result.agent, undefined, 'the CLI names no agent');
+    assert.equal(runner.tree.getTreeItem({ kind: 'run', task, run }).contextValue, 'belay.run');
     await vscode.commands.executeCommand('belay.runner.openTrajectory', run.result.run_dir);
-    assert.ok(hooks.trajectories.openRuns.includes(run.result.run_dir));
+    assert.ok(runner.trajectories.openRuns.includes(run.result.run_dir));
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
   });
 

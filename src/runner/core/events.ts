@@ -1,20 +1,9 @@
 // A run is a stream of events: the command line prints them as live progress, the editor
 // (Tasks view, agent terminal, Test Explorer, trajectory view) consumes the same stream.
-import type { RunResult, Verification } from './records.ts';
+import type { FailureCause, Protocol, RunResult, Verification } from './records.ts';
 
-export const FAILURE_CAUSES = [
-  'agent_timeout',
-  'test_timeout',
-  'parse_error',
-  'agent_error',
-  'max_steps',
-  'tests_failed',
-  'setup_error',
-  'aborted',
-] as const;
-export type FailureCause = (typeof FAILURE_CAUSES)[number];
-
-export type Protocol = 'sdk1' | 'sdk2';
+// The causes and protocols belong to the records (result.json), which the stream ends with.
+export type { FailureCause, Protocol } from './records.ts';
 
 export type RunEvent =
   | { type: 'run-started'; runId: string; task: string; protocol: Protocol; backend: string; runDir: string }

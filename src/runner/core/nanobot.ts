@@ -5,25 +5,12 @@ import { mkdir } from 'node:fs/promises';
 import * as path from 'node:path';
 import * as z from 'zod';
 import { runBounded } from '../../shared/process.ts';
+import { shellQuote } from '../../shared/shell.ts';
 import { shellPath } from './backend.ts';
+import type { TerminalConfig } from './nanobotConfig.ts';
 
-/** The `terminal` section of a bot's config.json (camelCase on disk). */
-export const ProviderConfigSchema = z.object({
-  apiKeys: z.array(z.string()).default([]),
-  models: z.array(z.string()).optional(),
-  baseUrl: z.string().optional(),
-});
-
-export const TerminalConfigSchema = z.object({
-  enabled: z.boolean().default(false),
-  command: z.string().default(''),
-  timeout: z.number().positive().default(120),
-  protocol: z.enum(['plain', 'rich']).default('plain'),
-  passMedia: z.boolean().default(true),
-  env: z.record(z.string(), z.string()).default({}),
-  providers: z.record(z.string(), ProviderConfigSchema).default({}),
-});
-export type TerminalConfig = z.infer<typeof TerminalConfigSchema>;
+// The configuration lives apart (the editor reads it without loading the process layer).
+export { ProviderConfigSchema, TerminalConfigSchema, type TerminalConfig } from './nanobotConfig.ts';
 
 /** The envelope on stdin (snake_case). */
 export const EnvelopeSchema = z.object({
@@ -50,11 +37,6 @@ export const FrameSchema = z.discriminatedUnion('type', [
 export type Frame = z.infer<typeof FrameSchema>;
 
 export const MEDIA_EXTENSIONS = ['jpg', 'jpeg', 'png', 'gif', 'webp', 'mp4', 'mov', 'avi', 'mkv', 'webm', 'mp3', 'ogg', 'm4a', 'wav', 'flac', 'pdf'];
-
-/** POSIX shell quoting: the text becomes one word, whatever it holds. */
-export function shellQuote(text: string): string {
-  return `'${text.replace(/'/g, `'\\''`)}'`;
-}
 
 export function buildCommand(template: string, text: string): string {
   return template.split('{message}').join(shellQuote(text.trim()));

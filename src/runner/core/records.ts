@@ -4,7 +4,21 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import * as z from 'zod';
 import { writeFileAtomic } from '../../shared/atomic.ts';
-import { FAILURE_CAUSES } from './events.ts';
+
+export const FAILURE_CAUSES = [
+  'agent_timeout',
+  'test_timeout',
+  'parse_error',
+  'agent_error',
+  'max_steps',
+  'tests_failed',
+  'setup_error',
+  'aborted',
+] as const;
+export type FailureCause = (typeof FAILURE_CAUSES)[number];
+
+export const PROTOCOLS = ['sdk1', 'sdk2'] as const;
+export type Protocol = (typeof PROTOCOLS)[number];
 
 export const TestResultSchema = z.object({
   name: z.string(),
@@ -44,7 +58,9 @@ export const RunResultSchema = z.object({
   run_id: z.string(),
   task_name: z.string(),
   task_dir: z.string(),
-  protocol: z.enum(['sdk1', 'sdk2']),
+  /** The agent's name when the run was started by name (the editor); `belay run` gives none. */
+  agent: z.string().optional(),
+  protocol: z.enum(PROTOCOLS),
   backend: z.string(),
   started_at: z.string(),
   ended_at: z.string(),

@@ -3,10 +3,11 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
+import { errorMessage } from '../../shared/errors.ts';
 import type { Backend, BackendSession } from './backend.ts';
-import { RunFailure, type FailureCause, type Protocol, type RunEvent, type RunEventListener } from './events.ts';
+import { RunFailure, type RunEvent, type RunEventListener } from './events.ts';
 import { DEFAULT_LIMITS, type AgentContext, type AgentOutcome, type RunLimits } from './protocol.ts';
-import { runFiles, writeRecords, type RunResult, type TrajectoryEntry, type Verification } from './records.ts';
+import { runFiles, writeRecords, type FailureCause, type Protocol, type RunResult, type TrajectoryEntry, type Verification } from './records.ts';
 import { runSdk1 } from './sdk1.ts';
 import { runSdk2 } from './sdk2.ts';
 import { seedWorkspace, type Task } from './task.ts';
@@ -18,6 +19,8 @@ export interface RunTaskOptions {
   /** The agent's working directory on the host (seen at the same path in the sandbox). */
   agentCwd: string;
   protocol: Protocol;
+  /** The agent's name, recorded in result.json so the run can be repeated with the same agent. */
+  agentName?: string;
   backend: Backend;
   /** The folder that receives `<run-id>/` (`.belay/runs` by default in the command line). */
   runsDir: string;
@@ -72,7 +75,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
       await fs.writeFile(files.agentStderr, '');
       session = await options.backend.open({ workspace: files.workspace, tests: files.tests, logs: files.logs, control: files.control });
     } catch (error) {
-      throw new RunFailure('setup_error', (error as Error).message);
+      throw new RunFailure('setup_error', errorMessage(error));
     }
     const deadline = Date.now() + limits.agentTimeoutMs;
     const ctx: AgentContext = {
@@ -102,7 +105,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
       emit({ type: 'verification-ended', verification });
     }
   } catch (error) {
-    failure = error instanceof RunFailure ? error : new RunFailure('setup_error', (error as Error).message);
+    failure = error instanceof RunFailure ? error : new RunFailure('setup_error', errorMessage(error));
   } finally {
     options.signal?.removeEventListener('abort', onAbort);
     await session?.close();
@@ -120,6 +123,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
     run_id: runId,
     task_name: task.name,
     task_dir: task.dir,
+    ...(options.agentName !== undefined ? { agent: options.agentName } : {}),
     protocol: options.protocol,
     backend: options.backend.name,
     started_at: started.toISOString(),

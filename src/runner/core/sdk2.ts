@@ -4,6 +4,7 @@ import * as http from 'node:http';
 import * as net from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import * as z from 'zod';
+import { errorMessage } from '../../shared/errors.ts';
 import { AgentProcess } from './agent-process.ts';
 import { shellPath, type Endpoint } from './backend.ts';
 import { RunFailure } from './events.ts';
@@ -129,7 +130,7 @@ export async function runSdk2(ctx: AgentContext): Promise<AgentOutcome> {
         if (answer.status === 200 && answer.body.includes('ok')) break;
         lastProblem = `HTTP ${answer.status}`;
       } catch (error) {
-        lastProblem = (error as Error).message;
+        lastProblem = errorMessage(error);
       }
       // A line of SDK 1.x JSON and no HTTP server: no need to wait for the startup timeout.
       if (sdk1Line !== undefined) throw gone('');
@@ -151,7 +152,7 @@ export async function runSdk2(ctx: AgentContext): Promise<AgentOutcome> {
     try {
       started = await httpRequest(endpoint, 'POST', '/start', ctx.limits.startTimeoutMs, startBody);
     } catch (error) {
-      throw new RunFailure('agent_error', `POST /start failed: ${(error as Error).message}`);
+      throw new RunFailure('agent_error', `POST /start failed: ${errorMessage(error)}`);
     }
     if (started.status !== 200) throw new RunFailure('agent_error', `POST /start answered HTTP ${started.status}: ${started.body.slice(0, 300)}`);
     // 3. Poll.
@@ -173,9 +174,9 @@ export async function runSdk2(ctx: AgentContext): Promise<AgentOutcome> {
         errorsInARow = 0;
       } catch (error) {
         errorsInARow++;
-        ctx.emit({ type: 'notice', message: `GET /status failed (${errorsInARow}/${ctx.limits.maxConsecutiveErrors}): ${(error as Error).message}` });
+        ctx.emit({ type: 'notice', message: `GET /status failed (${errorsInARow}/${ctx.limits.maxConsecutiveErrors}): ${errorMessage(error)}` });
         if (errorsInARow >= ctx.limits.maxConsecutiveErrors) {
-          throw new RunFailure('agent_error', `GET /status failed ${errorsInARow} times in a row (last: ${(error as Error).message})`);
+          throw new RunFailure('agent_error', `GET /status failed ${errorsInARow} times in a row (last: ${errorMessage(error)})`);
         }
         continue;
       }

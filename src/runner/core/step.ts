@@ -79,10 +79,6 @@ export function prepareStep(options: Pick<StepOptions, 'session' | 'env' | 'exce
   };
 }
 
-export function runStep(options: StepOptions): Promise<StepResult> {
-  return prepareStep(options).run(options);
-}
-
 function observe(result: BoundedRunResult, cwdBefore: string, timeoutMs: number, outputFile: string, excerptChars: number): StepResult {
   const reported = result.stderr.text('').trimEnd().split('\n').at(-1) ?? '';
   const cwd = !result.timedOut && reported.startsWith('/') ? reported : cwdBefore;

@@ -3,9 +3,9 @@
 // solution.sh). Both load into one Task; a broken task names the file and the field.
 import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { parse as parseTomlDocument, TomlError } from 'smol-toml';
-import { parse as parseYamlDocument, YAMLError } from 'yaml';
 import * as z from 'zod';
+import { errorMessage } from '../../shared/errors.ts';
+import { DOCKER_FILES, LAYOUT_FILES, type TaskLayout } from './layout.ts';
 
 export class TaskError extends Error {
   override name = 'TaskError';
@@ -14,6 +14,11 @@ export class TaskError extends Error {
     super(`${file}: ${detail}`);
     this.file = file;
   }
+}
+
+/** How a broken task is named in lists: its folder's name. */
+export function brokenTaskLabel(error: TaskError): string {
+  return path.basename(path.dirname(error.file)) || error.file;
 }
 
 const seconds = z.number().positive();
@@ -40,7 +45,7 @@ export interface Task {
   /** The folder's name. */
   name: string;
   dir: string;
-  layout: 'current' | 'legacy';
+  layout: TaskLayout;
   instruction: string;
   agentTimeoutSec: number;
   testTimeoutSec: number;
@@ -63,8 +68,6 @@ export const DEFAULT_TIMEOUTS = {
   legacy: { agent: 360, test: 60 },
 } as const;
 
-const DOCKER_FILES = ['Dockerfile', 'docker-compose.yaml', 'docker-compose.yml', '.dockerignore'];
-
 function describeIssues(error: z.ZodError): string {
   return error.issues
     .map((issue) => `field '${issue.path.join('.') || '(top level)'}': ${issue.message}`)
@@ -75,46 +78,20 @@ async function readText(file: string): Promise<string> {
   try {
     return await fs.readFile(file, 'utf8');
   } catch (error) {
-    throw new TaskError(file, `cannot read: ${(error as Error).message}`);
-  }
-}
-
-/** The first line of a parser's message, without the snippet the libraries append. */
-function firstLine(message: string): string {
-  return (message.split('\n')[0] ?? '').trim();
-}
-
-/** Parses task.toml; a syntax error says the line and column, then what was wrong. */
-export function parseTaskToml(text: string): unknown {
-  try {
-    return parseTomlDocument(text);
-  } catch (error) {
-    if (!(error instanceof TomlError)) throw error;
-    const what = firstLine(error.message).replace(/^Invalid TOML document:\s*/, '');
-    throw new Error(`line ${error.line}, column ${error.column}: ${what}`);
-  }
-}
-
-/** Parses task.yaml (one document, unique keys); a syntax error says the line and column. */
-export function parseTaskYaml(text: string): unknown {
-  try {
-    return parseYamlDocument(text, { uniqueKeys: true, maxAliasCount: 50 });
-  } catch (error) {
-    if (!(error instanceof YAMLError)) throw error;
-    const at = error.linePos?.[0];
-    const what = firstLine(error.message).replace(/ at line \d+, column \d+:?$/, '');
-    throw new Error(at ? `line ${at.line}, column ${at.col}: ${what}` : what);
+    throw new TaskError(file, `cannot read: ${errorMessage(error)}`);
   }
 }
 
 /** Reads, parses and validates a task file; every mistake names the file (and line or field). */
-async function readTaskFile<T>(file: string, parse: (text: string) => unknown, schema: z.ZodType<T>): Promise<T> {
+async function readTaskFile<T>(file: string, format: 'toml' | 'yaml', schema: z.ZodType<T>): Promise<T> {
   const text = await readText(file);
+  // Loaded on the first task read: the parsers are the heaviest libraries of the runner.
+  const formats = await import('./taskFormats.ts');
   let raw: unknown;
   try {
-    raw = parse(text);
+    raw = format === 'toml' ? formats.parseTaskToml(text) : formats.parseTaskYaml(text);
   } catch (error) {
-    throw new TaskError(file, (error as Error).message);
+    throw new TaskError(file, errorMessage(error));
   }
   const parsed = schema.safeParse(raw);
   if (!parsed.success) throw new TaskError(file, describeIssues(parsed.error));
@@ -122,27 +99,28 @@ async function readTaskFile<T>(file: string, parse: (text: string) => unknown, s
 }
 
 export function isTaskDir(dir: string): boolean {
-  return existsSync(path.join(dir, 'task.toml')) || existsSync(path.join(dir, 'task.yaml'));
+  return existsSync(path.join(dir, LAYOUT_FILES.current.config)) || existsSync(path.join(dir, LAYOUT_FILES.legacy.config));
 }
 
 export async function loadTask(taskDir: string): Promise<Task> {
   const dir = path.resolve(taskDir);
   const name = path.basename(dir);
-  const toml = path.join(dir, 'task.toml');
+  const toml = path.join(dir, LAYOUT_FILES.current.config);
   if (existsSync(toml)) return loadCurrent(dir, name, toml);
-  const yaml = path.join(dir, 'task.yaml');
+  const yaml = path.join(dir, LAYOUT_FILES.legacy.config);
   if (existsSync(yaml)) return loadLegacy(dir, name, yaml);
-  throw new TaskError(dir, 'not a task: neither task.toml nor task.yaml is there');
+  throw new TaskError(dir, `not a task: neither ${LAYOUT_FILES.current.config} nor ${LAYOUT_FILES.legacy.config} is there`);
 }
 
 async function loadCurrent(dir: string, name: string, file: string): Promise<Task> {
-  const config = await readTaskFile(file, parseTaskToml, TaskTomlSchema);
-  const instructionFile = path.join(dir, 'instruction.md');
+  const files = LAYOUT_FILES.current;
+  const config = await readTaskFile(file, 'toml', TaskTomlSchema);
+  const instructionFile = path.join(dir, files.instruction);
   const instruction = (await readText(instructionFile)).trim();
   if (instruction === '') throw new TaskError(instructionFile, 'the instruction is empty');
-  const testScript = path.join(dir, 'tests', 'test.sh');
-  if (!existsSync(testScript)) throw new TaskError(testScript, 'missing: the current layout runs tests/test.sh');
-  const solution = path.join(dir, 'solution', 'solve.sh');
+  const testScript = path.join(dir, files.testScript);
+  if (!existsSync(testScript)) throw new TaskError(testScript, `missing: the current layout runs ${files.testScript}`);
+  const solution = path.join(dir, files.solution);
   return {
     name,
     dir,
@@ -150,20 +128,21 @@ async function loadCurrent(dir: string, name: string, file: string): Promise<Tas
     instruction,
     agentTimeoutSec: config.agent?.timeout_sec ?? DEFAULT_TIMEOUTS.current.agent,
     testTimeoutSec: config.verifier?.timeout_sec ?? DEFAULT_TIMEOUTS.current.test,
-    environmentDir: path.join(dir, 'environment'),
+    environmentDir: path.join(dir, files.environment),
     seedExclude: DOCKER_FILES,
-    testsDir: path.join(dir, 'tests'),
-    testScript: 'test.sh',
+    testsDir: path.join(dir, files.tests),
+    testScript: path.posix.relative(files.tests, files.testScript),
     solutionScript: existsSync(solution) ? solution : undefined,
     metadata: config.metadata ?? {},
   };
 }
 
 async function loadLegacy(dir: string, name: string, file: string): Promise<Task> {
-  const config = await readTaskFile(file, parseTaskYaml, TaskYamlSchema);
-  const runTests = path.join(dir, 'run-tests.sh');
-  if (!existsSync(runTests)) throw new TaskError(runTests, 'missing: the older layout runs run-tests.sh');
-  const solution = path.join(dir, 'solution.sh');
+  const files = LAYOUT_FILES.legacy;
+  const config = await readTaskFile(file, 'yaml', TaskYamlSchema);
+  const runTests = path.join(dir, files.testScript);
+  if (!existsSync(runTests)) throw new TaskError(runTests, `missing: the older layout runs ${files.testScript}`);
+  const solution = path.join(dir, files.solution);
   const { instruction, difficulty, category, tags } = config;
   return {
     name,
@@ -173,9 +152,9 @@ async function loadLegacy(dir: string, name: string, file: string): Promise<Task
     agentTimeoutSec: config.max_agent_timeout_sec ?? DEFAULT_TIMEOUTS.legacy.agent,
     testTimeoutSec: config.max_test_timeout_sec ?? DEFAULT_TIMEOUTS.legacy.test,
     environmentDir: dir,
-    seedExclude: [...DOCKER_FILES, 'task.yaml', 'solution.sh', 'solution.yaml', 'run-tests.sh', 'tests'],
-    testsDir: existsSync(path.join(dir, 'tests')) ? path.join(dir, 'tests') : undefined,
-    testScript: 'run-tests.sh',
+    seedExclude: [...DOCKER_FILES, ...files.notSeeded],
+    testsDir: existsSync(path.join(dir, files.tests)) ? path.join(dir, files.tests) : undefined,
+    testScript: files.testScript,
     solutionScript: existsSync(solution) ? solution : undefined,
     metadata: { difficulty, category, tags },
   };
@@ -197,7 +176,7 @@ export async function discoverTasks(roots: readonly string[]): Promise<{ tasks: 
     try {
       entries = await fs.readdir(dir, { withFileTypes: true });
     } catch (error) {
-      throw new TaskError(dir, `cannot read the folder: ${(error as Error).message}`);
+      throw new TaskError(dir, `cannot read the folder: ${errorMessage(error)}`);
     }
     for (const entry of entries) {
       if (entry.isDirectory() && !entry.name.startsWith('.') && entry.name !== 'node_modules') {
@@ -234,5 +213,5 @@ export async function seedWorkspace(task: Task, workspace: string): Promise<void
 export async function stageTests(task: Task, testsDir: string): Promise<void> {
   await fs.mkdir(testsDir, { recursive: true });
   if (task.testsDir) await fs.cp(task.testsDir, testsDir, { recursive: true, verbatimSymlinks: true });
-  if (task.layout === 'legacy') await fs.copyFile(path.join(task.dir, 'run-tests.sh'), path.join(testsDir, 'run-tests.sh'));
+  if (task.layout === 'legacy') await fs.copyFile(path.join(task.dir, LAYOUT_FILES.legacy.testScript), path.join(testsDir, task.testScript));
 }

@@ -3,6 +3,7 @@
 import { closeSync, existsSync, openSync, promises as fs, writeSync } from 'node:fs';
 import * as path from 'node:path';
 import * as z from 'zod';
+import { errorMessage } from '../../shared/errors.ts';
 import { runBounded } from '../../shared/process.ts';
 import { shellPath, type BackendSession } from './backend.ts';
 import type { Verification } from './records.ts';
@@ -81,7 +82,7 @@ export async function verify(options: VerifyOptions): Promise<Verification> {
     try {
       raw = JSON.parse(await fs.readFile(ctrfFile, 'utf8'));
     } catch (error) {
-      errors.push(`logs/verifier/ctrf.json is not JSON: ${(error as Error).message}`);
+      errors.push(`logs/verifier/ctrf.json is not JSON: ${errorMessage(error)}`);
     }
     if (raw !== undefined) {
       const ctrf = CtrfSchema.safeParse(raw);

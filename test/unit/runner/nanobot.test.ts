@@ -10,10 +10,10 @@ import {
   EnvelopeSchema,
   parseFrame,
   runNanobot,
-  shellQuote,
   TerminalConfigSchema,
   type NanobotEvent,
 } from '../../../src/runner/core/nanobot.ts';
+import { shellQuote } from '../../../src/shared/shell.ts';
 import { agentFile, processesWith, tempDir } from './helpers.ts';
 
 const tmp = tempDir('belay-nanobot-');

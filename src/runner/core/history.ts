@@ -1,18 +1,14 @@
 // Past runs on disk (`.belay/runs/<run-id>/`, written by the editor or by `belay run`): listed
-// for the Tasks view and read step by step for the trajectory view. Pure (no vscode import).
+// for the Tasks view and read step by step for the trajectory view.
 import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import * as z from 'zod';
-import { runFiles, RunResultSchema, TrajectoryEntrySchema, type RunResult, type TrajectoryEntry } from './core/records.ts';
+import type * as z from 'zod';
+import { errorMessage } from '../../shared/errors.ts';
+import { runFiles, RunResultSchema, TrajectoryEntrySchema, type RunResult, type TrajectoryEntry } from './records.ts';
 
-/** Written beside result.json by the editor, so a run can be repeated with the same agent. */
-export const RunOriginSchema = z.object({ agent: z.string(), startedBy: z.enum(['editor', 'test-explorer', 'task']) });
-export type RunOrigin = z.infer<typeof RunOriginSchema>;
-export const ORIGIN_FILE = 'belay-origin.json';
-
+/** A finished run as its result.json says (`result.agent` names the agent of runs the editor started). */
 export interface PastRun {
   result: RunResult;
-  origin: RunOrigin | undefined;
 }
 
 /** Every finished run under `runsDir`, newest first; folders without a readable result.json are skipped. */
@@ -31,7 +27,7 @@ export async function listRuns(runsDir: string): Promise<PastRun[]> {
       if (!result) return;
       // A run folder that was moved keeps its records: trust where it is now.
       result.run_dir = dir;
-      runs.push({ result, origin: await readJson(path.join(dir, ORIGIN_FILE), RunOriginSchema) });
+      runs.push({ result });
     }),
   );
   runs.sort((a, b) => b.result.started_at.localeCompare(a.result.started_at) || b.result.run_id.localeCompare(a.result.run_id));
@@ -101,7 +97,7 @@ export async function readTrajectory(runDir: string): Promise<{ steps: StepView[
   try {
     raw = JSON.parse(await fs.readFile(runFiles(runDir).trajectory, 'utf8'));
   } catch (error) {
-    throw new Error(`${runFiles(runDir).trajectory}: ${(error as Error).message}`);
+    throw new Error(`${runFiles(runDir).trajectory}: ${errorMessage(error)}`);
   }
   if (!Array.isArray(raw)) throw new Error(`${runFiles(runDir).trajectory}: expected a list of steps`);
   const entries: TrajectoryEntry[] = [];

@@ -1,6 +1,8 @@
-// Pure (no vscode import): unit-tested in test/unit/runner/editor-history.test.ts.
+// Noticing new runs in a runs folder with Node's own watcher (the editor's watcher can miss them).
 import { existsSync, watch as watchFolder, type FSWatcher } from 'node:fs';
 import * as path from 'node:path';
+import { runFiles } from './records.ts';
+
 /**
  * Node's own watch on a runs folder, beside VS Code's watcher (which can miss files written by a
  * process outside the editor, like `belay run` in a terminal): a new run folder is watched until
@@ -15,10 +17,6 @@ export class RunsFolderWatcher {
   constructor(dir: string, onResult: () => void) {
     this.#dir = dir;
     this.#onResult = onResult;
-  }
-
-  get active(): boolean {
-    return this.#root !== undefined;
   }
 
   /** Starts watching when the folder exists; false when it does not (yet). */
@@ -38,11 +36,12 @@ export class RunsFolderWatcher {
 
   #watchRun(runDir: string): void {
     if (this.#runs.has(runDir) || this.#runs.size > 64) return;
-    const result = path.join(runDir, 'result.json');
+    const result = runFiles(runDir).result;
+    const resultName = path.basename(result);
     let watcher: FSWatcher;
     try {
       watcher = watchFolder(runDir, (_event, name) => {
-        if (name === 'result.json' && existsSync(result)) this.#done(runDir);
+        if (name === resultName && existsSync(result)) this.#done(runDir);
       });
     } catch {
       return; // removed meanwhile, or a file

@@ -1,9 +1,9 @@
 // How a run reads in the agent terminal and in Test Explorer: RunEvents to text with ANSI
-// colours. Pure (no vscode import): unit-tested in test/unit/runner/editor-format.test.ts.
+// colours.
 // Agent text and command output are untrusted: escape sequences in them are neutralised so an
 // agent cannot clear the screen, move the cursor or fake a result line.
-import type { RunEvent } from './core/events.ts';
-import type { RunResult } from './core/records.ts';
+import type { RunEvent } from './events.ts';
+import type { RunResult } from './records.ts';
 
 const ESC = '\x1b[';
 export const ansi = {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { RunResult } from '../../../src/runner/core/records.ts';
-import { EventFormatter, failureMessage, formatEvent, resultLine, sanitizeTerminalText, toTerminalNewlines } from '../../../src/runner/format.ts';
+import { EventFormatter, failureMessage, formatEvent, resultLine, sanitizeTerminalText, toTerminalNewlines } from '../../../src/runner/core/format.ts';
 
 const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '');
 
@@ -12,7 +12,7 @@ function result(over: Partial<RunResult>): RunResult {
   };
 }
 
-describe('editor: the agent terminal text', () => {
+describe('the agent terminal text', () => {
   it('keeps colours in output but neutralises every other escape an agent could use to fake the screen', () => {
     assert.equal(sanitizeTerminalText('\x1b[31mred\x1b[0m'), '\x1b[31mred\x1b[0m');
     assert.equal(sanitizeTerminalText('a\x1b[2Jb\x1b]0;title\x07c'), 'a␛[2Jb␛]0;title·c');

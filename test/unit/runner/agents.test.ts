@@ -1,20 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  AgentSchema,
-  expandCommand,
-  nodeInvocation,
-  fillEnv,
-  MissingSecretError,
-  parseAgentsFile,
-  parseList,
-  secretNames,
-  terminalConfig,
-  uniqueByName,
-  MicroAgentSchema,
-} from '../../../src/runner/agents.ts';
+import { AgentSchema, expandCommand, MicroAgentSchema, nodeInvocation, parseAgentsFile, parseList, terminalConfig, uniqueByName } from '../../../src/runner/core/agents.ts';
+import { fillEnv, MissingSecretError, secretNames } from '../../../src/runner/core/secrets.ts';
 
-describe('editor: agent configuration', () => {
+describe('agent configuration', () => {
   it('keeps good entries and reports each bad one with where it is and what is wrong', () => {
     const parsed = parseList(
       [{ name: 'a', command: 'python3 a.py', protocol: 'sdk1' }, { name: 'b', command: 'x' }, { name: '', command: 'y', protocol: 'sdk2' }, 'junk'],

@@ -1,11 +1,16 @@
 // Agents and micro-agents as the editor knows them: from settings (`belay.agents`,
-// `belay.microAgents`) and from `belay-agents.json` files in the workspace. Pure (no vscode
-// import): unit-tested in test/unit/runner/editor-agents.test.ts.
-// Secrets never live here: an env value (or a provider key) may say `${secret:NAME}`, filled in
-// from SecretStorage at the moment a run starts.
+// `belay.microAgents`) and from `belay-agents.json` files in the workspace.
+// Secrets never live here: an env value (or a provider key) may say `${secret:NAME}` (secrets.ts),
+// filled in from SecretStorage at the moment a run starts.
 import * as path from 'node:path';
 import * as z from 'zod';
-import { TerminalConfigSchema, type TerminalConfig } from './core/nanobot.ts';
+import { errorMessage } from '../../shared/errors.ts';
+import { shellQuote } from '../../shared/shell.ts';
+import { TerminalConfigSchema, type TerminalConfig } from './nanobotConfig.ts';
+import { fillEnv, fillSecrets } from './secrets.ts';
+
+/** Agents declared in the workspace, beside the settings: `{ "agents": [...], "microAgents": [...] }`. */
+export const AGENTS_FILE = 'belay-agents.json';
 
 const nameSchema = z.string().trim().min(1, 'an agent needs a name');
 
@@ -78,7 +83,7 @@ export function parseAgentsFile(text: string, file: string): { agents: Parsed<Ag
   try {
     raw = JSON.parse(text);
   } catch (error) {
-    const problem = `${file}: not valid JSON (${(error as Error).message})`;
+    const problem = `${file}: not valid JSON (${errorMessage(error)})`;
     return { agents: { items: [], problems: [problem] }, microAgents: { items: [], problems: [] } };
   }
   const parsed = AgentsFileSchema.safeParse(raw);
@@ -106,47 +111,12 @@ export function uniqueByName<T extends { name: string }>(lists: T[][]): T[] {
   return out;
 }
 
-const SECRET = /\$\{secret:([A-Za-z0-9_.-]+)\}/g;
-
-/** The names of the secrets a text refers to. */
-export function secretNames(values: Iterable<string>): string[] {
-  const names = new Set<string>();
-  for (const value of values) for (const match of value.matchAll(SECRET)) names.add(match[1]!);
-  return [...names];
-}
-
-export class MissingSecretError extends Error {
-  override name = 'MissingSecretError';
-  readonly secret: string;
-  constructor(secret: string, owner: string) {
-    super(`${owner} needs the secret '${secret}', which is not set. Run "Belay: Set Agent Secret…" to store it.`);
-    this.secret = secret;
-  }
-}
-
-/** Replaces every `${secret:NAME}` with its value; a missing secret is an error naming it. */
-export function fillSecrets(value: string, secrets: ReadonlyMap<string, string>, owner: string): string {
-  return value.replace(SECRET, (_, name: string) => {
-    const secret = secrets.get(name);
-    if (secret === undefined) throw new MissingSecretError(name, owner);
-    return secret;
-  });
-}
-
-export function fillEnv(env: Record<string, string>, secrets: ReadonlyMap<string, string>, owner: string): Record<string, string> {
-  return Object.fromEntries(Object.entries(env).map(([key, value]) => [key, fillSecrets(value, secrets, owner)]));
-}
-
-function quote(text: string): string {
-  return `'${text.replace(/'/g, `'\\''`)}'`;
-}
-
 /**
  * `${node}` becomes the quoted path of the Node that runs the extension host (so scripted agents
  * need nothing installed), `${dir}` the quoted folder the agent was declared in.
  */
 export function expandCommand(command: string, nodePath: string, dir: string): string {
-  return command.split('${node}').join(nodeInvocation(nodePath)).split('${dir}').join(quote(dir));
+  return command.split('${node}').join(nodeInvocation(nodePath)).split('${dir}').join(shellQuote(dir));
 }
 
 /**
@@ -154,7 +124,7 @@ export function expandCommand(command: string, nodePath: string, dir: string): s
  * which behaves as Node only with ELECTRON_RUN_AS_NODE set; code-server runs on Node itself.
  */
 export function nodeInvocation(nodePath: string, isElectron = process.versions.electron !== undefined): string {
-  return isElectron ? `ELECTRON_RUN_AS_NODE=1 ${quote(nodePath)}` : quote(nodePath);
+  return isElectron ? `ELECTRON_RUN_AS_NODE=1 ${shellQuote(nodePath)}` : shellQuote(nodePath);
 }
 
 export function resolveDir(baseDir: string, cwd: string | undefined): string {

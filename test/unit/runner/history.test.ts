@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { agentTextOf, listRuns, readBounded, readTrajectory, runsByTask } from '../../../src/runner/history.ts';
+import { agentTextOf, listRuns, readBounded, readTrajectory, runsByTask } from '../../../src/runner/core/history.ts';
 import { localBackend } from '../../../src/runner/core/backend.ts';
 import { runTask } from '../../../src/runner/core/run.ts';
 import { loadTask } from '../../../src/runner/core/task.ts';
@@ -11,18 +11,18 @@ import { nodeAgent, taskDir, tempDir } from './helpers.ts';
 const tmp = tempDir();
 after(() => tmp.remove());
 
-describe('editor: run history', () => {
+describe('run history', () => {
   it('lists real runs newest first with their agent, and reads their steps for the views', async () => {
     const runsDir = path.join(tmp.dir, 'runs');
     const task = await loadTask(taskDir('hello'));
-    const first = await runTask({ task, agentCommand: nodeAgent('multi-step.mjs'), agentCwd: tmp.dir, protocol: 'sdk1', backend: localBackend(), runsDir, runId: '20260101T000000Z-a' });
-    writeFileSync(path.join(first.run_dir, 'belay-origin.json'), JSON.stringify({ agent: 'scripted', startedBy: 'editor' }));
+    const first = await runTask({ task, agentCommand: nodeAgent('multi-step.mjs'), agentCwd: tmp.dir, protocol: 'sdk1', agentName: 'scripted', backend: localBackend(), runsDir, runId: '20260101T000000Z-a' });
     const second = await runTask({ task, agentCommand: nodeAgent('multi-step.mjs'), agentCwd: tmp.dir, protocol: 'sdk1', backend: localBackend(), runsDir, runId: '20260101T000001Z-b' });
     mkdirSync(path.join(runsDir, 'not-a-run'));
     const runs = await listRuns(runsDir);
     assert.deepEqual(runs.map((r) => r.result.run_id).sort(), [first.run_id, second.run_id].sort());
     assert.ok(runs[0]!.result.started_at >= runs[1]!.result.started_at, 'newest first');
-    assert.deepEqual(runs.find((r) => r.result.run_id === first.run_id)!.origin, { agent: 'scripted', startedBy: 'editor' });
+    assert.equal(runs.find((r) => r.result.run_id === first.run_id)!.result.agent, 'scripted');
+    assert.equal(runs.find((r) => r.result.run_id === second.run_id)!.result.agent, undefined, 'a run started without a name (belay run) names no agent');
     assert.equal(runsByTask(runs, [task]).get(task.dir)!.length, 2);
 
     const { steps, skipped } = await readTrajectory(first.run_dir);
@@ -58,9 +58,9 @@ describe('editor: run history', () => {
   });
 });
 
-describe('editor: watching a runs folder', () => {
+describe('watching a runs folder', () => {
   it('reports a run whose result.json appears (written atomically, as the core does), and nothing before', async () => {
-    const { RunsFolderWatcher } = await import('../../../src/runner/runsWatcher.ts');
+    const { RunsFolderWatcher } = await import('../../../src/runner/core/runsWatcher.ts');
     const { writeFileAtomic } = await import('../../../src/shared/atomic.ts');
     const runsDir = path.join(tmp.dir, 'watched-runs');
     let reported = 0;

@@ -1,0 +1,145 @@
+// The runner's commands (package.json `belay.runner.*`): each is a small function of the runner's
+// parts; errors reach the person through ctx.registerCommand's boundary.
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import type { BelayContext } from '../context.ts';
+import { errorMessage } from '../shared/errors.ts';
+import { addAgent, setSecret } from './agentSettings.ts';
+import { ChatTerminal } from './chat.ts';
+import { microAgentSecretTexts, type Agent, type MicroAgent } from './core/agents.ts';
+import { CAUSE_WORDS } from './core/format.ts';
+import type { PastRun } from './core/history.ts';
+import { instructionFile } from './core/layout.ts';
+import type { RunResult } from './core/records.ts';
+import type { Task } from './core/task.ts';
+import { runInTerminal } from './terminal.ts';
+import { pickAgent, pickRun, taskFromArg } from './pickers.ts';
+import type { RunnerService } from './service.ts';
+import type { Terminals } from './terminal.ts';
+import type { TaskTests } from './testing.ts';
+import type { TrajectoryPanels } from './trajectoryPanel.ts';
+import type { TaskNode, TasksTree } from './tree.ts';
+import { openRunFile } from './views.ts';
+
+/** The runner's editor parts, built once by registerRunner; each command is a function of them. */
+export interface RunnerParts {
+  readonly ctx: BelayContext;
+  readonly service: RunnerService;
+  /** How terminals are made: tests replace `terminals.create` to read what runs write. */
+  readonly terminals: Terminals;
+  readonly tree: TasksTree;
+  readonly tests: TaskTests;
+  readonly trajectories: TrajectoryPanels;
+}
+
+export function registerRunnerCommands(parts: RunnerParts): void {
+  const { ctx, service } = parts;
+  ctx.registerCommand('belay.runner.refresh', () => service.refresh());
+  ctx.registerCommand('belay.runner.runTask', (arg?: unknown) => runTask(parts, arg));
+  ctx.registerCommand('belay.runner.stopRun', (arg?: unknown) => stopRun(parts, arg));
+  ctx.registerCommand('belay.runner.repeatRun', (arg?: unknown) => {
+    const node = arg as TaskNode | undefined;
+    if (node?.kind !== 'run') throw new Error('choose a run in the Tasks view to repeat');
+    return repeatRun(parts, node.run);
+  });
+  ctx.registerCommand('belay.runner.openTrajectory', (arg?: unknown) => openTrajectory(parts, arg));
+  ctx.registerCommand('belay.runner.openStepOutput', async (arg?: unknown) => {
+    const node = arg as TaskNode | undefined;
+    const file = typeof arg === 'string' ? arg : node?.kind === 'step' ? node.step.outputFile : undefined;
+    if (!file) throw new Error('this step kept no output');
+    await openRunFile(file);
+  });
+  ctx.registerCommand('belay.runner.openTask', async (arg?: unknown) => {
+    const task = await taskFromArg(service, arg);
+    if (task) await vscode.window.showTextDocument(vscode.Uri.file(instructionFile(task)), { preview: true });
+  });
+  ctx.registerCommand('belay.runner.addAgent', () => addAgent(ctx, service));
+  ctx.registerCommand('belay.runner.setSecret', (name?: unknown, value?: unknown) => setSecret(service, name, value));
+  ctx.registerCommand('belay.runner.chat', (name?: unknown) => openChat(parts, name));
+}
+
+/** Runs a task (from the argument or a pick) with an agent (named by `arg.agent`, or picked). */
+async function runTask(parts: RunnerParts, arg: unknown): Promise<RunResult | undefined> {
+  const task = await taskFromArg(parts.service, arg);
+  if (!task) return undefined;
+  const agentName = typeof (arg as { agent?: unknown } | undefined)?.agent === 'string' ? (arg as { agent: string }).agent : undefined;
+  const agent = agentName ? parts.service.findAgent(agentName) : await pickAgent(parts.service, `Belay: Run ${task.name} with…`, () => addAgent(parts.ctx, parts.service));
+  if (agentName && !agent) throw new Error(`no agent named '${agentName}'`);
+  return agent ? runAndReport(parts, task, agent) : undefined;
+}
+
+/** Runs again a past run's task with the same agent (asks for one when the run names none). */
+export async function repeatRun(parts: RunnerParts, run: PastRun): Promise<RunResult | undefined> {
+  const { service } = parts;
+  await service.refresh();
+  const task = service.tasks.find((t) => t.dir === run.result.task_dir) ?? service.findTask(run.result.task_name);
+  if (!task) throw new Error(`the task ${run.result.task_name} is no longer in this workspace`);
+  const named = run.result.agent !== undefined ? service.findAgent(run.result.agent) : undefined;
+  const agent = named ?? (await pickAgent(service, `Belay: Repeat ${task.name}`, () => addAgent(parts.ctx, service)));
+  return agent ? runAndReport(parts, task, agent) : undefined;
+}
+
+/** Runs in a live terminal and says how it ended, with a way to the trajectory. */
+async function runAndReport(parts: RunnerParts, task: Task, agent: Agent): Promise<RunResult> {
+  const { ctx } = parts;
+  ctx.trust.assert('runAgents');
+  const run = runInTerminal(parts.service, task, agent, { closeWhenDone: false });
+  parts.terminals.openRun(`Belay: ${task.name} · ${agent.name}`, run.pty);
+  const result = await run.result;
+  const words = result.passed ? 'passed' : `failed: ${CAUSE_WORDS[result.failure_cause ?? ''] ?? result.failure_cause}`;
+  const show = result.passed ? vscode.window.showInformationMessage : vscode.window.showWarningMessage;
+  void show(`Belay: ${task.name} with ${agent.name} ${words}.`, 'Open Trajectory').then((choice) => {
+    if (choice) void parts.trajectories.show(result.run_dir).catch((error: unknown) => ctx.log.error(errorMessage(error)));
+  });
+  return result;
+}
+
+/** Stops the run of a task node, the only run, or the runs picked. */
+async function stopRun(parts: RunnerParts, arg: unknown): Promise<number> {
+  const { service } = parts;
+  const node = arg as TaskNode | undefined;
+  if (node?.kind === 'task') return service.stop(service.activeRunOf(node.task)?.id ?? '\0');
+  const active = service.activeRuns;
+  if (active.length <= 1) return service.stop();
+  const picked = await vscode.window.showQuickPick(
+    [{ label: 'All runs', id: undefined as string | undefined }, ...active.map((r) => ({ label: `${r.task.name} · ${r.agent.name}`, id: r.id as string | undefined }))],
+    { title: 'Belay: Stop Run' },
+  );
+  return picked ? service.stop(picked.id) : 0;
+}
+
+/** Opens a run's trajectory: a run folder, a run or step node (focusing the step), or a pick. */
+async function openTrajectory(parts: RunnerParts, arg: unknown): Promise<void> {
+  const node = arg as TaskNode | undefined;
+  let runDir: string | undefined;
+  if (typeof arg === 'string') runDir = arg;
+  else if (node?.kind === 'run') runDir = node.run.result.run_dir;
+  else if (node?.kind === 'step') runDir = node.run.run_dir;
+  else runDir = await pickRun(parts.service, parts.ctx.config.get('runner.runsDir', vscode.workspace.workspaceFolders?.[0]));
+  if (runDir) await parts.trajectories.show(runDir, node?.kind === 'step' ? node.step.step : undefined);
+}
+
+/** Opens a chat terminal with a micro-agent (named, or picked). */
+async function openChat(parts: RunnerParts, arg: unknown): Promise<ChatTerminal | undefined> {
+  const { ctx, service } = parts;
+  ctx.trust.assert('runAgents');
+  await service.refresh();
+  const agents = service.microAgents;
+  let agent: MicroAgent | undefined = typeof arg === 'string' ? agents.find((a) => a.name === arg) : undefined;
+  if (!agent) {
+    if (agents.length === 0) throw new Error('no micro-agent is configured: add one to the belay.microAgents setting (command, protocol rich or plain, timeout, env, providers)');
+    agent = (await vscode.window.showQuickPick(agents.map((a) => ({ label: a.name, description: `${a.protocol}, timeout ${a.timeout} s`, detail: a.command, agent: a })), { title: 'Belay: Chat with Micro-agent' }))?.agent;
+    if (!agent) return undefined;
+  }
+  const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? agent.baseDir;
+  const chosen = agent;
+  const chat = new ChatTerminal({
+    agent: chosen,
+    workspace: path.join(folder, '.belay', 'micro-agents', chosen.name.replace(/[^A-Za-z0-9._-]/g, '_')),
+    secrets: () => service.secretsFor(microAgentSecretTexts(chosen)),
+    refusal: () => ctx.trust.refusal('runAgents'),
+    log: ctx.log,
+  });
+  parts.terminals.openChat(`Belay chat: ${chosen.name}`, chat);
+  return chat;
+}
