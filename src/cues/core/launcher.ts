@@ -7,7 +7,7 @@ import { shellQuote } from '../../shared/shell.ts';
  * runtime (the extension host's executable; ELECTRON_RUN_AS_NODE makes VS Code's Electron a plain
  * Node, and plain Node ignores it), so no separate Node install is needed.
  */
-export function launcherScripts(runtime: string, cuemeJs: string): { posix: string; windows: string } {
+function launcherScripts(runtime: string, cuemeJs: string): { posix: string; windows: string } {
   return {
     posix: `#!/bin/sh\n# Belay's cueme (Human Agent Protocol), run on VS Code's own runtime.\nELECTRON_RUN_AS_NODE=1 exec ${shellQuote(runtime)} ${shellQuote(cuemeJs)} "$@"\n`,
     windows: `@echo off\r\nrem Belay's cueme (Human Agent Protocol), run on VS Code's own runtime.\r\nset ELECTRON_RUN_AS_NODE=1\r\n"${runtime}" "${cuemeJs}" %*\r\n`,
