@@ -63,13 +63,13 @@ export class CuesService implements vscode.Disposable {
     this.#queue = new Map();
     this.#subscriptions.push(
       ctx.config.onDidChange('cues.home', () => {
-        if (this.#paths && settingMailboxPaths(ctx).home !== this.#paths.home) this.reopen();
+        if (this.#paths && settingMailboxPaths(ctx).home !== this.#paths.home) this.#reopen();
       }),
     );
     // Opening the mailbox (SQLite, schema check, folder watch) waits until activation is done.
     this.#opening = setImmediate(() => {
       this.#opening = undefined;
-      if (!this.#paths) this.reopen();
+      if (!this.#paths) this.#reopen();
     });
   }
 
@@ -97,14 +97,14 @@ export class CuesService implements vscode.Disposable {
   }
 
   /** (Re)opens the mailbox named by the settings; failures become `error`, shown in the panel. */
-  reopen(): void {
+  #reopen(): void {
     this.#close();
     this.#error = undefined;
     try {
       this.#paths = settingMailboxPaths(this.#ctx);
       this.#queue = this.#loadQueue();
       this.#mailbox = Mailbox.open({ home: this.#paths.home, busyTimeoutMs: BUSY_TIMEOUT_MS });
-      this.#stopWatch = this.#mailbox.watch(() => this.refresh(), {
+      this.#stopWatch = this.#mailbox.watch(() => this.#refresh(), {
         onError: (error) => this.#ctx.log.debug(`cues: mailbox check failed, retrying: ${errorMessage(error)}`),
       });
       this.#ctx.log.info(`cues: watching the mailbox ${this.#paths.dbPath}`);
@@ -112,11 +112,11 @@ export class CuesService implements vscode.Disposable {
       this.#error = errorMessage(error);
       this.#ctx.log.error(`cues: cannot open the mailbox: ${this.#error}`);
     }
-    this.refresh();
+    this.#refresh();
   }
 
   /** Reads the mailbox now; coalesces calls made in the same turn. */
-  refresh(): void {
+  #refresh(): void {
     if (this.#refreshScheduled) return;
     this.#refreshScheduled = true;
     queueMicrotask(() => {
@@ -139,7 +139,7 @@ export class CuesService implements vscode.Disposable {
     } catch {
       // No home: reopen says why.
     }
-    this.reopen();
+    this.#reopen();
   }
 
   /**
@@ -187,7 +187,7 @@ export class CuesService implements vscode.Disposable {
     if (this.#expiryTimer) clearTimeout(this.#expiryTimer);
     this.#expiryTimer = undefined;
     const next = nextExpiryMs(this.#snapshot);
-    if (next !== undefined) this.#expiryTimer = setTimeout(() => this.refresh(), Math.max(0, next + 1 - this.#snapshot.nowMs));
+    if (next !== undefined) this.#expiryTimer = setTimeout(() => this.#refresh(), Math.max(0, next + 1 - this.#snapshot.nowMs));
   }
 
   #deliverQueued(nowMs: number): void {
@@ -231,7 +231,7 @@ export class CuesService implements vscode.Disposable {
     }
     const text = composeAnswerText(entry.payload, selection);
     await mailbox.answer(requestId, { text, attachments });
-    this.refresh();
+    this.#refresh();
   }
 
   /** End: a cancelled response; the agent is told to pause. */
@@ -241,7 +241,7 @@ export class CuesService implements vscode.Disposable {
     if (!entry) throw new Error('this cue is no longer in the mailbox');
     if (entry.state !== 'pending') throw new Error(whyNotAnswerable(entry, Date.now(), this.cueTimeoutMs) ?? 'this cue is not waiting');
     mailbox.cancel(requestId);
-    this.refresh();
+    this.#refresh();
   }
 
   /** Queues `text` for the agent's next cue (an empty text removes it). */
@@ -249,7 +249,7 @@ export class CuesService implements vscode.Disposable {
     if (text.trim() === '') this.#queue.delete(agentId);
     else this.#queue.set(agentId, { text: text.trim(), afterId: this.#maxRequestId() });
     void this.#saveQueue();
-    this.refresh();
+    this.#refresh();
   }
 
   #maxRequestId(): number {
