@@ -1,10 +1,9 @@
 import * as vscode from 'vscode';
-import type { Selection } from './core/answer.ts';
 import type { BelayContext } from '../context.ts';
-import { HAP_INSTRUCTIONS, pauseInstruction } from './instructions.ts';
-import { promptSummary } from './model.ts';
+import type { Selection } from './core/answer.ts';
+import { HAP_INSTRUCTIONS, pauseInstruction } from './core/instructions.ts';
+import { promptSummary, type Cue } from './core/model.ts';
 import type { CuesService } from './service.ts';
-import type { UiCue } from '../webviews/cues/protocol.ts';
 
 type Outcome = { kind: 'answer'; selection: Selection } | { kind: 'cancel' } | undefined;
 
@@ -16,7 +15,7 @@ async function askText(title: string, prompt: string): Promise<string | undefine
 }
 
 /** The quick-pick flow for one cue, without the webview. */
-async function askCue(cue: UiCue): Promise<Outcome> {
+async function askCue(cue: Cue): Promise<Outcome> {
   const title = `${cue.agentId}: ${promptSummary(cue.prompt, 80)}`;
   const prompt = promptSummary(cue.prompt, 400);
   const p = cue.payload;

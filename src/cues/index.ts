@@ -2,15 +2,15 @@ import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
 import { registerCueCommands } from './commands.ts';
 import { registerNotifications } from './notify.ts';
+import { CuesViewProvider } from './provider.ts';
 import { CuesService } from './service.ts';
 import { registerTerminalPath } from './terminal.ts';
 import { registerCueTools } from './tools.ts';
-import { CuesViewProvider } from './view.ts';
 
 /**
  * Cues in the editor: one mailbox service (one connection, one watch) feeding the Cues panel, its
  * badge, the status bar, notifications, the quick-pick commands and the language-model tools;
- * Belay's cueme on integrated terminals' PATH.
+ * Belay's cueme on integrated terminals' PATH. The panel's page code loads when it is first shown.
  */
 export function registerCues(ctx: BelayContext): void {
   const service = ctx.own(new CuesService(ctx));
@@ -19,5 +19,5 @@ export function registerCues(ctx: BelayContext): void {
   registerNotifications(ctx, service, view);
   registerCueCommands(ctx, service);
   registerTerminalPath(ctx);
-  registerCueTools(ctx);
+  registerCueTools(ctx, service);
 }

@@ -1,15 +1,15 @@
 import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
-import type { UiCue } from '../webviews/cues/protocol.ts';
-import { promptSummary, type PanelSnapshot } from './model.ts';
-import { describeError, type CuesService } from './service.ts';
-import type { CuesViewProvider } from './view.ts';
+import { errorMessage } from '../shared/errors.ts';
+import { promptSummary, type Cue, type CuesSnapshot } from './core/model.ts';
+import type { CuesViewProvider } from './provider.ts';
+import type { CuesService } from './service.ts';
 
 /** At most this many choice options become notification buttons (beside "Open"). */
 const NOTIFICATION_CHOICES = 3;
 
 /** The buttons a notification offers for a cue, and what each one does. */
-export function notificationActions(cue: UiCue): Array<{ label: string; action: { kind: 'choice'; label: string } | { kind: 'confirm' } | { kind: 'cancel' } | { kind: 'open' } }> {
+function notificationActions(cue: Cue): Array<{ label: string; action: { kind: 'choice'; label: string } | { kind: 'confirm' } | { kind: 'cancel' } | { kind: 'open' } }> {
   const open = { label: 'Open', action: { kind: 'open' as const } };
   switch (cue.payload.kind) {
     case 'confirm':
@@ -35,7 +35,7 @@ export function registerNotifications(ctx: BelayContext, service: CuesService, v
   const seen = new Set<string>(service.snapshot.pending.map((c) => c.requestId));
   let baseline = false;
 
-  const update = (snapshot: PanelSnapshot) => {
+  const update = (snapshot: CuesSnapshot) => {
     const n = snapshot.waitingCount;
     if (n > 0) {
       item.text = `$(comment-discussion) ${n}`;
@@ -57,7 +57,7 @@ export function registerNotifications(ctx: BelayContext, service: CuesService, v
     for (const cue of fresh) void notify(cue);
   };
 
-  const notify = async (cue: UiCue) => {
+  const notify = async (cue: Cue) => {
     const actions = notificationActions(cue);
     const picked = await vscode.window.showInformationMessage(`${cue.agentId} asks: ${promptSummary(cue.prompt)}`, ...actions.map((a) => a.label));
     const action = actions.find((a) => a.label === picked)?.action;
@@ -78,7 +78,7 @@ export function registerNotifications(ctx: BelayContext, service: CuesService, v
           return;
       }
     } catch (error) {
-      void vscode.window.showWarningMessage(`Belay: ${describeError(error)}`);
+      void vscode.window.showWarningMessage(`Belay: ${errorMessage(error)}`);
     }
   };
 

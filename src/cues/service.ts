@@ -1,40 +1,50 @@
 import * as os from 'node:os';
 import * as vscode from 'vscode';
-import { composeAnswerText, selectionIsEmpty, type Selection } from './core/answer.ts';
-import { MailboxError } from './core/errors.ts';
-import { mailboxPaths, type MailboxPaths } from './core/home.ts';
-import { silenceSqliteExperimentalWarning } from './core/sqlite.ts';
-import { Mailbox, type CueEntry } from './core/store.ts';
 import type { BelayContext } from '../context.ts';
-import { buildSnapshot, expandHomeSetting, HISTORY_LIMIT, isExpired, queuedDeliveries, whyNotAnswerable, EXPIRE_AFTER_MS, type PanelSnapshot, type QueuedReply } from './model.ts';
+import { errorMessage } from '../shared/errors.ts';
+import { composeAnswerText, selectionIsEmpty, type Selection } from './core/answer.ts';
+import { CUE_TIMEOUT_MS, cueTimeoutMs } from './core/expiry.ts';
+import { mailboxPathsForSetting, type MailboxPaths } from './core/home.ts';
+import { buildSnapshot, HISTORY_LIMIT, nextExpiryMs, queuedDeliveries, whyNotAnswerable, type CuesSnapshot, type QueuedReply } from './core/model.ts';
+import { Mailbox, type CueEntry } from './core/store.ts';
 
 /**
  * Reads run on the extension host's thread and wait this long at most for another program's lock
  * (the core's default is 5 s, which would freeze the editor); a busy read is retried on the next change.
  */
-export const PANEL_BUSY_TIMEOUT_MS = 400;
+const BUSY_TIMEOUT_MS = 400;
 const QUEUE_KEY = 'belay.cues.queue';
 
 /** Where the mailbox is for the `belay.cues.home` setting (empty: CUE_HOME, else ~/.cue). */
-export function panelMailboxPaths(setting: string): MailboxPaths {
-  const home = expandHomeSetting(setting, os.homedir());
-  return mailboxPaths(home === undefined ? {} : { home });
+export function settingMailboxPaths(ctx: BelayContext): MailboxPaths {
+  return mailboxPathsForSetting(ctx.config.get('cues.home'), os.homedir());
+}
+
+/** How long cuemes started from this editor's terminals wait (CUEME_TIMEOUT_SECONDS, else 600 s). */
+function editorCueTimeoutMs(ctx: BelayContext): number {
+  try {
+    return cueTimeoutMs(process.env);
+  } catch (error) {
+    ctx.log.warn(`cues: ${errorMessage(error)}; using ${CUE_TIMEOUT_MS / 1000} s`);
+    return CUE_TIMEOUT_MS;
+  }
 }
 
 /**
  * The one owner of the mailbox in the editor: one connection, one watch, one snapshot that the
- * panel, the badge, the status bar and the notifications all read. Answers go through here.
+ * panel, the badge, the status bar and the notifications all read. Answers and the language-model
+ * tools' cues go through here.
  */
 export class CuesService implements vscode.Disposable {
   readonly #ctx: BelayContext;
-  readonly #changed = new vscode.EventEmitter<PanelSnapshot>();
+  readonly #changed = new vscode.EventEmitter<CuesSnapshot>();
   /** Fires after every read of the mailbox that found a change (and after a re-open). */
   readonly onDidChange = this.#changed.event;
   #mailbox: Mailbox | undefined;
   #stopWatch: (() => void) | undefined;
   #paths: MailboxPaths | undefined;
   #error: string | undefined;
-  #snapshot: PanelSnapshot = { nowMs: Date.now(), pending: [], agents: [], history: [], waitingCount: 0 };
+  #snapshot: CuesSnapshot = { nowMs: Date.now(), pending: [], agents: [], history: [], waitingCount: 0 };
   #pendingEntries: CueEntry[] = [];
   #queue: Map<string, QueuedReply>;
   #expiryTimer: NodeJS.Timeout | undefined;
@@ -44,19 +54,22 @@ export class CuesService implements vscode.Disposable {
   #loaded = false;
   readonly #subscriptions: vscode.Disposable[] = [];
 
+  /** How long a cue is waited for: cues older than this are expired (core/expiry.ts). */
+  readonly cueTimeoutMs: number;
+
   constructor(ctx: BelayContext) {
     this.#ctx = ctx;
-    silenceSqliteExperimentalWarning();
+    this.cueTimeoutMs = editorCueTimeoutMs(ctx);
     this.#queue = new Map();
     this.#subscriptions.push(
       ctx.config.onDidChange('cues.home', () => {
-        if (this.#paths && panelMailboxPaths(ctx.config.get('cues.home')).home !== this.#paths.home) this.reopen();
+        if (this.#paths && settingMailboxPaths(ctx).home !== this.#paths.home) this.#reopen();
       }),
     );
     // Opening the mailbox (SQLite, schema check, folder watch) waits until activation is done.
     this.#opening = setImmediate(() => {
       this.#opening = undefined;
-      if (!this.#paths) this.reopen();
+      if (!this.#paths) this.#reopen();
     });
   }
 
@@ -65,7 +78,7 @@ export class CuesService implements vscode.Disposable {
     return this.#loaded;
   }
 
-  get snapshot(): PanelSnapshot {
+  get snapshot(): CuesSnapshot {
     return this.#snapshot;
   }
 
@@ -73,9 +86,9 @@ export class CuesService implements vscode.Disposable {
   get home(): string {
     if (this.#paths) return this.#paths.home;
     try {
-      return panelMailboxPaths(this.#ctx.config.get('cues.home')).home;
+      return settingMailboxPaths(this.#ctx).home;
     } catch (error) {
-      return error instanceof Error ? error.message : String(error);
+      return errorMessage(error);
     }
   }
 
@@ -84,26 +97,26 @@ export class CuesService implements vscode.Disposable {
   }
 
   /** (Re)opens the mailbox named by the settings; failures become `error`, shown in the panel. */
-  reopen(): void {
+  #reopen(): void {
     this.#close();
     this.#error = undefined;
     try {
-      this.#paths = panelMailboxPaths(this.#ctx.config.get('cues.home'));
+      this.#paths = settingMailboxPaths(this.#ctx);
       this.#queue = this.#loadQueue();
-      this.#mailbox = Mailbox.open({ home: this.#paths.home, busyTimeoutMs: PANEL_BUSY_TIMEOUT_MS });
-      this.#stopWatch = this.#mailbox.watch(() => this.refresh(), {
-        onError: (error) => this.#ctx.log.debug(`cues: mailbox check failed, retrying: ${String(error)}`),
+      this.#mailbox = Mailbox.open({ home: this.#paths.home, busyTimeoutMs: BUSY_TIMEOUT_MS });
+      this.#stopWatch = this.#mailbox.watch(() => this.#refresh(), {
+        onError: (error) => this.#ctx.log.debug(`cues: mailbox check failed, retrying: ${errorMessage(error)}`),
       });
       this.#ctx.log.info(`cues: watching the mailbox ${this.#paths.dbPath}`);
     } catch (error) {
-      this.#error = error instanceof Error ? error.message : String(error);
+      this.#error = errorMessage(error);
       this.#ctx.log.error(`cues: cannot open the mailbox: ${this.#error}`);
     }
-    this.refresh();
+    this.#refresh();
   }
 
   /** Reads the mailbox now; coalesces calls made in the same turn. */
-  refresh(): void {
+  #refresh(): void {
     if (this.#refreshScheduled) return;
     this.#refreshScheduled = true;
     queueMicrotask(() => {
@@ -113,14 +126,34 @@ export class CuesService implements vscode.Disposable {
   }
 
   /** Reads the mailbox now (commands use this so they act on what is there, not on the last event). */
-  readNow(): PanelSnapshot {
-    try {
-      if (panelMailboxPaths(this.#ctx.config.get('cues.home')).home !== this.#paths?.home) this.reopen();
-    } catch {
-      // No home: reopen already reported it.
-    }
+  readNow(): CuesSnapshot {
+    this.#openCurrent();
     this.#read();
     return this.#snapshot;
+  }
+
+  /** Opens the mailbox the settings name now, unless it is the one open already. */
+  #openCurrent(): void {
+    try {
+      if (settingMailboxPaths(this.#ctx).home === this.#paths?.home) return;
+    } catch {
+      // No home: reopen says why.
+    }
+    this.#reopen();
+  }
+
+  /**
+   * The editor's one connection to the mailbox, for the language-model tools, and a way to wait on
+   * its one watch. Throws, saying why, when the mailbox cannot be opened.
+   */
+  connection(): { mailbox: Mailbox; subscribe: (onChange: () => void) => () => void } {
+    this.#openCurrent();
+    const mailbox = this.#requireMailbox();
+    const subscribe = (onChange: () => void) => {
+      const subscription = this.#changed.event(() => onChange());
+      return () => subscription.dispose();
+    };
+    return { mailbox, subscribe };
   }
 
   #read(): void {
@@ -137,31 +170,28 @@ export class CuesService implements vscode.Disposable {
       const recent = mailbox.listRequests({ limit: HISTORY_LIMIT });
       const agents = mailbox.listAgents();
       this.#pendingEntries = pending;
-      this.#snapshot = buildSnapshot({ agents, pending, recent }, this.#queue, nowMs);
+      this.#snapshot = buildSnapshot({ agents, pending, recent }, this.#queue, nowMs, this.cueTimeoutMs);
       this.#loaded = true;
     } catch (error) {
       // Busy past the short wait: keep what is shown; the next change or the watch's backstop reads again.
-      this.#ctx.log.warn(`cues: reading the mailbox failed: ${error instanceof Error ? error.message : String(error)}`);
+      this.#ctx.log.warn(`cues: reading the mailbox failed: ${errorMessage(error)}`);
       return;
     }
-    this.#scheduleExpiry(nowMs);
+    this.#scheduleExpiry();
     this.#changed.fire(this.#snapshot);
     this.#deliverQueued(nowMs);
   }
 
-  /** Reads again when the oldest waiting cue expires, so the badge stops counting it. */
-  #scheduleExpiry(nowMs: number): void {
+  /** Reads again just after the first waiting cue expires, so the badge stops counting it. */
+  #scheduleExpiry(): void {
     if (this.#expiryTimer) clearTimeout(this.#expiryTimer);
     this.#expiryTimer = undefined;
-    const next = this.#pendingEntries
-      .filter((e) => !isExpired(e, nowMs) && e.payload.kind !== 'pause' && e.createdAtMs !== undefined)
-      .map((e) => e.createdAtMs! + EXPIRE_AFTER_MS + 1)
-      .sort((a, b) => a - b)[0];
-    if (next !== undefined) this.#expiryTimer = setTimeout(() => this.refresh(), Math.max(0, next - nowMs));
+    const next = nextExpiryMs(this.#snapshot);
+    if (next !== undefined) this.#expiryTimer = setTimeout(() => this.#refresh(), Math.max(0, next + 1 - this.#snapshot.nowMs));
   }
 
   #deliverQueued(nowMs: number): void {
-    for (const delivery of queuedDeliveries(this.#pendingEntries, this.#queue, nowMs)) {
+    for (const delivery of queuedDeliveries(this.#pendingEntries, this.#queue, nowMs, this.cueTimeoutMs)) {
       if (this.#delivering.has(delivery.requestId)) continue;
       this.#delivering.add(delivery.requestId);
       this.#queue.delete(delivery.agentId);
@@ -170,7 +200,7 @@ export class CuesService implements vscode.Disposable {
         () => this.#ctx.log.info(`cues: delivered the queued reply to ${delivery.agentId} (${delivery.requestId})`),
         (error: unknown) => {
           // Not delivered (e.g. answered elsewhere first): keep the reply for the next cue.
-          this.#ctx.log.warn(`cues: queued reply for ${delivery.agentId} not delivered: ${error instanceof Error ? error.message : String(error)}`);
+          this.#ctx.log.warn(`cues: queued reply for ${delivery.agentId} not delivered: ${errorMessage(error)}`);
           if (!this.#queue.has(delivery.agentId)) this.queueReply(delivery.agentId, delivery.text);
         },
       ).finally(() => this.#delivering.delete(delivery.requestId));
@@ -187,11 +217,6 @@ export class CuesService implements vscode.Disposable {
     return this.#mailbox;
   }
 
-  /** Pending entries from the last read (with their payloads), oldest first. */
-  get pendingEntries(): readonly CueEntry[] {
-    return this.#pendingEntries;
-  }
-
   /**
    * Answers a cue with what the human picked, as the core composes it. Throws with a message for
    * the user when the cue cannot be answered (already answered, expired, a selection that does not fit).
@@ -199,14 +224,14 @@ export class CuesService implements vscode.Disposable {
   async answer(requestId: string, selection: Selection, attachments: readonly string[]): Promise<void> {
     const mailbox = this.#requireMailbox();
     const entry = this.#entry(requestId);
-    const why = whyNotAnswerable(entry, Date.now());
+    const why = whyNotAnswerable(entry, Date.now(), this.cueTimeoutMs);
     if (why || !entry) throw new Error(why ?? 'unknown cue');
     if (selectionIsEmpty(selection) && attachments.length === 0) {
       throw new Error('nothing to send: pick an option or type a reply (End stops the agent instead)');
     }
     const text = composeAnswerText(entry.payload, selection);
     await mailbox.answer(requestId, { text, attachments });
-    this.refresh();
+    this.#refresh();
   }
 
   /** End: a cancelled response; the agent is told to pause. */
@@ -214,9 +239,9 @@ export class CuesService implements vscode.Disposable {
     const mailbox = this.#requireMailbox();
     const entry = this.#entry(requestId);
     if (!entry) throw new Error('this cue is no longer in the mailbox');
-    if (entry.state !== 'pending') throw new Error(whyNotAnswerable(entry, Date.now()) ?? 'this cue is not waiting');
+    if (entry.state !== 'pending') throw new Error(whyNotAnswerable(entry, Date.now(), this.cueTimeoutMs) ?? 'this cue is not waiting');
     mailbox.cancel(requestId);
-    this.refresh();
+    this.#refresh();
   }
 
   /** Queues `text` for the agent's next cue (an empty text removes it). */
@@ -224,7 +249,7 @@ export class CuesService implements vscode.Disposable {
     if (text.trim() === '') this.#queue.delete(agentId);
     else this.#queue.set(agentId, { text: text.trim(), afterId: this.#maxRequestId() });
     void this.#saveQueue();
-    this.refresh();
+    this.#refresh();
   }
 
   #maxRequestId(): number {
@@ -268,10 +293,4 @@ export class CuesService implements vscode.Disposable {
     this.#subscriptions.forEach((s) => s.dispose());
     this.#changed.dispose();
   }
-}
-
-/** A message for the user from anything a cue action threw. */
-export function describeError(error: unknown): string {
-  if (error instanceof MailboxError) return error.message;
-  return error instanceof Error ? error.message : String(error);
 }

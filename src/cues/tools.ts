@@ -1,15 +1,14 @@
+import * as os from 'node:os';
 import * as vscode from 'vscode';
 import * as z from 'zod';
 import type { BelayContext } from '../context.ts';
-import { CUE_TIMEOUT_MS, cueAndWait, join, pauseRequest } from './core/hap.ts';
+import { cueAndWait, join, pauseRequest } from './core/hap.ts';
 import { viewPayload } from './core/payload.ts';
-import { Mailbox } from './core/store.ts';
-import { expandHomeSetting } from './model.ts';
-import * as os from 'node:os';
+import type { CuesService } from './service.ts';
 
 // Language-model tools: VS Code chat agents cue the human through the same mailbox as `cueme`,
-// so the Cues panel answers them too. Inputs come from a model: parsed with zod, errors returned
-// as text the model can act on.
+// on the cues service's one connection, so the Cues panel answers them too. Inputs come from a
+// model: parsed with zod, errors returned as text the model can act on.
 
 const JoinInput = z.object({ agent_runtime: z.string().optional() });
 const CueInput = z.object({
@@ -28,11 +27,6 @@ function inputError(tool: string, error: z.ZodError): vscode.LanguageModelToolRe
   return text(`Invalid input for ${tool}: ${issue ? `${issue.path.join('.') || 'input'}: ${issue.message}` : 'wrong shape'}. Nothing was sent to the human.`);
 }
 
-function openMailbox(ctx: BelayContext): Mailbox {
-  const home = expandHomeSetting(ctx.config.get('cues.home'), os.homedir());
-  return Mailbox.open(home === undefined ? {} : { home });
-}
-
 /** Aborts when the chat request is cancelled: the cue is then marked cancelled in the mailbox. */
 function signalOf(token: vscode.CancellationToken): AbortSignal {
   const controller = new AbortController();
@@ -41,7 +35,7 @@ function signalOf(token: vscode.CancellationToken): AbortSignal {
   return controller.signal;
 }
 
-export function registerCueTools(ctx: BelayContext): void {
+export function registerCueTools(ctx: BelayContext, service: CuesService): void {
   if (typeof vscode.lm?.registerTool !== 'function') {
     ctx.log.info('cues: this editor has no language-model tools API; the join/cue/pause tools are not registered');
     return;
@@ -51,13 +45,9 @@ export function registerCueTools(ctx: BelayContext): void {
       invoke(options) {
         const input = JoinInput.safeParse(options.input ?? {});
         if (!input.success) return inputError('belay_join', input.error);
-        const mailbox = openMailbox(ctx);
-        try {
-          const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? os.homedir();
-          return text(join(mailbox, input.data.agent_runtime ?? 'vscode', { env: process.env, cwd }).text);
-        } finally {
-          mailbox.close();
-        }
+        const { mailbox } = service.connection();
+        const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? os.homedir();
+        return text(join(mailbox, input.data.agent_runtime ?? 'vscode', { env: process.env, cwd }).text);
       },
     }),
   );
@@ -70,20 +60,17 @@ export function registerCueTools(ctx: BelayContext): void {
         const payload = input.data.payload ?? null;
         const view = viewPayload(payload);
         const note = view.kind === 'invalid' ? `Note: ${view.warning}; the human saw a plain prompt.\n\n` : '';
-        const mailbox = openMailbox(ctx);
-        try {
-          const outcome = await cueAndWait(mailbox, {
-            mode: 'cue',
-            agentId: input.data.agent_id,
-            prompt: input.data.prompt,
-            payloadJson: payload === null ? null : JSON.stringify(payload),
-            timeoutMs: CUE_TIMEOUT_MS,
-            interrupt: signalOf(token),
-          });
-          return text(note + (outcome.kind === 'interrupted' ? 'The cue was cancelled before the human answered.' : outcome.text));
-        } finally {
-          mailbox.close();
-        }
+        const { mailbox, subscribe } = service.connection();
+        const outcome = await cueAndWait(mailbox, {
+          mode: 'cue',
+          agentId: input.data.agent_id,
+          prompt: input.data.prompt,
+          payloadJson: payload === null ? null : JSON.stringify(payload),
+          timeoutMs: service.cueTimeoutMs,
+          interrupt: signalOf(token),
+          subscribe,
+        });
+        return text(note + (outcome.kind === 'interrupted' ? 'The cue was cancelled before the human answered.' : outcome.text));
       },
     }),
   );
@@ -93,13 +80,9 @@ export function registerCueTools(ctx: BelayContext): void {
       async invoke(options, token) {
         const input = PauseInput.safeParse(options.input);
         if (!input.success) return inputError('belay_pause', input.error);
-        const mailbox = openMailbox(ctx);
-        try {
-          const outcome = await cueAndWait(mailbox, { mode: 'pause', agentId: input.data.agent_id, ...pauseRequest(input.data.prompt), interrupt: signalOf(token) });
-          return text(outcome.kind === 'interrupted' ? 'The pause was cancelled.' : outcome.text);
-        } finally {
-          mailbox.close();
-        }
+        const { mailbox, subscribe } = service.connection();
+        const outcome = await cueAndWait(mailbox, { mode: 'pause', agentId: input.data.agent_id, ...pauseRequest(input.data.prompt), interrupt: signalOf(token), subscribe });
+        return text(outcome.kind === 'interrupted' ? 'The pause was cancelled.' : outcome.text);
       },
     }),
   );

@@ -1,12 +1,14 @@
 // The trajectory view: one webview panel per run, stepping through trajectory.json of runs made
-// by the editor or by `belay run`. Messages follow src/webviews/trajectory/protocol.ts.
+// by the editor or by `belay run`. A message handler on the webview host (src/ui/webviewHost.ts);
+// messages follow src/webviews/trajectory/protocol.ts.
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { runFiles } from './core/records.ts';
 import { readBounded, readTrajectory, listRuns, type PastRun } from './core/history.ts';
-import { webviewHtml, webviewOptions } from '../ui/webviewHtml.ts';
-import { toHostSchema, type ToWebview, type TrajectoryStep } from '../webviews/trajectory/protocol.ts';
+import { errorMessage } from '../shared/errors.ts';
+import { WebviewHost, type PageMessage } from '../ui/webviewHost.ts';
+import { toHostSchema, type ToHost, type ToWebview, type TrajectoryStep } from '../webviews/trajectory/protocol.ts';
 
 /** Characters of each step's output sent to the view (the full output opens read-only). */
 const STEP_OUTPUT_CHARS = 20_000;
@@ -41,52 +43,51 @@ export class TrajectoryPanels implements vscode.Disposable {
     }
     const run = (await listRuns(path.dirname(runDir))).find((r) => r.result.run_dir === runDir);
     if (!run) throw new Error(`no finished run in ${runDir} (result.json is missing or unreadable)`);
-    const panel = vscode.window.createWebviewPanel('belay.trajectory', `Run: ${run.result.task_name}`, vscode.ViewColumn.Active, {
-      ...webviewOptions(this.#extensionUri),
-      retainContextWhenHidden: false,
-    });
+    const title = `Run: ${run.result.task_name}`;
+    const panel = vscode.window.createWebviewPanel('belay.trajectory', title, vscode.ViewColumn.Active, { retainContextWhenHidden: false });
     this.#panels.set(runDir, panel);
-    let ready = false;
-    const queue: ToWebview[] = [];
-    const post = (message: ToWebview) => (ready ? void panel.webview.postMessage(message) : queue.push(message));
-    const subscriptions: vscode.Disposable[] = [];
-    panel.onDidDispose(() => {
-      this.#panels.delete(runDir);
-      subscriptions.forEach((s) => s.dispose());
+    panel.onDidDispose(() => this.#panels.delete(runDir));
+    // The step asked for is shown on the first load; a reload keeps the step the page saved.
+    let focus = focusStep;
+    // The host disposes itself with the panel.
+    new WebviewHost<ToHost, ToWebview>(panel, {
+      app: 'trajectory',
+      title,
+      schema: toHostSchema,
+      extensionUri: this.#extensionUri,
+      log: this.#log,
+      handler: {
+        state: async () => {
+          const message = await this.#message(run, focus);
+          focus = undefined;
+          return message;
+        },
+        receive: (message) => this.#receive(run, message),
+      },
     });
-    subscriptions.push(
-      panel.webview.onDidReceiveMessage(async (raw: unknown) => {
-        const parsed = toHostSchema.safeParse(raw);
-        if (!parsed.success) {
-          this.#log.warn(`trajectory view: ignored a malformed message: ${parsed.error.message}`);
-          return;
-        }
-        const message = parsed.data;
-        try {
-          if (message.type === 'ready') {
-            // A reload of the webview says ready again: send the run anew.
-            ready = true;
-            if (queue.length === 0) post(await this.#message(run));
-            for (const m of queue.splice(0)) void panel.webview.postMessage(m);
-          } else if (message.type === 'openOutput') {
-            const { steps } = await readTrajectory(runDir);
-            const file = steps.find((s) => s.step === message.step)?.outputFile;
-            if (file) await this.#actions.openOutput(file);
-          } else if (message.type === 'openFile') {
-            const files = runFiles(runDir);
-            const file = { result: files.result, trajectory: files.trajectory, testOutput: files.testOutput, agentLog: files.agentStderr }[message.file];
-            if (existsSync(file)) await this.#actions.openOutput(file);
-            else void vscode.window.showInformationMessage(`Belay: this run has no ${path.basename(file)}.`);
-          } else if (message.type === 'repeat') await this.#actions.repeat(run);
-        } catch (error) {
-          this.#log.error(`trajectory view: ${(error as Error).message}`);
-          void vscode.window.showErrorMessage(`Belay: ${(error as Error).message}`);
-        }
-      }),
-    );
-    panel.webview.html = webviewHtml(panel.webview, this.#extensionUri, 'trajectory', `Run: ${run.result.task_name}`);
-    post(await this.#message(run, focusStep));
     return panel;
+  }
+
+  async #receive(run: PastRun, message: PageMessage<ToHost>): Promise<void> {
+    const runDir = run.result.run_dir;
+    switch (message.type) {
+      case 'openOutput': {
+        const { steps } = await readTrajectory(runDir);
+        const file = steps.find((s) => s.step === message.step)?.outputFile;
+        if (file) await this.#actions.openOutput(file);
+        return;
+      }
+      case 'openFile': {
+        const files = runFiles(runDir);
+        const file = { result: files.result, trajectory: files.trajectory, testOutput: files.testOutput, agentLog: files.agentStderr }[message.file];
+        if (existsSync(file)) await this.#actions.openOutput(file);
+        else void vscode.window.showInformationMessage(`Belay: this run has no ${path.basename(file)}.`);
+        return;
+      }
+      case 'repeat':
+        await this.#actions.repeat(run);
+        return;
+    }
   }
 
   async #message(run: PastRun, focus?: number): Promise<ToWebview> {
@@ -95,7 +96,7 @@ export class TrajectoryPanels implements vscode.Disposable {
     try {
       read = await readTrajectory(r.run_dir);
     } catch (error) {
-      return { type: 'error', message: `Cannot read the run's steps: ${(error as Error).message}` };
+      return { type: 'error', message: `Cannot read the run's steps: ${errorMessage(error)}` };
     }
     const steps: TrajectoryStep[] = await Promise.all(
       read.steps.map(async (s) => ({

@@ -39,20 +39,25 @@ before(async () => {
 });
 after(() => rmSync(bundles.dir, { recursive: true, force: true }));
 
-async function openSession(theme: 'dark' | 'light', notifications: boolean): Promise<Session> {
+async function openSession(theme: 'dark' | 'light', notifications: boolean, options: { panel: boolean } = { panel: true }): Promise<Session> {
   const dir = mkdtempSync(path.join(tmpdir(), 'belay-cues-ui-'));
   const cueHome = path.join(dir, '.cue');
   const wb = await openWorkbench({ theme, settings: { 'belay.cues.home': cueHome, 'belay.cues.notifications': notifications } });
-  await openBelayContainer(wb.page);
+  const s = { wb, frame: cuesFrame(wb.page), cueHome, dir };
+  if (options.panel) await showPanel(s);
+  return s;
+}
+
+/** Opens the Cues panel and waits until it shows the mailbox. */
+async function showPanel(s: Session): Promise<void> {
+  await openBelayContainer(s.wb.page);
   // Room for the Cues view: fold the two tree views below it.
   for (const title of ['Tasks', 'Sessions']) {
-    const header = wb.page.locator('.sidebar .pane-header', { has: wb.page.locator('h3.title', { hasText: title }) });
+    const header = s.wb.page.locator('.sidebar .pane-header', { has: s.wb.page.locator('h3.title', { hasText: title }) });
     if ((await header.getAttribute('aria-expanded')) === 'true') await header.click();
   }
-  const frame = cuesFrame(wb.page);
   // The panel names the mailbox from the setting: the host and these cuemes share it.
-  await frame.locator('.detail code', { hasText: cueHome }).waitFor({ timeout: 30_000 });
-  return { wb, frame, cueHome, dir };
+  await s.frame.locator('.detail code', { hasText: s.cueHome }).waitFor({ timeout: 30_000 });
 }
 
 function cue(s: Session, agentId: string, prompt: string, payload?: unknown): Running {
@@ -303,11 +308,31 @@ describe('the Cues panel (dark theme)', () => {
 describe('the Cues panel (light theme)', () => {
   let s: Session;
   before(async () => {
-    s = await openSession('light', true);
+    s = await openSession('light', true, { panel: false });
   });
   after(async () => {
     await s?.wb.close();
     if (s) rmSync(s.dir, { recursive: true, force: true });
+  });
+
+  test('before the panel was ever opened, a cue raises a notification that answers it; the status bar counts it', async () => {
+    const { page } = s.wb;
+    await page.locator('.sidebar .composite.title h2', { hasText: /explorer/i }).waitFor();
+    // Belay has read the mailbox once (cues waiting from before are announced by the count, not one by one).
+    await runPaletteCommand(page, 'Belay: Answer Next Cue');
+    await page.locator('.notification-toast', { hasText: 'Belay: no agent is waiting for you.' }).waitFor({ timeout: 30_000 });
+    await runPaletteCommand(page, 'Notifications: Clear All Notifications');
+    const running = cue(s, 'earlyagent', 'Which branch should I merge into?', CHOICE);
+    const toast = page.locator('.notification-toast', { hasText: 'earlyagent asks: Which branch should I merge into?' });
+    await toast.waitFor({ timeout: 15_000 });
+    await page.locator('[aria-label="1 agent cues waiting for your answer"]').first().waitFor();
+    await toast.getByRole('button', { name: 'Staging' }).click();
+    const done = await running.done;
+    assert.equal(done.code, 0, done.stderr);
+    assert.match(done.stdout, /instructions:\n\nStaging\n/);
+    await page.locator('[aria-label="1 agent cues waiting for your answer"]').first().waitFor({ state: 'detached' });
+    assert.equal(await page.locator('.sidebar .composite.title h2', { hasText: /belay/i }).count(), 0, 'the Cues panel was never shown');
+    await showPanel(s);
   });
 
   test('with the panel hidden, a cue raises a notification whose option answers it; the status bar counts it', async () => {

@@ -1,5 +1,6 @@
 // The stdin envelope of `cueme cue <agent_id> -` and `cueme pause <agent_id> -`: tag blocks,
 // each tag alone on its line, only whitespace outside the blocks.
+import { errorMessage } from '../../shared/errors.ts';
 
 export interface Envelope {
   prompt: string;
@@ -65,7 +66,7 @@ export function parseEnvelope(input: string, options: { allowPayload: boolean } 
     try {
       value = JSON.parse(rawPayload);
     } catch (error) {
-      throw new EnvelopeError(`the <cueme_payload> block is not valid JSON: ${(error as Error).message}`);
+      throw new EnvelopeError(`the <cueme_payload> block is not valid JSON: ${errorMessage(error)}`);
     }
     if (value !== null && (typeof value !== 'object' || Array.isArray(value))) {
       throw new EnvelopeError(`the <cueme_payload> block must hold a JSON object or null, not ${Array.isArray(value) ? 'an array' : typeof value}`);

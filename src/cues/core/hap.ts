@@ -6,10 +6,10 @@ import { answerText, cancelledText, emptyAnswerText, joinText, recallText, timeo
 import { waitForChange } from './watch.ts';
 
 // The Human Agent Protocol operations (join, recall, cue, pause) over the mailbox, shared by the
-// `cueme` command line and, later, the editor's language-model tools.
+// `cueme` command line and the editor's language-model tools.
 
-/** How long `cue` waits for the human before giving up, as the public cueme does. */
-export const CUE_TIMEOUT_MS = 600_000;
+/** The default timeout of `cue` (src/cli/cueme.ts imports it from here); the rule is in expiry.ts. */
+export { CUE_TIMEOUT_MS } from './expiry.ts';
 
 const CONSONANTS = 'bcdfghjklmnprstvwz';
 const VOWELS = 'aeiou';
@@ -76,12 +76,17 @@ export interface CueOptions {
   agentId: string;
   prompt: string;
   payloadJson: string | null;
-  /** Give up after this long (cue: 600 s); undefined waits forever (pause). */
+  /** Give up after this long (cue: `cueTimeoutMs`, expiry.ts); undefined waits forever (pause). */
   timeoutMs?: number;
   /** Aborted on Ctrl-C: the request is cancelled. */
   interrupt?: AbortSignal;
   /** Called once the request is in the mailbox. */
   onRequest?: (requestId: string) => void;
+  /**
+   * Calls its argument after each committed change of the mailbox, until the returned function is
+   * called. Default: a watch of its own (`mailbox.watch`); the editor passes its one watch instead.
+   */
+  subscribe?: (onChange: () => void) => () => void;
 }
 
 /**
@@ -105,7 +110,8 @@ export async function cueAndWait(mailbox: Mailbox, options: CueOptions): Promise
   if (options.interrupt?.aborted) stop.abort();
   options.interrupt?.addEventListener('abort', onInterrupt);
   try {
-    const response = await waitForChange((onChange) => mailbox.watch(onChange), () => responseOrClosed(mailbox, requestId), stop.signal);
+    const subscribe = options.subscribe ?? ((onChange: () => void) => mailbox.watch(onChange));
+    const response = await waitForChange(subscribe, () => responseOrClosed(mailbox, requestId), stop.signal);
     if (response) return { requestId, response, ...renderResponse(options.mode, response) };
   } catch (error) {
     // Waiting broke (the file went away, the lock stayed busy): do not leave a request nobody waits for.

@@ -36,3 +36,16 @@ export function mailboxPaths(options: { home?: string; env?: NodeJS.ProcessEnv }
   home = path.resolve(home);
   return { home, dbPath: path.join(home, DB_FILE_NAME), filesDir: path.join(home, 'files'), dbFileName: DB_FILE_NAME };
 }
+
+/** Expands a leading `~` of the `belay.cues.home` setting; empty stays empty (CUE_HOME or ~/.cue, as above). */
+export function expandHomeSetting(setting: string, userHome: string): string | undefined {
+  const value = setting.trim();
+  if (!value) return undefined;
+  return value.replace(/^~(?=$|[/\\])/, userHome);
+}
+
+/** Where the editor's mailbox is for the `belay.cues.home` setting: that folder, or else as for `cueme`. */
+export function mailboxPathsForSetting(setting: string, userHome: string, env: NodeJS.ProcessEnv = process.env): MailboxPaths {
+  const home = expandHomeSetting(setting, userHome);
+  return mailboxPaths(home === undefined ? { env } : { home, env });
+}

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { errorMessage } from '../../shared/errors.ts';
 
 // The payloads of the Human Agent Protocol (../../../shared/specs/hap-cueme.md). Agents write them,
 // so they are parsed leniently where the protocol gives defaults and strictly where a wrong
@@ -64,7 +65,7 @@ export function parsePayload(raw: unknown): PayloadView {
   try {
     value = JSON.parse(raw);
   } catch (error) {
-    return { kind: 'invalid', warning: `payload is not valid JSON (${(error as Error).message})` };
+    return { kind: 'invalid', warning: `payload is not valid JSON (${errorMessage(error)})` };
   }
   return viewPayload(value);
 }

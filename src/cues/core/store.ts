@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import * as z from 'zod';
 import { writeFileAtomic } from '../../shared/atomic.ts';
+import { errorMessage } from '../../shared/errors.ts';
 import { MailboxError, toMailboxError } from './errors.ts';
 import { mailboxPaths, type MailboxPaths } from './home.ts';
 import { parsePayload, type PayloadView } from './payload.ts';
@@ -484,7 +485,7 @@ export class Mailbox {
       data = await readFile(source);
     } catch (error) {
       if (error instanceof MailboxError) throw error;
-      throw new MailboxError('io', `cannot read attachment ${source}: ${(error as Error).message}`, { cause: error });
+      throw new MailboxError('io', `cannot read attachment ${source}: ${errorMessage(error)}`, { cause: error });
     }
     const sha256 = createHash('sha256').update(data).digest('hex');
     const rawExt = path.extname(source).slice(1).toLowerCase();

@@ -13,17 +13,18 @@ import type { VscodeCollapsible } from '@vscode-elements/elements/dist/vscode-co
 import type { VscodeRadio } from '@vscode-elements/elements/dist/vscode-radio/vscode-radio.js';
 import type { VscodeTextarea } from '@vscode-elements/elements/dist/vscode-textarea/vscode-textarea.js';
 import type { VscodeTextfield } from '@vscode-elements/elements/dist/vscode-textfield/vscode-textfield.js';
-import { el, hostApi, onHostMessage } from '../shared/dom.ts';
+import { connect } from '../shared/connect.ts';
+import { el } from '../shared/dom.ts';
 import { parseMarkdown, type Block, type Inline } from './markdown.ts';
 import { toWebviewSchema, type ToHost, type ToWebview, type UiAgent, type UiCue, type UiSelection } from './protocol.ts';
 import { agoLabel, choiceClicked, confirmClicked, isEmptySelection, optionIndexForKey, sendSelection, waitingLabel } from './selection.ts';
 import './style.css';
 
-interface PersistedState {
+interface Saved {
   /** Reply drafts per request id. */
   drafts?: Record<string, string>;
 }
-const vscode = hostApi<ToHost, PersistedState>();
+const host = connect<ToHost, ToWebview, Saved>('cues', toWebviewSchema, receive);
 type State = Extract<ToWebview, { type: 'state' }>;
 
 function icon(name: string): HTMLSpanElement {
@@ -74,7 +75,7 @@ function inlineNodes(nodes: readonly Inline[]): Node[] {
         a.append(...inlineNodes(n.children));
         a.addEventListener('click', (event) => {
           event.preventDefault();
-          vscode.postMessage({ type: 'openLink', url: n.href });
+          host.post({ type: 'openLink', url: n.href });
         });
         return a;
       }
@@ -127,11 +128,11 @@ function markdown(src: string, className: string): HTMLElement {
 
 // ---- Drafts (UI state only, kept by the webview across hide/show) ----
 
-const drafts: Record<string, string> = { ...(vscode.getState()?.drafts ?? {}) };
+const drafts: Record<string, string> = { ...(host.saved()?.drafts ?? {}) };
 function saveDraft(requestId: string, text: string): void {
   if (text) drafts[requestId] = text;
   else delete drafts[requestId];
-  vscode.setState({ drafts });
+  host.save({ drafts });
 }
 
 // ---- Cue cards ----
@@ -156,18 +157,15 @@ const cards = new Map<string, Card>();
 const agentViews = new Map<string, AgentView>();
 const now = () => Date.now() + clockOffset;
 
+/** The host says when a waiting cue expires; the page only watches the clock. */
 function isExpiredNow(cue: UiCue): boolean {
-  return cue.state === 'expired' || (cue.payload.kind !== 'pause' && cue.createdAtMs !== undefined && latest !== undefined && now() - cue.createdAtMs > latest.expireAfterMs);
+  return cue.state === 'expired' || (cue.expiresAtMs !== undefined && now() > cue.expiresAtMs);
 }
 
 function agentLine(agentId: string): string {
   const agent = latest?.agents.find((a) => a.agentId === agentId);
   const folder = agent?.projectDir ? agent.projectDir.split(/[\\/]/).filter(Boolean).pop() : undefined;
   return [agent?.runtime, folder].filter(Boolean).join(' · ');
-}
-
-function post(message: ToHost): void {
-  vscode.postMessage(message);
 }
 
 function buildCard(cue: UiCue): Card {
@@ -223,12 +221,12 @@ function buildCard(cue: UiCue): Card {
     }
     card.busy(true);
     say(card, 'Sending…');
-    post({ type: 'answer', requestId: cue.requestId, selection, attachments: card.attachments.map((a) => a.id) });
+    host.post({ type: 'answer', requestId: cue.requestId, selection, attachments: card.attachments.map((a) => a.id) });
   };
   const end = () => {
     card.busy(true);
     say(card, 'Ending…');
-    post({ type: 'cancel', requestId: cue.requestId });
+    host.post({ type: 'cancel', requestId: cue.requestId });
   };
 
   const payloadBox = el('div', 'payload');
@@ -355,7 +353,7 @@ function buildCard(cue: UiCue): Card {
         break;
     }
   } else {
-    payloadBox.append(el('p', 'warning', 'Expired: its cueme stopped waiting after 10 minutes, so an answer would reach nobody. Dismiss marks it ended.'));
+    payloadBox.append(el('p', 'warning', 'Expired: its cueme stopped waiting, so an answer would reach nobody. Dismiss marks it ended.'));
   }
   root.append(payloadBox);
 
@@ -379,7 +377,7 @@ function buildCard(cue: UiCue): Card {
         const reader = new FileReader();
         reader.onload = () => {
           const url = String(reader.result);
-          post({ type: 'pasteImage', requestId: cue.requestId, mime: file.type, dataBase64: url.slice(url.indexOf(',') + 1) });
+          host.post({ type: 'pasteImage', requestId: cue.requestId, mime: file.type, dataBase64: url.slice(url.indexOf(',') + 1) });
         };
         reader.readAsDataURL(file);
       }
@@ -391,7 +389,7 @@ function buildCard(cue: UiCue): Card {
   if (!expired) {
     const attach = button('', { secondary: true, iconName: 'attach', title: 'Attach files', className: 'attach' });
     attach.setAttribute('aria-label', 'Attach files');
-    attach.addEventListener('click', () => post({ type: 'pickFiles', requestId: cue.requestId }));
+    attach.addEventListener('click', () => host.post({ type: 'pickFiles', requestId: cue.requestId }));
     controls.push(attach);
     actions.append(attach);
     const showSend = !(p.kind === 'choice' && !p.multiple) && p.kind !== 'pause' && p.kind !== 'confirm';
@@ -492,7 +490,7 @@ interface AgentView {
 const STATE_LABEL: Record<string, string> = {
   answered: 'Answered',
   cancelled: 'Ended',
-  timeout: 'Timed out: nobody answered within 10 minutes',
+  timeout: 'Timed out: nobody answered before its cueme stopped waiting',
   closed: 'Closed elsewhere',
   expired: 'Expired',
   pending: 'Waiting',
@@ -505,7 +503,7 @@ function renderQueueBox(view: AgentView, agent: UiAgent): void {
     const queued = el('div', 'queued');
     queued.append(icon('clock'), el('span', 'label', 'Queued for its next cue: '), el('span', 'text', agent.queued));
     const remove = button('Remove', { secondary: true, className: 'unqueue' });
-    remove.addEventListener('click', () => post({ type: 'queue', agentId: agent.agentId, text: '' }));
+    remove.addEventListener('click', () => host.post({ type: 'queue', agentId: agent.agentId, text: '' }));
     queued.append(remove);
     view.queueBox.replaceChildren(queued);
     return;
@@ -516,7 +514,7 @@ function renderQueueBox(view: AgentView, agent: UiAgent): void {
   input.setAttribute('aria-label', `Queue a reply for ${agent.agentId}'s next cue`);
   const queue = button('Queue', { secondary: true, iconName: 'clock', className: 'queue' });
   const submit = () => {
-    if (input.value.trim()) post({ type: 'queue', agentId: agent.agentId, text: input.value });
+    if (input.value.trim()) host.post({ type: 'queue', agentId: agent.agentId, text: input.value });
   };
   queue.addEventListener('click', submit);
   input.addEventListener('keydown', (event: KeyboardEvent) => {
@@ -606,14 +604,14 @@ function renderEmpty(state: State): void {
     mailbox,
   ];
   (parts[0] as HTMLElement).classList.add('icon');
-  if (!state.trusted) parts.push(el('p', 'warning', 'This workspace is not trusted: Belay shows and answers cues but does not put its cueme on the terminal PATH.'));
+  if (state.untrusted) parts.push(el('p', 'warning', `This workspace is not trusted: cues are shown and answered as usual. ${state.untrusted}`));
   const links = el('div', 'links');
   const copy = el('button', 'link', 'Copy HAP instructions for your agent');
   copy.type = 'button';
-  copy.addEventListener('click', () => post({ type: 'command', command: 'belay.cues.copyInstructions' }));
+  copy.addEventListener('click', () => host.post({ type: 'command', command: 'belay.cues.copyInstructions' }));
   const log = el('button', 'link', 'Open Belay Log');
   log.type = 'button';
-  log.addEventListener('click', () => post({ type: 'command', command: 'belay.showLog' }));
+  log.addEventListener('click', () => host.post({ type: 'command', command: 'belay.showLog' }));
   links.append(copy, log);
   parts.push(links);
   emptySection.replaceChildren(...parts);
@@ -635,7 +633,7 @@ function render(state: State): void {
       delete drafts[id];
     }
   }
-  vscode.setState({ drafts: Object.fromEntries(Object.entries(drafts).filter(([id]) => ids.has(id))) });
+  host.save({ drafts: Object.fromEntries(Object.entries(drafts).filter(([id]) => ids.has(id))) });
   let previous: HTMLElement | undefined;
   for (const cue of state.pending) {
     let card = cards.get(cue.requestId);
@@ -674,7 +672,7 @@ function render(state: State): void {
   }
 }
 
-onHostMessage('cues', toWebviewSchema, (message) => {
+function receive(message: ToWebview): void {
   switch (message.type) {
     case 'state':
       render(message);
@@ -705,7 +703,7 @@ onHostMessage('cues', toWebviewSchema, (message) => {
       return;
     }
   }
-});
+}
 
 setInterval(() => {
   for (const card of cards.values()) {
@@ -714,5 +712,3 @@ setInterval(() => {
     if (!wasExpired && isExpiredNow(card.cue) && latest) render(latest);
   }
 }, 1000);
-
-post({ type: 'ready' });

@@ -2,6 +2,7 @@
 // turns it into elements with createElement/textContent, so any HTML in a prompt stays text.
 // Supported: paragraphs (line breaks kept), headings, fenced code, bullet and numbered lists,
 // block quotes, **strong**, *em*/_em_, `code`, [links](https://…) and bare http(s) URLs.
+import { safeHref } from './protocol.ts';
 
 export type Inline =
   | { t: 'text'; text: string }
@@ -17,18 +18,6 @@ export type Block =
   | { t: 'pre'; text: string }
   | { t: 'list'; ordered: boolean; items: Inline[][] }
   | { t: 'quote'; children: Inline[] };
-
-/** The link target if it is an absolute http(s) URL, else undefined (javascript:, data:, relative… stay text). */
-export function safeHref(raw: string): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(raw.trim());
-  } catch {
-    return undefined;
-  }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || !url.hostname) return undefined;
-  return url.href;
-}
 
 const LINK = /^\[([^\]\n]*)\]\(([^()\s]+)\)/;
 const BARE_URL = /^https?:\/\/[^\s<>()"'`]+[^\s<>()"'`.,;:!?]/;
@@ -181,13 +170,4 @@ export function parseMarkdown(src: string): Block[] {
   }
   flush();
   return blocks;
-}
-
-/** The text a tree shows (for tests and accessible names). */
-export function plainText(blocks: readonly Block[]): string {
-  const inline = (nodes: readonly Inline[]): string =>
-    nodes.map((n) => (n.t === 'text' || n.t === 'code' ? n.text : n.t === 'br' ? '\n' : inline(n.children))).join('');
-  return blocks
-    .map((b) => (b.t === 'pre' ? b.text : b.t === 'list' ? b.items.map(inline).join('\n') : inline(b.children)))
-    .join('\n\n');
 }

@@ -1,10 +1,22 @@
 // The Cues webview's message protocol, shared by the extension host and the webview app.
 // Every message is parsed with these schemas where it arrives (host: toHostSchema; app:
-// toWebviewSchema). The app says `ready` first; the host queues what it sends until then.
+// toWebviewSchema). The app says `ready` first; the host holds what it sends until then.
 import * as z from 'zod';
 
 /** Largest pasted image the host accepts, in base64 characters (about 15 MB of image). */
-export const MAX_PASTE_BASE64 = 20_000_000;
+const MAX_PASTE_BASE64 = 20_000_000;
+
+/** The link target if it is an absolute http(s) URL, else undefined (javascript:, data:, relative… stay text). */
+export function safeHref(raw: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    return undefined;
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || !url.hostname) return undefined;
+  return url.href;
+}
 
 /** What a payload asks for, in the shape the UI draws (labels already resolved by the host). */
 export const uiPayloadSchema = z.discriminatedUnion('kind', [
@@ -21,7 +33,7 @@ export const uiPayloadSchema = z.discriminatedUnion('kind', [
 export type UiPayload = z.infer<typeof uiPayloadSchema>;
 
 /**
- * pending: waiting for the human; expired: pending but older than the CLI waits (600 s), so nobody
+ * pending: waiting for the human; expired: pending but older than its cueme waits, so nobody
  * reads an answer any more; answered / cancelled / timeout: has a response; closed: ended elsewhere.
  */
 export const cueStateSchema = z.enum(['pending', 'expired', 'answered', 'cancelled', 'timeout', 'closed']);
@@ -33,6 +45,8 @@ export const uiCueSchema = z.object({
   prompt: z.string(),
   payload: uiPayloadSchema,
   createdAtMs: z.number().optional(),
+  /** When a pending cue expires (its cueme stops waiting); absent when it never does. */
+  expiresAtMs: z.number().optional(),
   state: cueStateSchema,
   response: z
     .object({
@@ -76,7 +90,8 @@ export const toHostSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('pasteImage'), requestId: z.string(), mime: z.string(), dataBase64: z.string().max(MAX_PASTE_BASE64) }),
   /** An empty text removes the queued reply. */
   z.object({ type: z.literal('queue'), agentId: z.string(), text: z.string() }),
-  z.object({ type: z.literal('openLink'), url: z.string() }),
+  /** Only http(s) links are opened from agents' prompts. */
+  z.object({ type: z.literal('openLink'), url: z.string().refine((url) => safeHref(url) !== undefined, 'only absolute http(s) links are opened') }),
 ]);
 export type ToHost = z.infer<typeof toHostSchema>;
 
@@ -86,13 +101,12 @@ export const toWebviewSchema = z.discriminatedUnion('type', [
     type: z.literal('state'),
     /** Where the mailbox is. */
     mailbox: z.string(),
-    trusted: z.boolean(),
+    /** In an untrusted workspace: what Belay withholds there, in the trust module's words. */
+    untrusted: z.string().optional(),
     /** Why the mailbox cannot be read, with what to do. */
     error: z.string().optional(),
     /** The host's clock when the state was read, to run "waiting" timers without skew. */
     nowMs: z.number(),
-    /** How long `cueme cue` waits; older pending cues are expired. */
-    expireAfterMs: z.number(),
     pending: z.array(uiCueSchema),
     agents: z.array(uiAgentSchema),
     /** Answered and ended cues, oldest first. */

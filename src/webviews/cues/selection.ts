@@ -1,6 +1,5 @@
 // What the payload UIs send, from what the human picked: pure, so the rules are unit-tested
 // (test/unit/cues/panel-selection.test.ts) and the host composes the answer text with the core.
-import { formatAge } from '../../cues/core/time.ts';
 import type { UiPayload, UiSelection } from './protocol.ts';
 
 /** The reply box's text as the optional extra line (blank -> none). */
@@ -50,13 +49,20 @@ export function optionIndexForKey(key: string): number | undefined {
   return /^[1-9]$/.test(key) ? Number(key) - 1 : undefined;
 }
 
+/** "2m 10s", "45s", "3h 5m": how long ago, as the panel shows it. */
+function age(ms: number): string {
+  const seconds = Math.max(0, Math.floor(ms / 1000));
+  const [h, m, s] = [Math.floor(seconds / 3600), Math.floor(seconds / 60) % 60, seconds % 60];
+  return h > 0 ? `${h}h ${m}m` : m > 0 ? `${m}m ${s}s` : `${s}s`;
+}
+
 /** "waiting 2m 10s" */
 export function waitingLabel(createdAtMs: number | undefined, nowMs: number): string {
-  return createdAtMs === undefined ? 'waiting' : `waiting ${formatAge(nowMs - createdAtMs)}`;
+  return createdAtMs === undefined ? 'waiting' : `waiting ${age(nowMs - createdAtMs)}`;
 }
 
 /** "3m ago" style label for history times and agents' last activity. */
 export function agoLabel(ms: number | undefined, nowMs: number): string {
   if (ms === undefined) return '';
-  return `${formatAge(nowMs - ms)} ago`;
+  return `${age(nowMs - ms)} ago`;
 }

@@ -1,11 +1,16 @@
 // The trajectory view app (runs in the webview, never imports host code): steps through a run
 // with previous / next / jump. Text is set with textContent only: nothing an agent wrote is ever
 // parsed as HTML.
-import { el, hostApi, onHostMessage } from '../shared/dom.ts';
-import { toWebviewSchema, type RunSummary, type ToHost, type TrajectoryStep } from './protocol.ts';
+import { connect } from '../shared/connect.ts';
+import { el } from '../shared/dom.ts';
+import { toWebviewSchema, type RunSummary, type ToHost, type ToWebview, type TrajectoryStep } from './protocol.ts';
 import './style.css';
 
-const vscode = hostApi<ToHost>();
+/** Kept while the page is hidden and reloaded: the step shown. */
+interface Saved {
+  current?: number;
+}
+const host = connect<ToHost, ToWebview, Saved>('trajectory', toWebviewSchema, receive);
 let steps: TrajectoryStep[] = [];
 let current = 0;
 
@@ -41,10 +46,10 @@ function header(run: RunSummary): HTMLElement {
   if (run.skippedEntries > 0) head.append(el('p', 'warning', `${run.skippedEntries} malformed step(s) in trajectory.json were skipped.`));
   const links = el('div', 'links');
   links.append(
-    button('result.json', 'json', 'Open result.json', () => vscode.postMessage({ type: 'openFile', file: 'result' })),
-    button('Test output', 'output', 'Open the tests’ output', () => vscode.postMessage({ type: 'openFile', file: 'testOutput' })),
-    button('Agent log', 'debug-console', 'Open the agent’s stderr', () => vscode.postMessage({ type: 'openFile', file: 'agentLog' })),
-    button('Repeat', 'debug-rerun', 'Run this task again with the same agent', () => vscode.postMessage({ type: 'repeat' })),
+    button('result.json', 'json', 'Open result.json', () => host.post({ type: 'openFile', file: 'result' })),
+    button('Test output', 'output', 'Open the tests’ output', () => host.post({ type: 'openFile', file: 'testOutput' })),
+    button('Agent log', 'debug-console', 'Open the agent’s stderr', () => host.post({ type: 'openFile', file: 'agentLog' })),
+    button('Repeat', 'debug-rerun', 'Run this task again with the same agent', () => host.post({ type: 'repeat' })),
   );
   head.append(links);
   return head;
@@ -88,7 +93,7 @@ function stepBody(step: TrajectoryStep): HTMLElement {
   if (meta) body.append(el('p', `meta ${step.exitCode !== null && step.exitCode !== 0 ? 'failed' : ''}`, meta));
   body.append(el('h3', 'label', step.outputKind === 'output' ? 'Output' : 'What the agent saw'));
   body.append(el('pre', 'output', step.output === '' ? '(no output)' : step.output));
-  if (step.hasOutputFile) body.append(button('Open full output', 'go-to-file', 'Open this step’s full output read-only', () => vscode.postMessage({ type: 'openOutput', step: step.step })));
+  if (step.hasOutputFile) body.append(button('Open full output', 'go-to-file', 'Open this step’s full output read-only', () => host.post({ type: 'openOutput', step: step.step })));
   return body;
 }
 
@@ -103,7 +108,7 @@ function show(index: number): void {
   if (position) position.textContent = `${current + 1} of ${steps.length}`;
   (document.getElementById('previous') as HTMLButtonElement | null)?.toggleAttribute('disabled', current === 0);
   (document.getElementById('next') as HTMLButtonElement | null)?.toggleAttribute('disabled', current === steps.length - 1);
-  vscode.setState({ current });
+  host.save({ current });
 }
 
 function render(run: RunSummary, focus: number | undefined): void {
@@ -123,7 +128,7 @@ function render(run: RunSummary, focus: number | undefined): void {
     parts.push(tests);
   }
   root.replaceChildren(...parts);
-  const saved = (vscode.getState() as { current?: number } | undefined)?.current;
+  const saved = host.saved()?.current;
   const index = focus !== undefined ? steps.findIndex((s) => s.step === focus) : (saved ?? 0);
   show(index < 0 ? 0 : index);
 }
@@ -136,13 +141,11 @@ window.addEventListener('keydown', (event) => {
   else if (event.key === 'End') show(steps.length - 1);
 });
 
-onHostMessage('trajectory', toWebviewSchema, (message) => {
+function receive(message: ToWebview): void {
   if (message.type === 'error') {
     document.getElementById('root')?.replaceChildren(el('p', 'cause', message.message));
     return;
   }
   steps = message.steps;
   render(message.run, message.focus);
-});
-
-vscode.postMessage({ type: 'ready' });
+}

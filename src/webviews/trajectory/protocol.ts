@@ -1,6 +1,6 @@
 // The trajectory view's message protocol, shared by the extension host and the webview app.
-// The app says `ready` first; the host queues the run until then. Everything an agent wrote is a
-// plain string here and is shown with textContent only.
+// The app says `ready` first (shared/connect.ts); the host answers with the run. Everything an
+// agent wrote is a plain string here and is shown with textContent only.
 import * as z from 'zod';
 
 export const stepSchema = z.object({

@@ -1,6 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { parseInline, parseMarkdown, plainText, safeHref, type Block, type Inline } from '../../../src/webviews/cues/markdown.ts';
+import { parseInline, parseMarkdown, type Block, type Inline } from '../../../src/webviews/cues/markdown.ts';
+import { safeHref } from '../../../src/webviews/cues/protocol.ts';
+
+/** The text a tree shows. */
+function plainText(blocks: readonly Block[]): string {
+  const inline = (nodes: readonly Inline[]): string =>
+    nodes.map((n) => (n.t === 'text' || n.t === 'code' ? n.text : n.t === 'br' ? '\n' : inline(n.children))).join('');
+  return blocks
+    .map((b) => (b.t === 'pre' ? b.text : b.t === 'list' ? b.items.map(inline).join('\n') : inline(b.children)))
+    .join('\n\n');
+}
 
 /** Every inline node of a tree, flattened. */
 function inlines(blocks: readonly Block[]): Inline[] {

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { composeAnswerText } from '../../../src/cues/core/answer.ts';
 import { parsePayload, PAUSE_PAYLOAD_JSON } from '../../../src/cues/core/payload.ts';
-import { toUiPayload } from '../../../src/cues/model.ts';
+import { toAsk } from '../../../src/cues/core/model.ts';
 import { choiceClicked, confirmClicked, isEmptySelection, optionIndexForKey, sendSelection, waitingLabel } from '../../../src/webviews/cues/selection.ts';
 
 const view = (payload: unknown) => parsePayload(JSON.stringify(payload));
@@ -15,21 +15,21 @@ describe('what the Cues panel sends', () => {
     assert.equal(composeAnswerText(v, choiceClicked('Production', '')), 'Production');
     assert.equal(composeAnswerText(v, choiceClicked('Staging', 'and tell me the URL')), 'Staging\nand tell me the URL');
     // "Other": no option, only the reply box.
-    assert.equal(composeAnswerText(v, sendSelection(toUiPayload(v), { replyText: 'Neither, wait' })), 'Neither, wait');
+    assert.equal(composeAnswerText(v, sendSelection(toAsk(v), { replyText: 'Neither, wait' })), 'Neither, wait');
   });
 
   test('multiple choice: ticked labels one per line, in the options order', () => {
     const v = view({ type: 'choice', options: ['lint', 'unit', 'e2e'], allow_multiple: true });
-    const selection = sendSelection(toUiPayload(v), { replyText: '', checked: ['e2e', 'lint'] });
+    const selection = sendSelection(toAsk(v), { replyText: '', checked: ['e2e', 'lint'] });
     assert.equal(composeAnswerText(v, selection), 'lint\ne2e');
   });
 
   test('confirm: its confirm label; pause: Continue is an empty text (cueme says "resumed")', () => {
     const v = view({ type: 'confirm', text: 'Ship?', confirm_label: 'Deploy', cancel_label: 'Not yet' });
-    assert.deepEqual(toUiPayload(v), { kind: 'confirm', text: 'Ship?', confirmLabel: 'Deploy', cancelLabel: 'Not yet' });
+    assert.deepEqual(toAsk(v), { kind: 'confirm', text: 'Ship?', confirmLabel: 'Deploy', cancelLabel: 'Not yet' });
     assert.equal(composeAnswerText(v, confirmClicked('')), 'Deploy');
     const pause = parsePayload(PAUSE_PAYLOAD_JSON);
-    assert.equal(toUiPayload(pause).kind, 'pause');
+    assert.equal(toAsk(pause).kind, 'pause');
     assert.equal(composeAnswerText(pause, confirmClicked('')), '');
     assert.equal(isEmptySelection(confirmClicked(''), 0), false, 'Continue is something to send');
   });
@@ -44,7 +44,7 @@ describe('what the Cues panel sends', () => {
         { label: 'Ticket', kind: 'text' },
       ],
     });
-    const ui = toUiPayload(v);
+    const ui = toAsk(v);
     assert.deepEqual(ui.kind === 'form' && ui.fields.map((f) => [f.label, f.options.length, f.multiple]), [
       ['Env', 2, false],
       ['Checks', 3, true],
@@ -61,7 +61,7 @@ describe('what the Cues panel sends', () => {
   });
 
   test('nothing picked and nothing typed is empty; attachments alone are not', () => {
-    const ui = toUiPayload(view({ type: 'choice', options: ['a', 'b'], allow_multiple: true }));
+    const ui = toAsk(view({ type: 'choice', options: ['a', 'b'], allow_multiple: true }));
     const empty = sendSelection(ui, { replyText: '  ', checked: [] });
     assert.equal(isEmptySelection(empty, 0), true);
     assert.equal(isEmptySelection(empty, 1), false);
