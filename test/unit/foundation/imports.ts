@@ -73,7 +73,8 @@ export function readGraph(repoRoot: string): Graph {
       const rel = `${dir}/${name}`;
       if (statSync(path.join(repoRoot, rel)).isDirectory()) walk(rel);
       else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) {
-        const text = readFileSync(path.join(repoRoot, rel), 'utf8');
+        // Comments go first: a comment that shows `require('./x.ts')` is no import.
+        const text = readFileSync(path.join(repoRoot, rel), 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`\\])\/\/.*$/gm, '$1');
         const targets = new Set<string>();
         for (const m of text.matchAll(IMPORT)) {
           const spec = m[1] ?? m[2]!;
