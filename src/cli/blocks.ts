@@ -48,7 +48,9 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     return parse(await readAnswer(positionals[0], io), values.json === true, io);
   }
   if (values.workspace === undefined) throw new UsageError('apply needs --workspace DIR');
-  return apply(await readAnswer(positionals[0], io), values.workspace, values.json === true, timeoutMs(values.timeout), io);
+  // Every option is checked before the answer is read: a mistake must not wait for standard input.
+  const runTimeoutMs = timeoutMs(values.timeout);
+  return apply(await readAnswer(positionals[0], io), values.workspace, values.json === true, runTimeoutMs, io);
 }
 
 export function timeoutMs(value: string | undefined): number {

@@ -49,8 +49,8 @@ export async function run(args: string[], io: CliIO): Promise<number> {
       case 'start': {
         expectPositionals(positionals, 0, action);
         if (values.task === undefined) throw new UsageError('start needs --task TEXT (or --task - to read it from standard input)');
-        const task = values.task === '-' ? await readAll(io.stdin) : values.task;
         const seconds = values.timeout === undefined ? undefined : timeoutMs(values.timeout) / 1000;
+        const task = values.task === '-' ? await readAll(io.stdin) : values.task;
         const started = await startSession(root, task, seconds === undefined ? {} : { runTimeoutSeconds: seconds });
         io.stderr.write(`session ${started.state.sessionId} started; paste the outbox into the LLM and save its answer\n`);
         io.stdout.write(`${started.outboxPath}\n`);
