@@ -116,7 +116,7 @@ export interface ChildEnd {
 export interface RunningChild {
   /** Known once the process is spawned. */
   readonly pid: number | undefined;
-  /** Writes to the child's stdin (with `stdin: 'pipe'`). */
+  /** Writes to the child's stdin (with `stdin: 'pipe'`); nothing once `endInput` was called. */
   write(text: string): void;
   /** Closes the child's stdin once what was written has gone. */
   endInput(): void;
@@ -191,7 +191,9 @@ export function startChild(options: StartChildOptions): RunningChild {
     get pid() {
       return child?.pid;
     },
-    write: (text) => void input.write(text),
+    write: (text) => {
+      if (options.stdin !== 'ignore' && !input.writableEnded) input.write(text);
+    },
     endInput: () => void input.end(),
     kill: () => killTree(),
     ended,

@@ -207,6 +207,8 @@ test('startChild: a group leader fed through stdin, killable before it has even 
     },
   });
   child.write('hello\n');
+  child.endInput();
+  child.write('too late, and harmless\n');
   await spoken;
   const [leader, line] = said.trim().split(' ');
   assert.equal(line, 'hello');
