@@ -7,11 +7,12 @@
 // - a timeout counted from when the input is given (execa's `timeout` counts from the spawn);
 // - ending the group when the program exits (background members would hold the pipes open);
 // - not waiting on pipes held by a process that left the group (setsid), see ESCAPED_PIPE_GRACE_MS.
-// execa is loaded on the first spawn, not with this module: it is ~18 ms of module
-// initialisation that activation must not pay.
+// execa is initialised on the first spawn, not when this module loads: ~18 ms that activation
+// must not pay.
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
+import { errorMessage } from './errors.ts';
 
 /** Keeps at most `limit` characters of a stream in memory: the head, and where asked, the tail. */
 export class BoundedText {
@@ -186,7 +187,7 @@ export function startChild(options: StartChildOptions): RunningChild {
       node.on('close', () => resolve(exit));
     });
   };
-  const ended = spawned().catch((error: unknown) => ({ exitCode: null, signal: null, spawnError: error instanceof Error ? error : new Error(String(error)) }));
+  const ended = spawned().catch((error: unknown) => ({ exitCode: null, signal: null, spawnError: new Error(`${options.argv[0]}: ${errorMessage(error)}`) }));
   return {
     get pid() {
       return child?.pid;
