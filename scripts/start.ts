@@ -7,43 +7,60 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import * as path from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseCommandLine, UsageError, wantsHelp } from '../src/shared/args.ts';
+import { errorMessage } from '../src/shared/errors.ts';
 import { installVsix, startHost } from './lib/host.ts';
 import { packageVsix } from './lib/package.ts';
 import { cacheDir, repoRoot } from './lib/paths.ts';
 
-const { values } = parseArgs({
-  options: {
-    port: { type: 'string', default: process.env.BELAY_PORT ?? '8080' },
-    folder: { type: 'string', default: path.join(repoRoot, 'demo') },
-    desktop: { type: 'boolean', default: false },
-    'workspace-trust': { type: 'boolean', default: false },
-    help: { type: 'boolean', short: 'h', default: false },
-  },
-});
-if (values.help) {
-  console.log('Usage: npm start -- [--port N] [--folder DIR] [--workspace-trust] [--desktop]');
+const USAGE = 'Usage: npm start -- [--port N] [--folder DIR] [--workspace-trust] [--desktop]\n';
+
+/** Ends `npm start` with one line on stderr: what went wrong, never a stack. */
+function fail(message: string, code: number): never {
+  console.error(`npm start: ${message}`);
+  process.exit(code);
+}
+
+/** Whether something already listens on 127.0.0.1:`port` (code-server would fail, or a stranger would answer). */
+function portInUse(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', (error: NodeJS.ErrnoException) => resolve(error.code === 'EADDRINUSE'));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(false)));
+  });
+}
+
+const args = process.argv.slice(2);
+if (wantsHelp(args)) {
+  process.stdout.write(USAGE);
   process.exit(0);
 }
-const port = Number(values.port);
-if (!Number.isInteger(port) || port < 1 || port > 65535) {
-  console.error(`--port must be a number from 1 to 65535, not '${values.port}'`);
-  process.exit(2);
+let options;
+try {
+  options = parseCommandLine(args, { port: { type: 'string' }, folder: { type: 'string' }, desktop: { type: 'boolean' }, 'workspace-trust': { type: 'boolean' } }, { positionals: false });
+} catch (error) {
+  fail(`${errorMessage(error)} (npm start -- --help lists the options)`, error instanceof UsageError ? 2 : 1);
 }
-const folder = path.resolve(values.folder.replace(/^~(?=$|\/)/, process.env.HOME ?? '~'));
-if (!existsSync(folder)) {
-  console.error(`--folder ${folder} does not exist`);
-  process.exit(2);
+const values = options.values;
+const portText = values.port ?? process.env.BELAY_PORT ?? '8080';
+const port = Number(portText);
+if (!/^\d+$/.test(portText) || port < 1 || port > 65535) fail(`--port must be a number from 1 to 65535, not '${portText}'`, 2);
+const folder = path.resolve((values.folder ?? path.join(repoRoot, 'demo')).replace(/^~(?=$|\/)/, process.env.HOME ?? '~'));
+if (!existsSync(folder)) fail(`--folder ${folder} does not exist`, 2);
+if (!values.desktop && (await portInUse(port))) {
+  fail(`port ${port} is already in use on 127.0.0.1; choose another with --port N (or BELAY_PORT=N)`, 1);
 }
+process.on('uncaughtException', (error) => fail(errorMessage(error), 1));
+process.on('unhandledRejection', (error) => fail(errorMessage(error), 1));
 
 const vsix = await packageVsix();
 console.log(`Packaged ${path.relative(repoRoot, vsix)}`);
 
 if (values.desktop) {
   if (spawnSync('sh', ['-c', 'command -v code'], { stdio: 'ignore' }).status !== 0) {
-    console.error("--desktop needs VS Code's `code` command on the PATH; without it, run `npm start` for the browser workbench.");
-    process.exit(1);
+    fail("--desktop needs VS Code's `code` command on the PATH; without it, run `npm start` for the browser workbench.", 1);
   }
   execFileSync('code', ['--install-extension', vsix, '--force'], { stdio: 'inherit' });
   execFileSync('code', [folder], { stdio: 'inherit' });

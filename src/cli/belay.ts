@@ -1,3 +1,7 @@
+// Must stay the first import: on an old Node it prints one line and exits before anything else runs.
+import './node-check.ts';
+import { wantsHelp } from '../shared/args.ts';
+import { errorMessage } from '../shared/errors.ts';
 import { processIO, UsageError, type CliIO } from './io.ts';
 import { subcommands } from './registry.ts';
 
@@ -31,6 +35,10 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
     io.stdout.write(`${BELAY_VERSION}\n`);
     return 0;
   }
+  if (first.startsWith('-')) {
+    io.stderr.write(`belay: Unknown option '${first}'. Run 'belay --help' for the list of commands.\n`);
+    return 2;
+  }
   const command = subcommands.find((s) => s.name === first);
   if (!command) {
     io.stderr.write(`belay: unknown command '${first}'. Run 'belay --help' for the list of commands.\n`);
@@ -38,13 +46,17 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
   }
   try {
     const module = await command.load();
+    if (wantsHelp(rest)) {
+      io.stdout.write(module.usage);
+      return 0;
+    }
     return await module.run(rest, io);
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr.write(`belay ${command.name}: ${error.message}\n`);
       return 2;
     }
-    io.stderr.write(`belay ${command.name}: ${error instanceof Error ? error.message : String(error)}\n`);
+    io.stderr.write(`belay ${command.name}: ${errorMessage(error)}\n`);
     return 1;
   }
 }
@@ -54,7 +66,7 @@ main(process.argv.slice(2), processIO()).then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    process.stderr.write(`belay: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.stderr.write(`belay: ${errorMessage(error)}\n`);
     process.exitCode = 1;
   },
 );

@@ -2,15 +2,16 @@
 // output formats are a contract: scripts and checks read them.
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { DEFAULT_RUN_TIMEOUT_MS, executeAnswer, type ExecutedItem } from '../blocks/core/executor.ts';
 import { parseAnswer } from '../blocks/core/parser.ts';
 import { formatResult } from '../blocks/core/results.ts';
 import { openWorkspace } from '../blocks/core/sandbox.ts';
 import { inOrder, type Command, type ParseError } from '../blocks/core/syntax.ts';
+import { parseCommandLine, splitAction } from '../shared/args.ts';
 import { readAll, UsageError, type CliIO } from './io.ts';
 
-const USAGE = `Usage:
+/** Printed by `belay blocks --help` (and when no action is given). */
+export const usage = `Usage:
   belay blocks parse [FILE|-] [--json]
   belay blocks apply --workspace DIR [FILE|-] [--json] [--timeout SECONDS]
 
@@ -31,38 +32,25 @@ Exit 2: a usage mistake.
 `;
 
 export async function run(args: string[], io: CliIO): Promise<number> {
-  const [action, ...rest] = args;
-  if (action === undefined || action === '--help' || action === '-h') {
-    io.stdout.write(USAGE);
-    return action === undefined ? 2 : 0;
+  const { action, rest } = splitAction(args, ['parse', 'apply']);
+  if (action === undefined) {
+    io.stdout.write(usage);
+    return 2;
   }
-  if (action !== 'parse' && action !== 'apply') throw new UsageError(`unknown action '${action}'; use 'parse' or 'apply' (see --help)`);
   const { values, positionals } = parseCommandLine(rest, {
     json: { type: 'boolean' },
     workspace: { type: 'string' },
     timeout: { type: 'string' },
-    help: { type: 'boolean', short: 'h' },
   });
-  if (values.help) {
-    io.stdout.write(USAGE);
-    return 0;
-  }
   if (positionals.length > 1) throw new UsageError(`one answer at a time; got ${positionals.length} files`);
   if (action === 'parse') {
     if (values.workspace !== undefined || values.timeout !== undefined) throw new UsageError('--workspace and --timeout belong to apply');
     return parse(await readAnswer(positionals[0], io), values.json === true, io);
   }
   if (values.workspace === undefined) throw new UsageError('apply needs --workspace DIR');
-  return apply(await readAnswer(positionals[0], io), values.workspace, values.json === true, timeoutMs(values.timeout), io);
-}
-
-/** `parseArgs` with positionals, strict, its complaints turned into usage errors (exit 2). */
-export function parseCommandLine<T extends ParseArgsConfig['options']>(args: string[], options: T) {
-  try {
-    return parseArgs({ args, allowPositionals: true, strict: true, options });
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
+  // Every option is checked before the answer is read: a mistake must not wait for standard input.
+  const runTimeoutMs = timeoutMs(values.timeout);
+  return apply(await readAnswer(positionals[0], io), values.workspace, values.json === true, runTimeoutMs, io);
 }
 
 export function timeoutMs(value: string | undefined): number {

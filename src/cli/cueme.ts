@@ -1,5 +1,9 @@
 // `cueme`: Belay's command line for the Human Agent Protocol (../../../shared/specs/hap-cueme.md).
 // It writes the same mailbox as the public cueme, so either console can answer it.
+// Must stay the first import: on an old Node it prints one line and exits before anything else runs.
+import './node-check.ts';
+import { parseCommandLine, UsageError, wantsHelp } from '../shared/args.ts';
+import { errorMessage } from '../shared/errors.ts';
 import { processIO, readAll, type CliIO } from './io.ts';
 import { EnvelopeError, parseEnvelope } from '../cues/core/envelope.ts';
 import { MailboxError } from '../cues/core/errors.ts';
@@ -30,20 +34,18 @@ Exit codes: 0 done (also timeout and cancel), 1 mailbox error, 2 usage or envelo
 130 interrupted (the request is marked cancelled).
 `;
 
-class Usage extends Error {}
-
 /** The timeout of `cue`: 600 s, or CUEME_TIMEOUT_SECONDS (decimals allowed) for tests and slow humans. */
 function cueTimeoutMs(env: NodeJS.ProcessEnv): number {
   const raw = env.CUEME_TIMEOUT_SECONDS?.trim();
   if (!raw) return CUE_TIMEOUT_MS;
   const seconds = Number(raw);
-  if (!Number.isFinite(seconds) || seconds <= 0) throw new Usage(`CUEME_TIMEOUT_SECONDS must be a positive number of seconds, got ${JSON.stringify(raw)}`);
+  if (!Number.isFinite(seconds) || seconds <= 0) throw new UsageError(`CUEME_TIMEOUT_SECONDS must be a positive number of seconds, got ${JSON.stringify(raw)}`);
   return Math.round(seconds * 1000);
 }
 
 function requireAgentId(value: string | undefined, command: string): string {
   const agentId = value?.trim() ?? '';
-  if (!agentId) throw new Usage(`${command} needs an agent_id (run "cueme join <agent_runtime>" to get one)`);
+  if (!agentId) throw new UsageError(`${command} needs an agent_id (run "cueme join <agent_runtime>" to get one)`);
   return agentId;
 }
 
@@ -52,10 +54,11 @@ function requireAgentId(value: string | undefined, command: string): string {
  * the mailbox, from when an interruption must cancel it rather than just end the process.
  */
 export async function main(argv: readonly string[], io: CliIO, interrupt: AbortSignal, onWaiting: () => void = () => undefined): Promise<number> {
-  const [command, ...rest] = argv;
+  const [command, ...args] = argv;
   try {
-    if (command === undefined) throw new Usage('a command is required');
-    if (command === '--help' || command === '-h' || command === 'help') {
+    if (command === undefined) throw new UsageError('a command is required');
+    // Help anywhere means help only: nothing is read, written or waited for.
+    if (command === 'help' || wantsHelp(argv)) {
       io.stdout.write(USAGE);
       return 0;
     }
@@ -63,31 +66,34 @@ export async function main(argv: readonly string[], io: CliIO, interrupt: AbortS
       io.stdout.write(`${typeof BELAY_VERSION === 'string' ? BELAY_VERSION : 'dev'}\n`);
       return 0;
     }
+    if (command.startsWith('-')) throw new UsageError(`Unknown option '${command}'`);
+    // Every command takes words only ('-' is stdin): anything else that looks like an option is a mistake.
+    const rest = parseCommandLine(args, {}).positionals;
     switch (command) {
       case 'join': {
         const runtime = rest.join(' ').trim();
-        if (!runtime) throw new Usage('join needs the agent runtime, e.g. "cueme join claude_code"');
-        return withMailbox(io, (mailbox) => {
+        if (!runtime) throw new UsageError('join needs the agent runtime, e.g. "cueme join claude_code"');
+        return await withMailbox(io, (mailbox) => {
           io.stdout.write(join(mailbox, runtime, { env: io.env, cwd: io.cwd }).text);
           return 0;
         });
       }
       case 'recall': {
         const hints = rest.join(' ').trim();
-        if (!hints) throw new Usage('recall needs hints: words from an earlier prompt of the conversation');
-        return withMailbox(io, (mailbox) => {
+        if (!hints) throw new UsageError('recall needs hints: words from an earlier prompt of the conversation');
+        return await withMailbox(io, (mailbox) => {
           io.stdout.write(recall(mailbox, hints).text);
           return 0;
         });
       }
       case 'cue': {
         const agentId = requireAgentId(rest[0], 'cue');
-        if (rest[1] !== '-' || rest.length !== 2) throw new Usage('cue reads its prompt from stdin: cueme cue <agent_id> - (the prompt goes in a <cueme_prompt> block)');
+        if (rest[1] !== '-' || rest.length !== 2) throw new UsageError('cue reads its prompt from stdin: cueme cue <agent_id> - (the prompt goes in a <cueme_prompt> block)');
         const timeoutMs = cueTimeoutMs(io.env);
         const envelope = parseEnvelope(await readAll(io.stdin), { allowPayload: true });
         const view = viewPayload(envelope.payload);
         if (view.kind === 'invalid') io.stderr.write(`cueme: warning: ${view.warning}; the human will see a plain prompt\n`);
-        return withMailbox(io, (mailbox) =>
+        return await withMailbox(io, (mailbox) =>
           wait(mailbox, io, { mode: 'cue', agentId, prompt: envelope.prompt, payloadJson: envelope.payloadJson, timeoutMs, interrupt, onRequest: onWaiting }),
         );
       }
@@ -95,19 +101,23 @@ export async function main(argv: readonly string[], io: CliIO, interrupt: AbortS
         const agentId = requireAgentId(rest[0], 'pause');
         let prompt: string | undefined;
         if (rest[1] === '-') {
-          if (rest.length > 2) throw new Usage('pause with "-" reads its prompt from stdin and takes no further arguments');
+          if (rest.length > 2) throw new UsageError('pause with "-" reads its prompt from stdin and takes no further arguments');
           prompt = parseEnvelope(await readAll(io.stdin), { allowPayload: false }).prompt;
         } else if (rest.length > 1) {
           prompt = rest.slice(1).join(' ');
         }
         const request = pauseRequest(prompt);
-        return withMailbox(io, (mailbox) => wait(mailbox, io, { mode: 'pause', agentId, ...request, interrupt, onRequest: onWaiting }));
+        return await withMailbox(io, (mailbox) => wait(mailbox, io, { mode: 'pause', agentId, ...request, interrupt, onRequest: onWaiting }));
       }
       default:
-        throw new Usage(`unknown command "${command}"`);
+        throw new UsageError(`unknown command "${command}"`);
     }
   } catch (error) {
-    if (error instanceof Usage || error instanceof EnvelopeError) {
+    if (error instanceof UsageError) {
+      io.stderr.write(`cueme: ${error.message}. Run "cueme --help" for usage.\n`);
+      return 2;
+    }
+    if (error instanceof EnvelopeError) {
       io.stderr.write(`cueme: ${error.message}\nRun "cueme --help" for usage.\n`);
       return 2;
     }
@@ -115,7 +125,7 @@ export async function main(argv: readonly string[], io: CliIO, interrupt: AbortS
       io.stderr.write(`cueme: ${error.message}\n`);
       return 1;
     }
-    io.stderr.write(`cueme: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    io.stderr.write(`cueme: unexpected error: ${errorMessage(error)}\n`);
     return 1;
   }
 }
@@ -156,7 +166,7 @@ function start(): void {
       process.exitCode = code;
     },
     (error: unknown) => {
-      process.stderr.write(`cueme: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      process.stderr.write(`cueme: ${errorMessage(error)}\n`);
       process.exitCode = 1;
     },
   );

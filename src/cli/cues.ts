@@ -1,6 +1,6 @@
 // `belay cues list|answer`: answer agents' cues without the panel (over SSH, from scripts).
 import * as path from 'node:path';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { parseCommandLine, splitAction } from '../shared/args.ts';
 import { UsageError, type CliIO } from './io.ts';
 import { composeAnswerText, SelectionError, selectionIsEmpty, type Selection } from '../cues/core/answer.ts';
 import { MailboxError } from '../cues/core/errors.ts';
@@ -9,7 +9,8 @@ import { silenceSqliteExperimentalWarning } from '../cues/core/sqlite.ts';
 import { Mailbox, type CueEntry } from '../cues/core/store.ts';
 import { formatAge } from '../cues/core/time.ts';
 
-const USAGE = `Usage:
+/** Printed by `belay cues --help` (and when no action is given). */
+export const usage = `Usage:
   belay cues list [--json]
       Pending cues, oldest first: request id, agent id, age, payload and prompt.
   belay cues answer <request_id> [--text T] [--choice LABEL]... [--confirm] [--cancel]
@@ -27,21 +28,14 @@ already answered request (or a mailbox error), 2 usage error.
 `;
 
 export async function run(args: string[], io: CliIO): Promise<number> {
-  const [action, ...rest] = args;
-  if (action === undefined || action === '--help' || action === '-h') {
-    io.stdout.write(USAGE);
-    return action === undefined ? 2 : 0;
+  const { action, rest } = splitAction(args, ['list', 'answer']);
+  if (action === undefined) {
+    io.stdout.write(usage);
+    return 2;
   }
   silenceSqliteExperimentalWarning();
   try {
-    switch (action) {
-      case 'list':
-        return list(rest, io);
-      case 'answer':
-        return await answer(rest, io);
-      default:
-        throw new UsageError(`unknown action "${action}": use list or answer (see "belay cues --help")`);
-    }
+    return action === 'list' ? list(rest, io) : await answer(rest, io);
   } catch (error) {
     if (error instanceof SelectionError) throw new UsageError(error.message);
     if (error instanceof MailboxError) {
@@ -49,14 +43,6 @@ export async function run(args: string[], io: CliIO): Promise<number> {
       return 1;
     }
     throw error;
-  }
-}
-
-function parse<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
-  try {
-    return parseArgs(config);
-  } catch (error) {
-    throw new UsageError((error as Error).message);
   }
 }
 
@@ -80,16 +66,7 @@ function listJson(entry: CueEntry, now: number): Record<string, unknown> {
 }
 
 function list(args: string[], io: CliIO): number {
-  const { values, positionals } = parse({
-    args,
-    options: { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-    allowPositionals: true,
-    strict: true,
-  });
-  if (values.help) {
-    io.stdout.write(USAGE);
-    return 0;
-  }
+  const { values, positionals } = parseCommandLine(args, { json: { type: 'boolean' } });
   if (positionals.length > 0) throw new UsageError(`list takes no arguments, got "${positionals[0]}"`);
   const mailbox = Mailbox.open({ env: io.env });
   try {
@@ -123,24 +100,14 @@ function splitField(value: string): readonly [string, string] {
 }
 
 async function answer(args: string[], io: CliIO): Promise<number> {
-  const { values, positionals } = parse({
-    args,
-    options: {
-      text: { type: 'string' },
-      choice: { type: 'string', multiple: true },
-      confirm: { type: 'boolean' },
-      cancel: { type: 'boolean' },
-      field: { type: 'string', multiple: true },
-      attach: { type: 'string', multiple: true },
-      help: { type: 'boolean', short: 'h' },
-    },
-    allowPositionals: true,
-    strict: true,
+  const { values, positionals } = parseCommandLine(args, {
+    text: { type: 'string' },
+    choice: { type: 'string', multiple: true },
+    confirm: { type: 'boolean' },
+    cancel: { type: 'boolean' },
+    field: { type: 'string', multiple: true },
+    attach: { type: 'string', multiple: true },
   });
-  if (values.help) {
-    io.stdout.write(USAGE);
-    return 0;
-  }
   const [requestId, ...extra] = positionals;
   if (!requestId) throw new UsageError('answer needs the request id (see "belay cues list")');
   if (extra.length > 0) throw new UsageError(`answer takes one request id, got also "${extra[0]}"`);

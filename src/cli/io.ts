@@ -7,10 +7,7 @@ export interface CliIO {
   cwd: string;
 }
 
-/** A mistake in how the command was called: reported on stderr, exit code 2. */
-export class UsageError extends Error {
-  override name = 'UsageError';
-}
+export { UsageError } from '../shared/args.ts';
 
 export function processIO(): CliIO {
   return { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd() };

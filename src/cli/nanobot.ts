@@ -1,11 +1,13 @@
 // `belay nanobot`: runs a nanobot terminal micro-agent once and prints what a chat user would see.
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseCommandLine } from '../shared/args.ts';
+import { errorMessage } from '../shared/errors.ts';
 import { UsageError, type CliIO } from './io.ts';
 import { runNanobot, TerminalConfigSchema, type NanobotEvent, type TerminalConfig } from '../runner/core/nanobot.ts';
 
-const USAGE = `Usage: belay nanobot --command "COMMAND" --text TEXT [options]
+/** Printed by `belay nanobot --help` (and when no action is given). */
+export const usage = `Usage: belay nanobot --command "COMMAND" --text TEXT [options]
 
 Runs a nanobot terminal micro-agent (terminal protocol v1) once: the envelope goes to its
 stdin, and what a chat user would see is printed: progress (⏳), each message, errors.
@@ -28,30 +30,20 @@ Example:
 `;
 
 export async function run(args: string[], io: CliIO): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      options: {
-        command: { type: 'string' },
-        text: { type: 'string' },
-        protocol: { type: 'string' },
-        timeout: { type: 'string' },
-        workspace: { type: 'string' },
-        media: { type: 'string', multiple: true, default: [] },
-        config: { type: 'string' },
-        json: { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    });
-  } catch (error) {
-    throw new UsageError(`${(error as Error).message}\n\n${USAGE}`);
-  }
-  const { values } = parsed;
-  if (values.help) {
-    io.stdout.write(USAGE);
-    return 0;
-  }
+  const { values } = parseCommandLine(
+    args,
+    {
+      command: { type: 'string' },
+      text: { type: 'string' },
+      protocol: { type: 'string' },
+      timeout: { type: 'string' },
+      workspace: { type: 'string' },
+      media: { type: 'string', multiple: true, default: [] },
+      config: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+    { positionals: false },
+  );
   let fromFile: unknown = {};
   if (values.config !== undefined) {
     const file = path.resolve(io.cwd, values.config);
@@ -59,14 +51,17 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     try {
       raw = JSON.parse(await readFile(file, 'utf8'));
     } catch (error) {
-      throw new UsageError(`--config ${file}: ${(error as Error).message}`);
+      throw new UsageError(`--config ${file}: ${errorMessage(error)}`);
     }
     fromFile = (raw as { terminal?: unknown } | null)?.terminal ?? {};
   }
   const merged = { ...(fromFile as object) } as Record<string, unknown>;
   if (values.command !== undefined) merged.command = values.command;
   if (values.protocol !== undefined) merged.protocol = values.protocol;
-  if (values.timeout !== undefined) merged.timeout = Number(values.timeout);
+  if (values.timeout !== undefined) {
+    merged.timeout = Number(values.timeout);
+    if (!Number.isFinite(merged.timeout)) throw new UsageError(`--timeout wants a number of seconds, got '${values.timeout}'`);
+  }
   const config = TerminalConfigSchema.safeParse(merged);
   if (!config.success) {
     const issue = config.error.issues[0]!;

@@ -1,6 +1,8 @@
 import type { CliIO } from './io.ts';
 
 export interface SubcommandModule {
+  /** The help text: `belay <name> --help` (or -h anywhere) prints it and runs nothing. */
+  usage: string;
   /** Runs the subcommand with the arguments after its name; resolves to the exit code. */
   run(args: string[], io: CliIO): Promise<number>;
 }

@@ -1,7 +1,7 @@
 // `belay run`: runs an agent on tasks, live progress on stderr, a summary table at the end.
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseCommandLine } from '../shared/args.ts';
 import { UsageError, type CliIO } from './io.ts';
 import { localBackend, sandboxBackend, SandboxUnavailableError, type Backend } from '../runner/core/backend.ts';
 import type { Protocol, RunEvent } from '../runner/core/events.ts';
@@ -10,7 +10,8 @@ import type { RunResult } from '../runner/core/records.ts';
 import { runTask } from '../runner/core/run.ts';
 import { discoverTasks } from '../runner/core/task.ts';
 
-const USAGE = `Usage: belay run TASK_DIR... --agent "COMMAND" --protocol sdk1|sdk2 [options]
+/** Printed by `belay run --help` (and when no action is given). */
+export const usage = `Usage: belay run TASK_DIR... --agent "COMMAND" --protocol sdk1|sdk2 [options]
 
 Runs an agent on each task found under the TASK_DIRs (task.toml or task.yaml layouts), then
 the task's tests. Live progress goes to stderr; a summary table (or JSON) to stdout.
@@ -44,34 +45,19 @@ function positiveNumber(value: string | undefined, flag: string, integer = false
 }
 
 export async function run(args: string[], io: CliIO): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        agent: { type: 'string' },
-        protocol: { type: 'string' },
-        backend: { type: 'string' },
-        'max-steps': { type: 'string' },
-        'agent-timeout': { type: 'string' },
-        'command-timeout': { type: 'string' },
-        'silence-timeout': { type: 'string' },
-        out: { type: 'string' },
-        concurrency: { type: 'string' },
-        json: { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    });
-  } catch (error) {
-    throw new UsageError(`${(error as Error).message}\n\n${USAGE}`);
-  }
-  const { values, positionals } = parsed;
-  if (values.help) {
-    io.stdout.write(USAGE);
-    return 0;
-  }
-  if (positionals.length === 0) throw new UsageError(`no TASK_DIR given\n\n${USAGE}`);
+  const { values, positionals } = parseCommandLine(args, {
+    agent: { type: 'string' },
+    protocol: { type: 'string' },
+    backend: { type: 'string' },
+    'max-steps': { type: 'string' },
+    'agent-timeout': { type: 'string' },
+    'command-timeout': { type: 'string' },
+    'silence-timeout': { type: 'string' },
+    out: { type: 'string' },
+    concurrency: { type: 'string' },
+    json: { type: 'boolean' },
+  });
+  if (positionals.length === 0) throw new UsageError('no TASK_DIR given: name at least one folder holding tasks');
   if (!values.agent?.trim()) throw new UsageError('--agent "COMMAND" is required');
   if (values.protocol !== 'sdk1' && values.protocol !== 'sdk2') {
     throw new UsageError(`--protocol must be sdk1 or sdk2 (got ${values.protocol === undefined ? 'nothing' : `'${values.protocol}'`}): the protocol is never guessed`);

@@ -3,10 +3,12 @@
 import * as path from 'node:path';
 import { formatResults } from '../blocks/core/results.ts';
 import { listSessions, SessionError, startSession, stepSession, watchSession, type StepOutcome } from '../blocks/core/session.ts';
-import { parseCommandLine, readAnswer, timeoutMs } from './blocks.ts';
+import { parseCommandLine, splitAction } from '../shared/args.ts';
+import { readAnswer, timeoutMs } from './blocks.ts';
 import { readAll, UsageError, type CliIO } from './io.ts';
 
-const USAGE = `Usage:
+/** Printed by `belay session --help` (and when no action is given). */
+export const usage = `Usage:
   belay session start --root DIR --task TEXT [--timeout SECONDS]
   belay session step  --root DIR [--session ID] FILE|-
   belay session watch --root DIR [--session ID]
@@ -28,10 +30,10 @@ Exit 1: the session cannot go on (unknown, complete, unreadable). Exit 2: a usag
 `;
 
 export async function run(args: string[], io: CliIO): Promise<number> {
-  const [action, ...rest] = args;
-  if (action === undefined || action === '--help' || action === '-h') {
-    io.stdout.write(USAGE);
-    return action === undefined ? 2 : 0;
+  const { action, rest } = splitAction(args, ['start', 'step', 'watch', 'list']);
+  if (action === undefined) {
+    io.stdout.write(usage);
+    return 2;
   }
   const { values, positionals } = parseCommandLine(rest, {
     root: { type: 'string' },
@@ -39,12 +41,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     session: { type: 'string' },
     timeout: { type: 'string' },
     json: { type: 'boolean' },
-    help: { type: 'boolean', short: 'h' },
   });
-  if (values.help) {
-    io.stdout.write(USAGE);
-    return 0;
-  }
   if (values.root === undefined) throw new UsageError(`${action} needs --root DIR`);
   const root = path.resolve(io.cwd, values.root);
   try {
@@ -52,8 +49,8 @@ export async function run(args: string[], io: CliIO): Promise<number> {
       case 'start': {
         expectPositionals(positionals, 0, action);
         if (values.task === undefined) throw new UsageError('start needs --task TEXT (or --task - to read it from standard input)');
-        const task = values.task === '-' ? await readAll(io.stdin) : values.task;
         const seconds = values.timeout === undefined ? undefined : timeoutMs(values.timeout) / 1000;
+        const task = values.task === '-' ? await readAll(io.stdin) : values.task;
         const started = await startSession(root, task, seconds === undefined ? {} : { runTimeoutSeconds: seconds });
         io.stderr.write(`session ${started.state.sessionId} started; paste the outbox into the LLM and save its answer\n`);
         io.stdout.write(`${started.outboxPath}\n`);
@@ -106,8 +103,6 @@ export async function run(args: string[], io: CliIO): Promise<number> {
         }
         return 0;
       }
-      default:
-        throw new UsageError(`unknown action '${action}'; use start, step, watch or list (see --help)`);
     }
   } catch (error) {
     if (error instanceof SessionError) {

@@ -1,4 +1,18 @@
-import { spawn } from 'node:child_process';
+// Every child process Belay starts goes through this module, built on execa. execa gives:
+// Windows-correct spawning (PATHEXT and shebang lookup, argument quoting), tree kills
+// (`killDescendants`: the child leads its own process group on Unix, `taskkill /T` on Windows),
+// cleanup when Belay itself exits, and the reason a spawn failed.
+// Done on top, because execa does not do it:
+// - output bounded in memory keeping head and tail (execa's `maxBuffer` kills the process instead);
+// - a timeout counted from when the input is given (execa's `timeout` counts from the spawn);
+// - ending the group when the program exits (background members would hold the pipes open);
+// - not waiting on pipes held by a process that left the group (setsid), see ESCAPED_PIPE_GRACE_MS.
+// execa is initialised on the first spawn, not when this module loads: ~18 ms that activation
+// must not pay.
+import type { ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { PassThrough } from 'node:stream';
+import { errorMessage } from './errors.ts';
 
 /** Keeps at most `limit` characters of a stream in memory: the head, and where asked, the tail. */
 export class BoundedText {
@@ -40,11 +54,154 @@ export class BoundedText {
   }
 }
 
-export interface PreparedProcessOptions {
-  /** Program and arguments; use `['/bin/sh', '-c', script]` for a shell command. */
+/** How a program is started: the argument vector and where. */
+export interface ChildOptions {
+  /** Program and arguments; `shellCommand(script)` gives the platform's shell for a shell command. */
   argv: readonly [string, ...string[]];
   cwd: string;
+  /** The whole environment of the child (never merged with Belay's own); default: Belay's. */
   env?: NodeJS.ProcessEnv;
+  /** Hands the arguments to Windows as written (cmd.exe's own quoting); `shellCommand` sets it. */
+  windowsVerbatimArguments?: boolean;
+}
+
+/** A shell command as a program to start, in the form `ChildOptions` takes. */
+export interface ShellInvocation {
+  argv: readonly [string, ...string[]];
+  windowsVerbatimArguments: boolean;
+}
+
+/**
+ * The platform's shell running `command`, as the CodingAgent protocol says: `/bin/sh -c` on Linux
+ * and macOS, `cmd.exe /c` on Windows (`/d` skips AutoRun, `/s` takes the quoted line as written).
+ */
+export function shellCommand(command: string, platform: NodeJS.Platform = process.platform, env: NodeJS.ProcessEnv = process.env): ShellInvocation {
+  if (platform === 'win32') return { argv: [env.ComSpec ?? env.comspec ?? 'cmd.exe', '/d', '/s', '/c', `"${command}"`], windowsVerbatimArguments: true };
+  return { argv: ['/bin/sh', '-c', command], windowsVerbatimArguments: false };
+}
+
+/** A failed spawn as one line naming the program, e.g. `/usr/bin/bwrap: not found (ENOENT)`; `code` is kept. */
+export function spawnFailure(program: string, cwd: string, error: Error): Error {
+  const code = (error as NodeJS.ErrnoException).code;
+  let reason: string;
+  if (code === 'ENOENT') reason = existsSync(cwd) ? 'not found' : `its working folder ${cwd} does not exist`;
+  else if (code === 'EACCES') reason = 'not executable';
+  else reason = error.message.split('\n', 1)[0]!;
+  const failure: NodeJS.ErrnoException = new Error(`${program}: ${reason}${code && !reason.includes(code) ? ` (${code})` : ''}`);
+  if (code !== undefined) failure.code = code;
+  return failure;
+}
+
+/**
+ * How long, after the program exited and its group was killed, the output pipes are still read:
+ * a process that left the group (setsid) may hold them open for ever.
+ */
+export const ESCAPED_PIPE_GRACE_MS = 2000;
+
+export interface StartChildOptions extends ChildOptions {
+  /** 'pipe' (default): `write` and `endInput` feed the child; 'ignore': its stdin is empty. */
+  stdin?: 'pipe' | 'ignore';
+  onStdout?: (chunk: string) => void;
+  onStderr?: (chunk: string) => void;
+}
+
+export interface ChildEnd {
+  /** Exit code, or null when the process was ended by a signal (or never started). */
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  /** Set when the program could not be started at all: one line naming it (see `spawnFailure`). */
+  spawnError?: Error;
+}
+
+/** A started program. Every method may be called at once: what needs the process waits for the spawn. */
+export interface RunningChild {
+  /** Known once the process is spawned. */
+  readonly pid: number | undefined;
+  /** Writes to the child's stdin (with `stdin: 'pipe'`); nothing once `endInput` was called. */
+  write(text: string): void;
+  /** Closes the child's stdin once what was written has gone. */
+  endInput(): void;
+  /** Kills the whole tree; safe before the spawn (it is killed as soon as it exists) and after the end. */
+  kill(): void;
+  /** Settles when the process has exited and its output is read, or could not start; never rejects. */
+  readonly ended: Promise<ChildEnd>;
+}
+
+/**
+ * Starts a program as the leader of its own process group, killed with Belay when Belay exits,
+ * its stdout and stderr handed to the callbacks as UTF-8 text. When it exits, the rest of its
+ * group is killed so that background members do not hold the output open; `ended` follows.
+ */
+export function startChild(options: StartChildOptions): RunningChild {
+  const input = new PassThrough();
+  let child: ChildProcess | undefined;
+  let killRequested = false;
+  let killTree = () => {
+    killRequested = true;
+  };
+  const spawned = async (): Promise<ChildEnd> => {
+    const { execa } = await import('execa');
+    const [program, ...args] = options.argv;
+    const subprocess = execa(program, args, {
+      cwd: options.cwd,
+      env: options.env ?? process.env,
+      extendEnv: false,
+      stdin: options.stdin ?? 'pipe',
+      stdout: 'pipe',
+      stderr: 'pipe',
+      // The callbacks read the streams: nothing is gathered by execa, and its promise never rejects.
+      buffer: false,
+      reject: false,
+      killDescendants: true,
+      killSignal: 'SIGKILL',
+      forceKillAfterDelay: false,
+      cleanup: true,
+      windowsHide: true,
+      ...(options.windowsVerbatimArguments ? { windowsVerbatimArguments: true } : {}),
+    });
+    const node = (child = subprocess.nodeChildProcess);
+    // execa's kill reaches the whole tree (the group on Unix, taskkill /T on Windows).
+    killTree = () => void subprocess.kill('SIGKILL');
+    node.stdout!.setEncoding('utf8').on('data', (chunk: string) => options.onStdout?.(chunk));
+    node.stderr!.setEncoding('utf8').on('data', (chunk: string) => options.onStderr?.(chunk));
+    if (node.stdin) {
+      node.stdin.on('error', () => undefined);
+      input.pipe(node.stdin);
+    }
+    if (killRequested) killTree();
+    return new Promise<ChildEnd>((resolve) => {
+      let exit: ChildEnd = { exitCode: null, signal: null };
+      node.on('error', (error) => {
+        if (node.pid !== undefined) return;
+        resolve({ exitCode: null, signal: null, spawnError: spawnFailure(program, options.cwd, error) });
+      });
+      node.on('exit', (exitCode, signal) => {
+        exit = { exitCode, signal };
+        // Background members of the group may still hold stdout open: end them so 'close' comes.
+        killTree();
+        setTimeout(() => {
+          node.stdout!.destroy();
+          node.stderr!.destroy();
+        }, ESCAPED_PIPE_GRACE_MS).unref();
+      });
+      node.on('close', () => resolve(exit));
+    });
+  };
+  const ended = spawned().catch((error: unknown) => ({ exitCode: null, signal: null, spawnError: new Error(`${options.argv[0]}: ${errorMessage(error)}`) }));
+  return {
+    get pid() {
+      return child?.pid;
+    },
+    write: (text) => {
+      if (options.stdin !== 'ignore' && !input.writableEnded) input.write(text);
+    },
+    endInput: () => void input.end(),
+    kill: () => killTree(),
+    ended,
+  };
+}
+
+export interface PreparedProcessOptions extends ChildOptions {
   /** Characters of stdout and of stderr each kept in memory. */
   maxOutputChars: number;
   /** Characters of the end of each stream kept besides the head (0: head only). */
@@ -72,7 +229,7 @@ export interface BoundedRunResult {
   timedOut: boolean;
   aborted: boolean;
   durationMs: number;
-  /** Set when the program could not be started at all. */
+  /** Set when the program could not be started at all: one line naming it (see `spawnFailure`). */
   spawnError?: Error;
 }
 
@@ -84,7 +241,10 @@ export interface PreparedProcess {
   discard(): void;
 }
 
-/** Sends a signal to a whole process group; a group that is gone already is not an error. */
+/**
+ * Sends a signal to a whole process group (Unix); a group that is gone already is not an error.
+ * `RunningChild.kill` is the way for processes started here: it also covers Windows.
+ */
 export function killProcessGroup(pid: number, signal: NodeJS.Signals = 'SIGKILL'): void {
   try {
     process.kill(-pid, signal);
@@ -102,44 +262,25 @@ export function killProcessGroup(pid: number, signal: NodeJS.Signals = 'SIGKILL'
 export function prepareBounded(options: PreparedProcessOptions): PreparedProcess {
   const stdout = new BoundedText(options.maxOutputChars, options.keepTailChars ?? 0);
   const stderr = new BoundedText(options.maxOutputChars, options.keepTailChars ?? 0);
-  const [program, ...args] = options.argv;
-  const child = spawn(program, args, { cwd: options.cwd, env: options.env ?? process.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
-  const killGroup = () => {
-    if (child.pid !== undefined) killProcessGroup(child.pid);
-  };
   let onStdout: ((chunk: string) => void) | undefined;
   let onStderr: ((chunk: string) => void) | undefined;
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-    stdout.append(chunk);
-    onStdout?.(chunk);
-  });
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr.append(chunk);
-    onStderr?.(chunk);
-  });
-  child.stdin!.on('error', () => undefined);
-  let exitCode: number | null = null;
-  let exitSignal: NodeJS.Signals | null = null;
-  let spawnError: Error | undefined;
-  const closed = new Promise<void>((resolve) => {
-    child.on('error', (error) => {
-      spawnError = error;
-      resolve();
-    });
-    child.on('exit', (code, signal) => {
-      exitCode = code;
-      exitSignal = signal;
-      // Background members of the group may still hold stdout open: end them so 'close' comes.
-      killGroup();
-    });
-    child.on('close', () => resolve());
+  const child = startChild({
+    argv: options.argv,
+    cwd: options.cwd,
+    ...(options.env ? { env: options.env } : {}),
+    ...(options.windowsVerbatimArguments ? { windowsVerbatimArguments: true } : {}),
+    onStdout: (chunk) => {
+      stdout.append(chunk);
+      onStdout?.(chunk);
+    },
+    onStderr: (chunk) => {
+      stderr.append(chunk);
+      onStderr?.(chunk);
+    },
   });
 
   return {
-    discard() {
-      killGroup();
-      child.stdin!.destroy();
-    },
+    discard: () => child.kill(),
     async start(run) {
       const started = performance.now();
       onStdout = run.onStdout;
@@ -148,23 +289,25 @@ export function prepareBounded(options: PreparedProcessOptions): PreparedProcess
       let aborted = false;
       const timer = setTimeout(() => {
         timedOut = true;
-        killGroup();
+        child.kill();
       }, run.timeoutMs);
       const onAbort = () => {
         aborted = true;
-        killGroup();
+        child.kill();
       };
       if (run.signal?.aborted) onAbort();
       run.signal?.addEventListener('abort', onAbort);
-      child.stdin!.end(run.input ?? '');
+      if (run.input) child.write(run.input);
+      child.endInput();
+      let end: ChildEnd;
       try {
-        await closed;
+        end = await child.ended;
       } finally {
         clearTimeout(timer);
         run.signal?.removeEventListener('abort', onAbort);
       }
-      const result: BoundedRunResult = { exitCode, signal: exitSignal, stdout, stderr, timedOut, aborted, durationMs: performance.now() - started };
-      if (spawnError) result.spawnError = spawnError;
+      const result: BoundedRunResult = { exitCode: end.exitCode, signal: end.signal, stdout, stderr, timedOut, aborted, durationMs: performance.now() - started };
+      if (end.spawnError) result.spawnError = end.spawnError;
       return result;
     },
   };

@@ -83,6 +83,33 @@ describe('cueme and belay cues command lines', () => {
     assert.equal(mailbox.listRequests().length, 0);
   });
 
+  it('--help or -h anywhere prints the usage and does nothing else: no wait, no read, no mailbox write', async () => {
+    const calls = [['--help'], ['-h'], ['help'], ['join', '--help'], ['join', 'claude_code', '-h'], ['recall', '--help'], ['recall', 'billing', '-h'], ['cue', '--help'], ['cue', 'agentx', '-', '--help'], ['pause', '--help'], ['pause', 'agentx', '-h'], ['pause', 'agentx', '-', '--help']];
+    for (const args of calls) {
+      const result = await run(bin.cueme, args, { env, input: envelope('not to be read'), timeoutMs: 20_000 });
+      assert.equal(result.signal, null, `${args.join(' ')} blocked`);
+      assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`);
+      assert.equal(result.stderr, '', args.join(' '));
+      assert.match(result.stdout, /^Usage:\n {2}cueme join <agent_runtime>/, args.join(' '));
+    }
+    assert.equal(mailbox.listRequests().length, 0);
+    assert.equal(mailbox.listAgents().length, 0);
+  });
+
+  it('an unknown option is one line naming it, exit 2, nothing written', async () => {
+    for (const args of [['--bogus'], ['join', '--bogus'], ['join', 'claude_code', '--verbose'], ['recall', 'billing', '-x'], ['cue', 'agentx', '-', '--wait'], ['pause', 'agentx', '--quiet']]) {
+      const result = await run(bin.cueme, args, { env, input: envelope('hi') });
+      assert.equal(result.code, 2, `${args.join(' ')}: ${result.stderr}`);
+      assert.equal(result.stdout, '');
+      assert.match(result.stderr, /^[^\n]+\n$/, args.join(' '));
+      assert.match(result.stderr, new RegExp(`^cueme: Unknown option '${args.at(-1)}'`), args.join(' '));
+    }
+    const words = await run(bin.cueme, ['recall', '--', '-v', 'flag'], { env });
+    assert.equal(words.code, 0, `after -- dashes are words: ${words.stderr}`);
+    assert.equal(mailbox.listRequests().length, 0);
+    assert.equal(mailbox.listAgents().length, 0);
+  });
+
   it('cue waits for the answer and prints it; belay cues answer writes exactly the panel text', async () => {
     const payload = { type: 'form', fields: [{ label: 'Env', options: ['prod', 'staging'] }, { label: 'Regions', options: ['eu', 'us'], allow_multiple: true }, { label: 'Note' }] };
     const cue = start(bin.cueme, ['cue', 'formagent', '-'], { env, input: envelope('Deploy where?', payload) });
