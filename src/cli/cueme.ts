@@ -7,7 +7,8 @@ import { errorMessage } from '../shared/errors.ts';
 import { processIO, readAll, type CliIO } from './io.ts';
 import { EnvelopeError, parseEnvelope } from '../cues/core/envelope.ts';
 import { MailboxError } from '../cues/core/errors.ts';
-import { CUE_TIMEOUT_MS, cueAndWait, join, pauseRequest, recall } from '../cues/core/hap.ts';
+import { cueTimeoutMs } from '../cues/core/expiry.ts';
+import { cueAndWait, join, pauseRequest, recall } from '../cues/core/hap.ts';
 import { viewPayload } from '../cues/core/payload.ts';
 import { silenceSqliteExperimentalWarning } from '../cues/core/sqlite.ts';
 import { Mailbox } from '../cues/core/store.ts';
@@ -34,13 +35,13 @@ Exit codes: 0 done (also timeout and cancel), 1 mailbox error, 2 usage or envelo
 130 interrupted (the request is marked cancelled).
 `;
 
-/** The timeout of `cue`: 600 s, or CUEME_TIMEOUT_SECONDS (decimals allowed) for tests and slow humans. */
-function cueTimeoutMs(env: NodeJS.ProcessEnv): number {
-  const raw = env.CUEME_TIMEOUT_SECONDS?.trim();
-  if (!raw) return CUE_TIMEOUT_MS;
-  const seconds = Number(raw);
-  if (!Number.isFinite(seconds) || seconds <= 0) throw new UsageError(`CUEME_TIMEOUT_SECONDS must be a positive number of seconds, got ${JSON.stringify(raw)}`);
-  return Math.round(seconds * 1000);
+/** The timeout of `cue` (the one rule in cues/core/expiry.ts); a bad CUEME_TIMEOUT_SECONDS is a usage error. */
+function cueTimeoutMsOf(env: NodeJS.ProcessEnv): number {
+  try {
+    return cueTimeoutMs(env);
+  } catch (error) {
+    throw new UsageError(errorMessage(error));
+  }
 }
 
 function requireAgentId(value: string | undefined, command: string): string {
@@ -89,7 +90,7 @@ export async function main(argv: readonly string[], io: CliIO, interrupt: AbortS
       case 'cue': {
         const agentId = requireAgentId(rest[0], 'cue');
         if (rest[1] !== '-' || rest.length !== 2) throw new UsageError('cue reads its prompt from stdin: cueme cue <agent_id> - (the prompt goes in a <cueme_prompt> block)');
-        const timeoutMs = cueTimeoutMs(io.env);
+        const timeoutMs = cueTimeoutMsOf(io.env);
         const envelope = parseEnvelope(await readAll(io.stdin), { allowPayload: true });
         const view = viewPayload(envelope.payload);
         if (view.kind === 'invalid') io.stderr.write(`cueme: warning: ${view.warning}; the human will see a plain prompt\n`);

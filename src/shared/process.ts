@@ -242,18 +242,6 @@ export interface PreparedProcess {
 }
 
 /**
- * Sends a signal to a whole process group (Unix); a group that is gone already is not an error.
- * `RunningChild.kill` is the way for processes started here: it also covers Windows.
- */
-export function killProcessGroup(pid: number, signal: NodeJS.Signals = 'SIGKILL'): void {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // ESRCH: every member has exited already.
-  }
-}
-
-/**
  * Spawns a program in its own process group, its output bounded in memory, and holds it until
  * `start` hands it its input. When the timeout passes, the signal aborts, or the program exits
  * while members of its group (background children) still hold the pipes, the whole group is

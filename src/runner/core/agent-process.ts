@@ -1,9 +1,8 @@
 // A long-lived agent process: its own process group (killed whole at the end, on timeout and
 // on abort), stdout read as lines of bounded length, stdout and stderr copied in full to log
 // files, and only a bounded tail of stderr kept in memory.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, writeSync } from 'node:fs';
-import { BoundedText, killProcessGroup } from '../../shared/process.ts';
+import { BoundedText, startChild, type RunningChild } from '../../shared/process.ts';
 import type { HostCommand } from './backend.ts';
 
 export interface AgentProcessOptions {
@@ -36,7 +35,7 @@ export class AgentProcess {
   readonly stderrTail = new BoundedText(0, 8000);
   /** Resolves when the process has exited and its output is read (or could not start). */
   readonly exited: Promise<ExitInfo>;
-  private readonly child: ChildProcess;
+  private readonly child: RunningChild;
   private readonly lines: { text: string; truncated: boolean }[] = [];
   private partial = '';
   private partialTruncated = false;
@@ -49,50 +48,32 @@ export class AgentProcess {
   constructor(options: AgentProcessOptions) {
     this.maxLine = options.maxLineChars ?? 1_000_000;
     this.maxQueued = options.maxQueuedLines ?? 1000;
-    const [program, ...args] = options.command.argv;
     const stdoutFd = openSync(options.stdoutLog, 'a');
     const stderrFd = openSync(options.stderrLog, 'a');
-    this.child = spawn(program, args, {
+    this.child = startChild({
+      argv: options.command.argv,
       cwd: options.command.cwd,
       env: options.command.env,
-      detached: true,
-      stdio: [options.stdin, 'pipe', 'pipe'],
+      stdin: options.stdin,
+      // Synchronous log writes pace a flooding agent to the disk instead of to memory.
+      onStdout: (chunk) => {
+        writeSync(stdoutFd, chunk);
+        options.onStdout?.(chunk);
+        this.takeStdout(chunk);
+      },
+      onStderr: (chunk) => {
+        writeSync(stderrFd, chunk);
+        this.stderrTail.append(chunk);
+        options.onStderr?.(chunk);
+      },
     });
-    this.child.stdin?.on('error', () => undefined);
-    // Synchronous log writes pace a flooding agent to the disk instead of to memory.
-    this.child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-      writeSync(stdoutFd, chunk);
-      options.onStdout?.(chunk);
-      this.takeStdout(chunk);
-    });
-    this.child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-      writeSync(stderrFd, chunk);
-      this.stderrTail.append(chunk);
-      options.onStderr?.(chunk);
-    });
-    this.exited = new Promise((resolve) => {
-      let closed = false;
-      const done = (info: ExitInfo) => {
-        if (closed) return;
-        closed = true;
-        this.exitInfo = info;
-        this.endLines();
-        closeSync(stdoutFd);
-        closeSync(stderrFd);
-        resolve(info);
-      };
-      this.child.on('error', (spawnError) => done({ code: null, signal: null, spawnError }));
-      this.child.on('exit', (code, signal) => {
-        // Background members of the group would keep the pipes open: the agent is over.
-        this.killGroup();
-        this.child.once('close', () => done({ code, signal }));
-        // A process that left the group (setsid) may still hold a pipe: stop waiting for it.
-        setTimeout(() => {
-          this.child.stdout?.destroy();
-          this.child.stderr?.destroy();
-          done({ code, signal });
-        }, 2000).unref();
-      });
+    this.exited = this.child.ended.then(({ exitCode, signal, spawnError }) => {
+      const info: ExitInfo = { code: exitCode, signal, ...(spawnError ? { spawnError } : {}) };
+      this.exitInfo = info;
+      this.endLines();
+      closeSync(stdoutFd);
+      closeSync(stderrFd);
+      return info;
     });
   }
 
@@ -106,11 +87,11 @@ export class AgentProcess {
   }
 
   send(line: string): void {
-    if (this.child.stdin?.writable) this.child.stdin.write(line.endsWith('\n') ? line : `${line}\n`);
+    if (!this.exitInfo) this.child.write(line.endsWith('\n') ? line : `${line}\n`);
   }
 
   closeStdin(): void {
-    this.child.stdin?.end();
+    this.child.endInput();
   }
 
   /** The next stdout line; waits at most `timeoutMs`. */
@@ -141,12 +122,8 @@ export class AgentProcess {
 
   /** Kills the whole process group and waits until the process is gone. */
   async kill(): Promise<ExitInfo> {
-    this.killGroup();
+    this.child.kill();
     return this.exited;
-  }
-
-  private killGroup(): void {
-    if (this.child.pid !== undefined) killProcessGroup(this.child.pid);
   }
 
   private takeStdout(chunk: string): void {
