@@ -10,7 +10,9 @@ import { registerCueTools } from './tools.ts';
 /**
  * Cues in the editor: one mailbox service (one connection, one watch) feeding the Cues panel, its
  * badge, the status bar, notifications, the quick-pick commands and the language-model tools;
- * Belay's cueme on integrated terminals' PATH. The panel's page code loads when it is first shown.
+ * Belay's cueme on integrated terminals' PATH. Activation registers light parts only: the mailbox
+ * (zod, node:sqlite) opens just after it, the panel's page code when the panel is first shown, the
+ * tools' calls on the first call.
  */
 export function registerCues(ctx: BelayContext): void {
   const service = ctx.own(new CuesService(ctx));

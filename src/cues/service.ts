@@ -2,11 +2,12 @@ import * as os from 'node:os';
 import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
 import { errorMessage } from '../shared/errors.ts';
+import { lazy } from '../shared/lazy.ts';
 import { composeAnswerText, selectionIsEmpty, type Selection } from './core/answer.ts';
 import { CUE_TIMEOUT_MS, cueTimeoutMs } from './core/expiry.ts';
 import { mailboxPathsForSetting, type MailboxPaths } from './core/home.ts';
 import { buildSnapshot, HISTORY_LIMIT, nextExpiryMs, queuedDeliveries, whyNotAnswerable, type CuesSnapshot, type QueuedReply } from './core/model.ts';
-import { Mailbox, type CueEntry } from './core/store.ts';
+import type { CueEntry, Mailbox } from './core/store.ts';
 
 /**
  * Reads run on the extension host's thread and wait this long at most for another program's lock
@@ -14,6 +15,9 @@ import { Mailbox, type CueEntry } from './core/store.ts';
  */
 const BUSY_TIMEOUT_MS = 400;
 const QUEUE_KEY = 'belay.cues.queue';
+
+/** The mailbox (node:sqlite, rows parsed with zod, the folder watch): loaded when it is first opened, not at activation. */
+const mailboxStore = lazy(() => require('./core/store.ts') as typeof import('./core/store.ts'));
 
 /** Where the mailbox is for the `belay.cues.home` setting (empty: CUE_HOME, else ~/.cue). */
 export function settingMailboxPaths(ctx: BelayContext): MailboxPaths {
@@ -66,7 +70,11 @@ export class CuesService implements vscode.Disposable {
         if (this.#paths && settingMailboxPaths(ctx).home !== this.#paths.home) this.#reopen();
       }),
     );
-    // Opening the mailbox (SQLite, schema check, folder watch) waits until activation is done.
+    // The mailbox opens right after activation, not on first use: the badge, the status bar and
+    // the notifications must show cues before the panel was ever opened, with no action from the
+    // user. But not during activation either: loading it (zod, node:sqlite) and opening it (schema
+    // check, folder watch) would count towards the activation time VS Code measures and waits on,
+    // so it waits for the next turn of the event loop.
     this.#opening = setImmediate(() => {
       this.#opening = undefined;
       if (!this.#paths) this.#reopen();
@@ -103,7 +111,7 @@ export class CuesService implements vscode.Disposable {
     try {
       this.#paths = settingMailboxPaths(this.#ctx);
       this.#queue = this.#loadQueue();
-      this.#mailbox = Mailbox.open({ home: this.#paths.home, busyTimeoutMs: BUSY_TIMEOUT_MS });
+      this.#mailbox = mailboxStore().Mailbox.open({ home: this.#paths.home, busyTimeoutMs: BUSY_TIMEOUT_MS });
       this.#stopWatch = this.#mailbox.watch(() => this.#refresh(), {
         onError: (error) => this.#ctx.log.debug(`cues: mailbox check failed, retrying: ${errorMessage(error)}`),
       });

@@ -1,39 +1,13 @@
-import * as os from 'node:os';
 import * as vscode from 'vscode';
-import * as z from 'zod';
 import type { BelayContext } from '../context.ts';
-import { cueAndWait, join, pauseRequest } from './core/hap.ts';
-import { viewPayload } from './core/payload.ts';
+import { lazy } from '../shared/lazy.ts';
 import type { CuesService } from './service.ts';
 
-// Language-model tools: VS Code chat agents cue the human through the same mailbox as `cueme`,
-// on the cues service's one connection, so the Cues panel answers them too. Inputs come from a
-// model: parsed with zod, errors returned as text the model can act on.
+// Language-model tools: VS Code chat agents cue the human through the Cues mailbox. Registered at
+// activation as light objects; what a call does (zod-parsed inputs, the mailbox) is in
+// ./toolCalls.ts, loaded on the first call.
 
-const JoinInput = z.object({ agent_runtime: z.string().optional() });
-const CueInput = z.object({
-  agent_id: z.string().trim().min(1),
-  prompt: z.string().trim().min(1),
-  payload: z.record(z.string(), z.unknown()).nullish(),
-});
-const PauseInput = z.object({ agent_id: z.string().trim().min(1), prompt: z.string().optional() });
-
-function text(value: string): vscode.LanguageModelToolResult {
-  return new vscode.LanguageModelToolResult([new vscode.LanguageModelTextPart(value)]);
-}
-
-function inputError(tool: string, error: z.ZodError): vscode.LanguageModelToolResult {
-  const issue = error.issues[0];
-  return text(`Invalid input for ${tool}: ${issue ? `${issue.path.join('.') || 'input'}: ${issue.message}` : 'wrong shape'}. Nothing was sent to the human.`);
-}
-
-/** Aborts when the chat request is cancelled: the cue is then marked cancelled in the mailbox. */
-function signalOf(token: vscode.CancellationToken): AbortSignal {
-  const controller = new AbortController();
-  if (token.isCancellationRequested) controller.abort();
-  token.onCancellationRequested(() => controller.abort());
-  return controller.signal;
-}
+const calls = lazy(() => require('./toolCalls.ts') as typeof import('./toolCalls.ts'));
 
 export function registerCueTools(ctx: BelayContext, service: CuesService): void {
   if (typeof vscode.lm?.registerTool !== 'function') {
@@ -42,48 +16,19 @@ export function registerCueTools(ctx: BelayContext, service: CuesService): void 
   }
   ctx.own(
     vscode.lm.registerTool<unknown>('belay_join', {
-      invoke(options) {
-        const input = JoinInput.safeParse(options.input ?? {});
-        if (!input.success) return inputError('belay_join', input.error);
-        const { mailbox } = service.connection();
-        const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? os.homedir();
-        return text(join(mailbox, input.data.agent_runtime ?? 'vscode', { env: process.env, cwd }).text);
-      },
+      invoke: (options) => calls().joinTool(service, options.input),
     }),
   );
   ctx.own(
     vscode.lm.registerTool<unknown>('belay_cue', {
       prepareInvocation: () => ({ invocationMessage: 'Waiting for your answer in the Belay Cues panel' }),
-      async invoke(options, token) {
-        const input = CueInput.safeParse(options.input);
-        if (!input.success) return inputError('belay_cue', input.error);
-        const payload = input.data.payload ?? null;
-        const view = viewPayload(payload);
-        const note = view.kind === 'invalid' ? `Note: ${view.warning}; the human saw a plain prompt.\n\n` : '';
-        const { mailbox, subscribe } = service.connection();
-        const outcome = await cueAndWait(mailbox, {
-          mode: 'cue',
-          agentId: input.data.agent_id,
-          prompt: input.data.prompt,
-          payloadJson: payload === null ? null : JSON.stringify(payload),
-          timeoutMs: service.cueTimeoutMs,
-          interrupt: signalOf(token),
-          subscribe,
-        });
-        return text(note + (outcome.kind === 'interrupted' ? 'The cue was cancelled before the human answered.' : outcome.text));
-      },
+      invoke: (options, token) => calls().cueTool(service, options.input, token),
     }),
   );
   ctx.own(
     vscode.lm.registerTool<unknown>('belay_pause', {
       prepareInvocation: () => ({ invocationMessage: 'Paused: click Continue in the Belay Cues panel' }),
-      async invoke(options, token) {
-        const input = PauseInput.safeParse(options.input);
-        if (!input.success) return inputError('belay_pause', input.error);
-        const { mailbox, subscribe } = service.connection();
-        const outcome = await cueAndWait(mailbox, { mode: 'pause', agentId: input.data.agent_id, ...pauseRequest(input.data.prompt), interrupt: signalOf(token), subscribe });
-        return text(outcome.kind === 'interrupted' ? 'The pause was cancelled.' : outcome.text);
-      },
+      invoke: (options, token) => calls().pauseTool(service, options.input, token),
     }),
   );
 }

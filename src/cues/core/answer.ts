@@ -1,4 +1,5 @@
-import { confirmLabel, type PayloadView } from './payload.ts';
+import { confirmLabel } from './labels.ts';
+import type { PayloadView } from './payload.ts';
 
 // The text an answer becomes follows the public console's rules, so an agent reads the same
 // thing whichever program answered: choice -> the label(s), one per line; form -> `Label: value`

@@ -3,7 +3,8 @@
 // src/cues/view.ts maps it onto the webview's protocol. Unit-tested: test/unit/cues/panel*.test.ts.
 import * as path from 'node:path';
 import { describeTimeout, expiresAtMs, isExpired } from './expiry.ts';
-import { cancelLabel, confirmLabel, type PayloadView } from './payload.ts';
+import { cancelLabel, confirmLabel } from './labels.ts';
+import type { PayloadView } from './payload.ts';
 import type { AgentSummary, CueEntry } from './store.ts';
 
 /** A cancelled response written this long before the timeout ends is the CLI's own timeout, not the human's End. */

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { errorMessage } from '../../shared/errors.ts';
+import { cancelLabel, confirmLabel } from './labels.ts';
 
 // The payloads of the Human Agent Protocol (../../../shared/specs/hap-cueme.md). Agents write them,
 // so they are parsed leniently where the protocol gives defaults and strictly where a wrong
@@ -88,14 +89,6 @@ export function viewPayload(value: unknown): PayloadView {
     case 'form':
       return { kind: 'form', payload };
   }
-}
-
-export function confirmLabel(payload: ConfirmPayload): string {
-  return payload.confirm_label?.trim() || (payload.variant === 'pause' ? 'Continue' : 'Confirm');
-}
-
-export function cancelLabel(payload: ConfirmPayload): string {
-  return payload.cancel_label?.trim() || 'Cancel';
 }
 
 /** One line describing a payload, for listings. */
