@@ -8,7 +8,7 @@ import { pathToFileURL } from 'node:url';
 import { createConnection } from 'vscode-languageserver/node';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from 'vscode-jsonrpc/node';
 import type { CodeLens, CompletionItem, Diagnostic, DocumentSymbol, FoldingRange, Hover, PublishDiagnosticsParams } from 'vscode-languageserver';
-import { blockKeys } from '../../../src/blocks/blockKey.ts';
+import { blockKeys } from '../../../src/blocks/core/blockKey.ts';
 import { parseAnswer } from '../../../src/blocks/core/parser.ts';
 import { startServer } from '../../../src/server/server.ts';
 import { tempDir } from './helpers.ts';
@@ -146,6 +146,15 @@ describe('CodingAgent language server', () => {
     assert.match(byLine(7)[0] ?? '', /Invalid line range 9-10 for file with 3 lines/);
     assert.deepEqual(byLine(10), []);
     assert.match(byLine(13)[0] ?? '', /overlap lines 1-2/);
+    // Line problems underline the line numbers, from start_line's value to end_line's.
+    const lines = text.split('\n');
+    const lineNumbers = (line: number) => {
+      const start = lines[line]!.indexOf('start_line="') + 'start_line="'.length;
+      const end = lines[line]!.lastIndexOf('"]');
+      return { start: { line, character: start }, end: { line, character: end } };
+    };
+    assert.deepEqual(diagnostics.find((d) => d.range.start.line === 7)!.range, lineNumbers(7));
+    assert.deepEqual(diagnostics.find((d) => d.range.start.line === 13)!.range, lineNumbers(13));
     assert.deepEqual(byLine(19), [], 'an edit of a file created earlier in the answer is fine');
     assert.equal(diagnostics.length, 5, JSON.stringify(diagnostics, null, 1));
   });
