@@ -1,7 +1,7 @@
 // The instructions Belay sends to the LLM in every outbox (the PROTOCOL section). They describe
 // the protocol as Belay implements it, deliberate choices included, so the LLM can rely on them.
 
-export const PROTOCOL_VERSION = '1.0';
+const PROTOCOL_VERSION = '1.0';
 
 /** What the PROTOCOL text promises unless a session chose otherwise. */
 export const DEFAULT_RUN_TIMEOUT_SECONDS = 30;

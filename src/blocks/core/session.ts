@@ -67,7 +67,7 @@ export function sessionLayout(root: string): SessionLayout {
   };
 }
 
-export async function ensureLayout(root: string): Promise<SessionLayout> {
+async function ensureLayout(root: string): Promise<SessionLayout> {
   const layout = sessionLayout(root);
   for (const folder of [layout.workspace, layout.processed, layout.outbox, layout.sessions]) await fs.mkdir(folder, { recursive: true });
   return layout;
@@ -267,7 +267,7 @@ async function moveToProcessed(layout: SessionLayout, source: string): Promise<v
 }
 
 /** Inbox answers waiting: `.txt` files, oldest modification first (then by name). */
-export async function pendingInboxFiles(layout: SessionLayout): Promise<Array<{ file: string; mtimeMs: number }>> {
+async function pendingInboxFiles(layout: SessionLayout): Promise<Array<{ file: string; mtimeMs: number }>> {
   let names: string[];
   try {
     names = await fs.readdir(layout.inbox);

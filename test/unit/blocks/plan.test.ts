@@ -2,7 +2,7 @@
 // a code for every failure kind, warnings as data, skipping, stale edits, simulating versus
 // carrying out. Real files in temporary folders.
 import assert from 'node:assert/strict';
-import { mkdir, readdir, readFile, symlink, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { looksLikeAnswer } from '../../../src/blocks/core/answerTarget.ts';
@@ -11,7 +11,7 @@ import { lensArguments } from '../../../src/blocks/core/lenses.ts';
 import { AnswerState, planAnswer, type PlannedBlock } from '../../../src/blocks/core/plan.ts';
 import { outcomeStatus } from '../../../src/blocks/core/results.ts';
 import { openWorkspace, resolveInWorkspace, type Workspace } from '../../../src/blocks/core/sandbox.ts';
-import { tempDir } from './helpers.ts';
+import { sessionWithChangedFile, tempDir } from './helpers.ts';
 
 let base: string;
 let ws: string;
@@ -133,16 +133,7 @@ describe('planAnswer: what callers ask for', () => {
   });
 
   it('marks the first edit of each file changed after the outbox the answer replies to, in a session root only', async () => {
-    const root = path.join(base, 'session');
-    for (const folder of ['workspace', 'sessions', 'outbox', 'inbox']) await mkdir(path.join(root, folder), { recursive: true });
-    const outbox = path.join(root, 'outbox', '0123abcd_seq0001.txt');
-    await writeFile(outbox, '=== HEADER ===\n');
-    await writeFile(path.join(root, 'workspace', 'old.txt'), 'a\nb\n');
-    await writeFile(path.join(root, 'workspace', 'new.txt'), 'a\nb\n');
-    const past = new Date(Date.now() - 60_000);
-    const older = new Date(Date.now() - 120_000);
-    await utimes(outbox, past, past);
-    await utimes(path.join(root, 'workspace', 'old.txt'), older, older);
+    const { root, outbox } = await sessionWithChangedFile(base);
     const answer = [
       '[EDIT_FILE path="old.txt" start_line="1" end_line="1"]\nx\n[/EDIT_FILE]',
       '[EDIT_FILE path="new.txt" start_line="1" end_line="1"]\ny\n[/EDIT_FILE]',
