@@ -4,11 +4,15 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { writeFileAtomic } from '../shared/atomic.ts';
 import type { BelayContext } from '../context.ts';
-import { parseAnswer } from './core/parser.ts';
+import { writeFileAtomic } from '../shared/atomic.ts';
+import { errorMessage } from '../shared/errors.ts';
 import { formatResult, type CommandResult } from './core/results.ts';
-import { findSession, listSessions, outboxPath, sessionLayout, startSession, stepSession, watchSession, type SessionState, type StepOutcome } from './core/session.ts';
+import type { SessionState, StepOutcome } from './core/session.ts';
+
+// The session core (which checks session files with zod) and the parser load when first used.
+const core = () => require('./core/session.ts') as typeof import('./core/session.ts');
+const parser = () => require('./core/parser.ts') as typeof import('./core/parser.ts');
 
 type Node = { kind: 'session'; session: SessionState } | { kind: 'result'; result: CommandResult; index: number } | { kind: 'note'; text: string };
 
@@ -18,11 +22,6 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
   private readonly ctx: BelayContext;
   private watcher: vscode.FileSystemWatcher | undefined;
   private watching: AbortController | undefined;
-  /** Fires after each answer the loop processed (tests wait on it). */
-  private readonly stepped = new vscode.EventEmitter<StepOutcome>();
-  readonly onDidStep = this.stepped.event;
-  /** Copies text for the user; tests replace it. */
-  copy: (text: string) => Thenable<void> = (text) => vscode.env.clipboard.writeText(text);
 
   constructor(ctx: BelayContext) {
     this.ctx = ctx;
@@ -36,7 +35,7 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
   }
 
   /** The session root: the setting, relative to the first workspace folder. */
-  root(): string | undefined {
+  private root(): string | undefined {
     const folder = vscode.workspace.workspaceFolders?.[0];
     if (!folder) return undefined;
     return path.resolve(folder.uri.fsPath, this.ctx.config.get('blocks.sessionRoot', folder));
@@ -85,7 +84,7 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
     this.ctx.markViewResolved('belay.sessions');
     const root = this.root();
     if (!root) return [];
-    return (await listSessions(root)).map((session) => ({ kind: 'session', session }));
+    return (await core().listSessions(root)).map((session) => ({ kind: 'session', session }));
   }
 
   private requireRoot(): string {
@@ -97,10 +96,10 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
   /** Opens the outbox and copies it, ready to paste into the LLM chat. */
   private async hand(outbox: string, what: string): Promise<void> {
     const text = await fs.readFile(outbox, 'utf8');
-    const copied = await Promise.resolve(this.copy(text)).then(
+    const copied = await Promise.resolve(vscode.env.clipboard.writeText(text)).then(
       () => true,
       (error: unknown) => {
-        this.ctx.log.warn(`could not copy the outbox: ${error instanceof Error ? error.message : String(error)}`);
+        this.ctx.log.warn(`could not copy the outbox: ${errorMessage(error)}`);
         return false;
       },
     );
@@ -117,7 +116,7 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
         ? task
         : await vscode.window.showInputBox({ title: 'Belay: Start Session', prompt: 'What should the LLM do in the session workspace?', placeHolder: 'e.g. Write a Python CLI that counts words in a file, with tests', ignoreFocusOut: true, validateInput: (v) => (v.trim() === '' ? 'Describe the task' : undefined) });
     if (text === undefined) return undefined;
-    const { state, outboxPath: outbox } = await startSession(root, text, { runTimeoutSeconds: this.ctx.config.get('blocks.runTimeoutSeconds', vscode.workspace.workspaceFolders?.[0]) });
+    const { state, outboxPath: outbox } = await core().startSession(root, text, { runTimeoutSeconds: this.ctx.config.get('blocks.runTimeoutSeconds', vscode.workspace.workspaceFolders?.[0]) });
     this.refresh();
     await this.hand(outbox, `Session ${state.sessionId} started.`);
     this.syncInboxWatcher();
@@ -126,13 +125,11 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
 
   /** Saves the clipboard (or the given text) to the inbox, processes it, hands over the next outbox. */
   async pasteAnswer(given?: unknown): Promise<StepOutcome | undefined> {
-    if (!vscode.workspace.isTrusted) {
-      void vscode.window.showWarningMessage('Belay applies no answer in an untrusted workspace. Trust the workspace to continue the session.', 'Manage Workspace Trust').then((c) => c && vscode.commands.executeCommand('workbench.trust.manage'));
-      return undefined;
-    }
+    if (!this.ctx.trust.require('continueSession')) return undefined;
     const root = this.requireRoot();
     const answer = typeof given === 'string' ? given : await vscode.env.clipboard.readText();
-    const parsed = parseAnswer(answer);
+    const { findSession, sessionLayout, stepSession } = core();
+    const parsed = parser().parseAnswer(answer);
     if (parsed.commands.length === 0 && parsed.errors.length === 0) {
       throw new Error('The clipboard holds no command blocks: copy the LLM\'s whole answer, then run this again.');
     }
@@ -154,7 +151,6 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
 
   private async report(outcome: StepOutcome): Promise<void> {
     this.refresh();
-    this.stepped.fire(outcome);
     const results = outcome.report?.results ?? [];
     const failed = results.filter((r) => !r.success).length;
     this.ctx.log.info(`session ${outcome.state.sessionId}: ${outcome.kind}\n${results.map((r) => formatResult(r)).join('\n')}`);
@@ -165,6 +161,7 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
 
   async openOutbox(sessionId?: unknown): Promise<void> {
     const root = this.requireRoot();
+    const { findSession, outboxPath, sessionLayout } = core();
     const state = await findSession(root, typeof sessionId === 'string' ? sessionId : undefined);
     const outbox = outboxPath(sessionLayout(root), state);
     await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(vscode.Uri.file(outbox)), { preview: false });
@@ -172,8 +169,10 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
 
   /** The inbox watcher: on when the setting says so, the workspace is trusted and a session is open. */
   syncInboxWatcher(): void {
-    const wanted = this.ctx.config.get('blocks.watchInbox', vscode.workspace.workspaceFolders?.[0]) && vscode.workspace.isTrusted;
-    if (!wanted) {
+    const refusal = this.ctx.trust.refusal('watchInbox');
+    const wanted = this.ctx.config.get('blocks.watchInbox', vscode.workspace.workspaceFolders?.[0]);
+    if (!wanted || refusal !== undefined) {
+      if (wanted) this.ctx.log.info(refusal!);
       this.watching?.abort();
       this.watching = undefined;
       return;
@@ -184,12 +183,13 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
     const controller = new AbortController();
     this.watching = controller;
     void (async () => {
+      const { findSession, sessionLayout, watchSession } = core();
       try {
         const session = await findSession(root);
         this.ctx.log.info(`watching ${sessionLayout(root).inbox} for answers to session ${session.sessionId}`);
         await watchSession(root, { sessionId: session.sessionId, signal: controller.signal, onStep: (outcome) => void this.report(outcome) });
       } catch (error) {
-        this.ctx.log.info(`inbox watcher idle: ${error instanceof Error ? error.message : String(error)}`);
+        this.ctx.log.info(`inbox watcher idle: ${errorMessage(error)}`);
       } finally {
         if (this.watching === controller) this.watching = undefined;
       }
@@ -200,6 +200,5 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
     this.watching?.abort();
     this.watcher?.dispose();
     this.changed.dispose();
-    this.stepped.dispose();
   }
 }

@@ -2,17 +2,17 @@
 // meet if applied now (the core's own planning, so the editor, `belay blocks apply` and these
 // diagnostics agree), its outline, folds and CodeLenses. No LSP connection here: plain data in
 // LSP shapes, so it is tested and benchmarked without any editor.
-import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { CodeLens, Diagnostic, DocumentSymbol, FoldingRange, Range } from 'vscode-languageserver';
-import { blockKeys, changesWorkspace } from '../blocks/blockKey.ts';
-import { answerTarget, isOutboxDocument, repliedOutboxTime, type AnswerTarget } from '../blocks/core/answerTarget.ts';
-import { AnswerState, planCommand } from '../blocks/core/executor.ts';
+import { answerTarget, isOutboxDocument, type AnswerTarget } from '../blocks/core/answerTarget.ts';
+import { blockKeys, changesWorkspace } from '../blocks/core/blockKey.ts';
+import { LENS_COMMANDS } from '../blocks/core/lenses.ts';
+import type { ServerSettings } from '../blocks/core/lsp.ts';
 import { parseAnswer } from '../blocks/core/parser.ts';
+import { AnswerState, planAnswer } from '../blocks/core/plan.ts';
 import { SECTION } from '../blocks/core/protocol.ts';
 import { openWorkspace, type Workspace } from '../blocks/core/sandbox.ts';
 import type { Command, ParseResult } from '../blocks/core/syntax.ts';
-import { LENS_COMMANDS, type ServerSettings } from './protocol.ts';
 
 // LSP enumerations as numbers: this module stays free of the server library's runtime.
 const ERROR = 1 as const;
@@ -136,8 +136,8 @@ export async function analyze(input: AnalyzeInput): Promise<Analysis> {
     const key = input.plans ? planKey(workspace, documentPath, parsed.commands, handled) : '';
     let problems = input.plans?.get(key);
     if (!problems) {
-      const skip = handled && handled.size > 0 ? keys.map((k) => handled.has(k)) : undefined;
-      problems = await planProblems(workspace, parsed.commands, target!, documentPath, skip);
+      const skip = handled && handled.size > 0 ? (index: number) => handled.has(keys[index]!) : undefined;
+      problems = await planProblems(workspace, parsed, target!, documentPath, skip);
       input.plans?.set(key, problems);
     }
     for (const problem of problems) diagnostics.push(toDiagnostic(parsed.commands[problem.index]!, problem));
@@ -163,45 +163,32 @@ export async function analyze(input: AnalyzeInput): Promise<Analysis> {
 }
 
 /** Plans the whole answer as `belay blocks apply` would run it, touching nothing, and lists what would fail. */
-async function planProblems(workspace: Workspace, commands: readonly Command[], target: AnswerTarget, documentPath: string | undefined, skip?: readonly boolean[]): Promise<PlanProblem[]> {
+async function planProblems(workspace: Workspace, parsed: ParseResult, target: AnswerTarget, documentPath: string | undefined, skip?: (index: number) => boolean): Promise<PlanProblem[]> {
+  const plan = await planAnswer(workspace, parsed, {
+    state: new AnswerState({ cacheFolders: true }),
+    ...(skip ? { skip } : {}),
+    stale: { target, answerPath: documentPath },
+  });
   const problems: PlanProblem[] = [];
-  const state = new AnswerState({ simulate: true, cacheFolders: true });
-  const firstEdits: Array<{ index: number; real: string }> = [];
-  for (let index = 0; index < commands.length; index++) {
-    if (skip?.[index]) continue;
-    const command = commands[index]!;
-    const plan = await planCommand(workspace, command, state);
-    if (plan.kind === 'fail') {
-      const summary = plan.result.summary;
-      problems.push({ index, anchor: /line range|overlap/i.test(summary) ? 'lines' : 'path', severity: ERROR, message: summary });
-    } else if (plan.kind === 'write' && command.type === 'EDIT_FILE') {
-      if (plan.result.summary.includes('is past the end of the file')) problems.push({ index, anchor: 'end_line', severity: WARNING, message: plan.result.summary });
-      if (state.history(plan.target.real) === undefined && state.simulated(plan.target.real) === undefined) firstEdits.push({ index, real: plan.target.real });
+  const stale: PlanProblem[] = [];
+  for (const { index, command, plan: planned, staleSince } of plan.blocks) {
+    if (planned.kind === 'fail') {
+      const anchor = planned.code === 'line-range' || planned.code === 'overlap' ? 'lines' : 'path';
+      problems.push({ index, anchor, severity: ERROR, message: planned.result.summary });
+    } else if (planned.kind === 'write' && planned.warning === 'end-line-cut') {
+      problems.push({ index, anchor: 'end_line', severity: WARNING, message: planned.result.summary });
     }
-    // Recording a RUN_COMMAND only forgets resolved folders, since a command may change them;
-    // nothing runs in a simulation, so they stay valid.
-    if (plan.kind !== 'run') state.record(plan);
-  }
-  if (firstEdits.length > 0 && target.sessionRoot !== undefined) {
-    let answerMtime: number | undefined;
-    if (documentPath !== undefined) answerMtime = await fs.stat(documentPath).then((s) => s.mtimeMs, () => undefined);
-    const outbox = await repliedOutboxTime(target.sessionRoot, answerMtime);
-    if (outbox) {
-      for (const { index, real } of firstEdits) {
-        const mtime = await fs.stat(real).then((s) => s.mtimeMs, () => undefined);
-        if (mtime !== undefined && mtime > outbox.mtimeMs) {
-          problems.push({
-            index,
-            anchor: 'tag',
-            severity: WARNING,
-            code: 'stale',
-            message: `'${(commands[index] as { path: string }).path}' changed after ${path.basename(outbox.file)} was written: these line numbers may no longer point at the lines the LLM saw`,
-          });
-        }
-      }
+    if (staleSince !== undefined) {
+      stale.push({
+        index,
+        anchor: 'tag',
+        severity: WARNING,
+        code: 'stale',
+        message: `'${(command as { path: string }).path}' changed after ${path.basename(staleSince)} was written: these line numbers may no longer point at the lines the LLM saw`,
+      });
     }
   }
-  return problems;
+  return [...problems, ...stale];
 }
 
 function toDiagnostic(command: Command, problem: PlanProblem): Diagnostic {
@@ -222,10 +209,6 @@ function attributeRange(command: Command, name: string): Range | undefined {
   return command.attributes.find((a) => a.name.toLowerCase() === name)?.valueRange;
 }
 
-function lineRange(command: Command): Range {
-  return command.openTag.range;
-}
-
 /** Apply / Preview / Run above each block; Apply All and Preview All above the first. */
 export function codeLenses(uri: string, commands: readonly Command[], keys: readonly string[]): CodeLens[] {
   const lenses: CodeLens[] = [];
@@ -238,7 +221,7 @@ export function codeLenses(uri: string, commands: readonly Command[], keys: read
   for (let i = 0; i < commands.length; i++) {
     const command = commands[i]!;
     const args = [uri, command.openTag.range.start.line, keys[i]!];
-    const range = lineRange(command);
+    const range = command.openTag.range;
     switch (command.type) {
       case 'CREATE_FILE':
       case 'EDIT_FILE':

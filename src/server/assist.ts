@@ -13,7 +13,7 @@ const KIND_FILE = 17;
 const KIND_SNIPPET = 15;
 const SNIPPET = 2;
 
-export const COMMAND_DOCS: Readonly<Record<CommandType, string>> = {
+const COMMAND_DOCS: Readonly<Record<CommandType, string>> = {
   CREATE_FILE: 'Creates or overwrites the file at `path` with the body, exactly as written (no final newline unless the body ends with an empty line). Missing folders are created.',
   EDIT_FILE: 'Replaces lines `start_line` to `end_line` (from 1, both included) of an existing file with the body. Line numbers refer to the file before this answer; later edits are shifted for earlier ones.',
   DELETE_FILE: 'Deletes the file at `path`. One line, no closing tag.',

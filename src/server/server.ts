@@ -5,14 +5,23 @@ import { CodeLensRefreshRequest, TextDocuments, TextDocumentSyncKind, type Conne
 import { TextDocument } from 'vscode-languageserver-textdocument';
 import { analyze, documentSymbols, foldingRanges, PlanCache, type Analysis } from './analysis.ts';
 import { complete, hover, ListingCache } from './assist.ts';
-import { HANDLED_NOTIFICATION, handledSchema, REFRESH_NOTIFICATION, SETTINGS_NOTIFICATION, settingsSchema, type ServerSettings } from './protocol.ts';
+import {
+  HandledBlocksNotification,
+  handledBlocksSchema,
+  RefreshLensesNotification,
+  SettingsNotification,
+  serverSettingsSchema,
+  type ServerSettings,
+} from '../blocks/core/lsp.ts';
 
 /** How long after the last keystroke diagnostics are recomputed. */
 const SETTLE_MS = 150;
 
 export function startServer(connection: Connection): void {
   const documents = new TextDocuments(TextDocument);
-  let settings: ServerSettings = { workspaceFolders: [], sessionRoot: '.belay/agent' };
+  // Replaced by the client's initializationOptions. Without folders the session root setting is
+  // never read: only answers inside a session root have a target.
+  let settings: ServerSettings = { workspaceFolders: [], sessionRoot: '' };
   const analyses = new Map<string, { version: number; analysis: Promise<Analysis> }>();
   const timers = new Map<string, NodeJS.Timeout>();
   const listings = new ListingCache();
@@ -57,7 +66,7 @@ export function startServer(connection: Connection): void {
   }
 
   connection.onInitialize((params) => {
-    const options = settingsSchema.safeParse(params.initializationOptions);
+    const options = serverSettingsSchema.safeParse(params.initializationOptions);
     if (options.success) settings = options.data;
     return {
       capabilities: {
@@ -72,17 +81,18 @@ export function startServer(connection: Connection): void {
     };
   });
 
-  connection.onNotification(SETTINGS_NOTIFICATION, (params: unknown) => {
-    const parsed = settingsSchema.safeParse(params);
+  // Parameters are typed by their notification, but checked here, where they arrive.
+  connection.onNotification(SettingsNotification, (params: unknown) => {
+    const parsed = serverSettingsSchema.safeParse(params);
     if (!parsed.success) return;
     settings = parsed.data;
     reanalyseAll();
   });
-  connection.onNotification(REFRESH_NOTIFICATION, () => {
+  connection.onNotification(RefreshLensesNotification, () => {
     void connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
   });
-  connection.onNotification(HANDLED_NOTIFICATION, (params: unknown) => {
-    const parsed = handledSchema.safeParse(params);
+  connection.onNotification(HandledBlocksNotification, (params: unknown) => {
+    const parsed = handledBlocksSchema.safeParse(params);
     if (!parsed.success) return;
     handled.set(parsed.data.uri, new Set(parsed.data.keys));
     analyses.delete(parsed.data.uri);

@@ -4,7 +4,7 @@ import { cp, mkdtemp, readdir, readFile, rm, stat, utimes } from 'node:fs/promis
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { blockKeys } from '../../src/blocks/blockKey.ts';
+import { blockKeys } from '../../src/blocks/core/blockKey.ts';
 import { parseAnswer } from '../../src/blocks/core/parser.ts';
 import { activateBelay, EXTENSION_ID, waitFor } from './helpers.ts';
 

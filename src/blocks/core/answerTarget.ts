@@ -20,7 +20,7 @@ async function isFolder(folder: string): Promise<boolean> {
 }
 
 /** A session root has `workspace/` and `sessions/` folders (see session.ts). */
-export async function isSessionRoot(folder: string): Promise<boolean> {
+async function isSessionRoot(folder: string): Promise<boolean> {
   return (await isFolder(path.join(folder, 'workspace'))) && (await isFolder(path.join(folder, 'sessions')));
 }
 
@@ -85,4 +85,17 @@ export async function repliedOutboxTime(sessionRoot: string, answerMtimeMs?: num
     }
   }
   return best;
+}
+
+/** A line that opens a command block, and one that closes one: both make a text an LLM answer. */
+const OPENING = /^[ \t]*\[(CREATE_FILE|EDIT_FILE|DELETE_FILE|READ_FILE|RUN_COMMAND)[ \t\]]/m;
+const CLOSING = /^[ \t]*\[\/(CREATE_FILE|EDIT_FILE|RUN_COMMAND)\][ \t]*$/m;
+const ONE_LINE = /^[ \t]*\[(DELETE_FILE|READ_FILE)\b[^\]\n]*\]/m;
+/** Content detection looks at this much of a document at most. */
+const DETECT_CHARS = 200_000;
+
+/** Whether a plain text looks like an LLM answer with command blocks (content detection). */
+export function looksLikeAnswer(text: string): boolean {
+  const head = text.length > DETECT_CHARS ? text.slice(0, DETECT_CHARS) : text;
+  return OPENING.test(head) && (CLOSING.test(head) || ONE_LINE.test(head));
 }

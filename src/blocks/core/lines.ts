@@ -35,7 +35,7 @@ export function splitFileLines(text: string): FileLines {
 }
 
 /** The line ending most lines use ('\n' when there is none). */
-export function dominantEol(file: FileLines): string {
+function dominantEol(file: FileLines): string {
   let crlf = 0;
   let lf = 0;
   let cr = 0;

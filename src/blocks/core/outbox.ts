@@ -6,9 +6,9 @@ import { resolveInWorkspace, type Workspace } from './sandbox.ts';
 import { listWorkspace, type WorkspaceFile } from './workspace.ts';
 
 /** Files listed at most; a larger workspace is summarised after them. */
-export const MAX_LISTED_FILES = 2000;
+const MAX_LISTED_FILES = 2000;
 /** Characters of one requested file included at most. */
-export const MAX_REQUESTED_CHARS = 200_000;
+const MAX_REQUESTED_CHARS = 200_000;
 
 export interface RequestedFile {
   path: string;
@@ -76,7 +76,7 @@ export function renderOutbox(content: OutboxContent): string {
 }
 
 /** Reads the files an answer asked for, through the sandbox again (they may have changed since). */
-export async function readRequestedFiles(workspace: Workspace, paths: readonly string[]): Promise<RequestedFile[]> {
+async function readRequestedFiles(workspace: Workspace, paths: readonly string[]): Promise<RequestedFile[]> {
   const requested: RequestedFile[] = [];
   for (const path of paths) {
     const resolution = await resolveInWorkspace(workspace, path);

@@ -2,6 +2,7 @@
 // strings. Lines that do not start with `[` (after blanks) are looked at once and skipped, so a
 // large answer costs little more than finding its line breaks. It never throws: whatever the
 // input, the result is a list of commands and a list of errors, each with exact ranges.
+import { errorMessage } from '../../shared/errors.ts';
 import {
   COMMAND_TYPES,
   REQUIRED_ATTRIBUTES,
@@ -149,7 +150,7 @@ class Parser {
     const position = { line: this.ln, character: 0 };
     this.errors.push({
       code: 'internal',
-      message: `Belay could not parse the answer from here on (${error instanceof Error ? error.message : String(error)}); nothing after this point was executed`,
+      message: `Belay could not parse the answer from here on (${errorMessage(error)}); nothing after this point was executed`,
       range: { start: position, end: position },
     });
   }
@@ -723,7 +724,7 @@ function closesFence(line: string, fence: string): boolean {
 }
 
 /** The command an unknown tag name probably meant, or undefined when it does not look like one. */
-export function lookalike(name: string): CommandType | undefined {
+function lookalike(name: string): CommandType | undefined {
   if (name.length < 3 || name.length > 40) return undefined;
   const upper = name.toUpperCase();
   const exact = COMMAND_BY_NAME.get(upper);

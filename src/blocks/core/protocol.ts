@@ -1,7 +1,11 @@
 // The instructions Belay sends to the LLM in every outbox (the PROTOCOL section). They describe
 // the protocol as Belay implements it, deliberate choices included, so the LLM can rely on them.
 
-export const PROTOCOL_VERSION = '1.0';
+const PROTOCOL_VERSION = '1.0';
+
+/** What the PROTOCOL text promises unless a session chose otherwise. */
+export const DEFAULT_RUN_TIMEOUT_SECONDS = 30;
+export const DEFAULT_MAX_OUTPUT_CHARS = 4000;
 
 export const SECTION = {
   header: '=== HEADER ===',
@@ -22,8 +26,8 @@ export interface ProtocolOptions {
 
 /** The PROTOCOL section: identical in every outbox for the same options. */
 export function protocolText(options: ProtocolOptions = {}): string {
-  const timeout = options.runTimeoutSeconds ?? 30;
-  const maxOutput = options.maxOutputChars ?? 4000;
+  const timeout = options.runTimeoutSeconds ?? DEFAULT_RUN_TIMEOUT_SECONDS;
+  const maxOutput = options.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
   return `You are a coding agent working on a task in a local workspace, through Belay (protocol ${PROTOCOL_VERSION}).
 You cannot see the workspace directly. Each message you receive lists its files, the results of
 your previous commands and the files you asked to read. Reply with command blocks: Belay runs

@@ -2,20 +2,73 @@
 //   [OK] CREATE_FILE: Created 'a.txt'
 //   [FAILED] RUN_COMMAND: Ran 'npm test' (exit code 1)
 //     Output: …
-import * as z from 'zod';
 import { COMMAND_TYPES, type CommandType, type ParseError } from './syntax.ts';
 
 export const RESULT_TYPES = [...COMMAND_TYPES, 'PARSE_ERROR'] as const;
 export type ResultType = CommandType | 'PARSE_ERROR';
 
-/** One command's outcome, as the session file stores it (`lastResults`). */
-export const commandResultSchema = z.object({
-  commandType: z.enum(RESULT_TYPES),
-  summary: z.string(),
-  success: z.boolean(),
-  output: z.string().optional(),
-});
-export type CommandResult = z.infer<typeof commandResultSchema>;
+/**
+ * One command's outcome as the protocol reports it (and the session file stores it, checked by its
+ * schema in session.ts: zod stays out of what the editor loads at activation).
+ */
+export interface CommandResult {
+  commandType: ResultType;
+  summary: string;
+  success: boolean;
+  output?: string;
+}
+
+/**
+ * Why a command failed, for code to act on. The summary says it to people and to the LLM; nothing
+ * reads structure back out of it.
+ */
+export type FailureCode =
+  /** The sandbox refused the path: the summary is the protocol's `REJECTED: …`. */
+  | 'outside-workspace'
+  | 'empty-path'
+  /** DELETE_FILE of the workspace folder itself. */
+  | 'workspace-folder'
+  /** A path that goes through a file as if it were a folder. */
+  | 'through-file'
+  /** The path could not be resolved (permissions, I/O). */
+  | 'unresolvable'
+  | 'not-found'
+  | 'is-folder'
+  /** EDIT_FILE of a file that is not UTF-8 text. */
+  | 'not-text'
+  /** EDIT_FILE from a line past the end of the file. */
+  | 'line-range'
+  /** EDIT_FILE of lines an earlier block of the answer edited. */
+  | 'overlap'
+  /** The target could not be read. */
+  | 'unreadable'
+  | 'write-failed'
+  | 'delete-failed'
+  /** RUN_COMMAND: a non-zero exit code, the timeout, a stop, a signal, or no start at all. */
+  | 'exit-code'
+  | 'timeout'
+  | 'stopped'
+  | 'killed'
+  | 'spawn-failed'
+  | 'parse-error'
+  /** The editor refused the change (its WorkspaceEdit failed). */
+  | 'editor-refused'
+  /** The editor left the change out (a file unchecked in the refactor preview, a file changed meanwhile). */
+  | 'not-applied';
+
+/** A result, and when it failed, its code. */
+export interface Outcome {
+  result: CommandResult;
+  code?: FailureCode;
+}
+
+/** How the editor shows a handled block. */
+export type OutcomeStatus = 'applied' | 'failed' | 'rejected';
+
+export function outcomeStatus(outcome: Outcome): OutcomeStatus {
+  if (outcome.result.success) return 'applied';
+  return outcome.code === 'outside-workspace' ? 'rejected' : 'failed';
+}
 
 export const OUTPUT_TRUNCATED_MARKER = '... (output truncated)';
 
@@ -27,9 +80,14 @@ export function failed(commandType: ResultType, summary: string, output?: string
   return output === undefined ? { commandType, summary, success: false } : { commandType, summary, success: false, output };
 }
 
-/** A parse error as a result: the LLM sees where its block went wrong. */
-export function parseErrorResult(error: ParseError): CommandResult {
-  return failed('PARSE_ERROR', `Line ${error.range.start.line + 1}: ${error.message}`);
+/** A failed outcome: its code and its result. */
+export function failure(code: FailureCode, commandType: ResultType, summary: string, output?: string): Outcome {
+  return { result: failed(commandType, summary, output), code };
+}
+
+/** A parse error as an outcome: the LLM sees where its block went wrong. */
+export function parseErrorOutcome(error: ParseError): Outcome {
+  return failure('parse-error', 'PARSE_ERROR', `Line ${error.range.start.line + 1}: ${error.message}`);
 }
 
 /**

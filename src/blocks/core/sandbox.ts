@@ -2,6 +2,8 @@
 // symbolic links included, and refused unless that file lies inside the workspace.
 import { promises as fs, type Stats } from 'node:fs';
 import * as path from 'node:path';
+import { errorMessage } from '../../shared/errors.ts';
+import type { FailureCode } from './results.ts';
 
 /** A workspace folder and its real path (symbolic links resolved), computed once. */
 export interface Workspace {
@@ -49,14 +51,14 @@ export function checkPathText(given: string): PathCheck {
   return { ok: true, segments };
 }
 
-/** The protocol's rejection summary. */
-export function rejectedSummary(given: string): string {
-  return `REJECTED: Path '${given}' is outside workspace`;
+/** The protocol's rejection of a path outside the workspace. */
+function rejected(given: string): Resolution {
+  return { ok: false, code: 'outside-workspace', summary: `REJECTED: Path '${given}' is outside workspace` };
 }
 
 export type Resolution =
   | { ok: true; path: ResolvedPath }
-  | { ok: false; rejected: boolean; summary: string };
+  | { ok: false; code: Extract<FailureCode, 'outside-workspace' | 'empty-path' | 'workspace-folder' | 'through-file' | 'unresolvable'>; summary: string };
 
 export interface ResolveOptions {
   /**
@@ -79,7 +81,7 @@ export type FolderCache = Map<string, string>;
 export async function resolveInWorkspace(workspace: Workspace, given: string, options: ResolveOptions = {}): Promise<Resolution> {
   const check = checkPathText(given);
   if (!check.ok) {
-    return check.reason === 'empty' ? { ok: false, rejected: false, summary: 'Path is empty' } : { ok: false, rejected: true, summary: rejectedSummary(given) };
+    return check.reason === 'empty' ? { ok: false, code: 'empty-path', summary: 'Path is empty' } : rejected(given);
   }
   const relative = check.segments.join('/');
   const joined = path.join(workspace.realRoot, ...check.segments);
@@ -87,22 +89,22 @@ export async function resolveInWorkspace(workspace: Workspace, given: string, op
   let exists = false;
   try {
     if (options.final === 'entry') {
-      if (check.segments.length === 0) return { ok: false, rejected: false, summary: `'${given}' is the workspace folder itself` };
+      if (check.segments.length === 0) return { ok: false, code: 'workspace-folder', summary: `'${given}' is the workspace folder itself` };
       real = path.join((await realTarget(path.dirname(joined), options.folders)).real, path.basename(joined));
     } else {
       ({ real, exists } = await realTarget(joined, options.folders));
     }
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOTDIR') return { ok: false, rejected: false, summary: `Path '${given}' goes through a file as if it were a folder` };
-    if (code === 'ELOOP') return { ok: false, rejected: true, summary: rejectedSummary(given) };
-    return { ok: false, rejected: false, summary: `Could not resolve '${given}': ${errorText(error)}` };
+    if (code === 'ENOTDIR') return { ok: false, code: 'through-file', summary: `Path '${given}' goes through a file as if it were a folder` };
+    if (code === 'ELOOP') return rejected(given);
+    return { ok: false, code: 'unresolvable', summary: `Could not resolve '${given}': ${errorText(error)}` };
   }
-  if (!isInside(workspace.realRoot, real)) return { ok: false, rejected: true, summary: rejectedSummary(given) };
+  if (!isInside(workspace.realRoot, real)) return rejected(given);
   return { ok: true, path: { given, relative, real, exists } };
 }
 
-export function isInside(realRoot: string, candidate: string): boolean {
+function isInside(realRoot: string, candidate: string): boolean {
   if (candidate === realRoot) return true;
   const prefix = realRoot.endsWith(path.sep) ? realRoot : realRoot + path.sep;
   return candidate.startsWith(prefix);
@@ -144,10 +146,8 @@ async function realTarget(absolute: string, folders: FolderCache | undefined, li
   return { real, exists: true };
 }
 
+/** An error as a summary shows it: its system code first when it has one (`ENOENT: …`). */
 export function errorText(error: unknown): string {
-  if (error instanceof Error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    return code ? `${code}: ${error.message.replace(/^[A-Z]+: /, '')}` : error.message;
-  }
-  return String(error);
+  const code = error instanceof Error ? (error as NodeJS.ErrnoException).code : undefined;
+  return code ? `${code}: ${errorMessage(error).replace(/^[A-Z]+: /, '')}` : errorMessage(error);
 }

@@ -11,10 +11,20 @@ import { promises as fs, watch } from 'node:fs';
 import * as path from 'node:path';
 import * as z from 'zod';
 import { writeFileAtomic } from '../../shared/atomic.ts';
+import { errorMessage } from '../../shared/errors.ts';
 import { executeAnswer, type ExecuteOptions, type ExecutionReport } from './executor.ts';
 import { collectOutbox, outboxFileName, renderOutbox } from './outbox.ts';
-import { commandResultSchema } from './results.ts';
+import { DEFAULT_RUN_TIMEOUT_SECONDS } from './protocol.ts';
+import { RESULT_TYPES, type CommandResult } from './results.ts';
 import { openWorkspace } from './sandbox.ts';
+
+/** One command's outcome, as the session file stores it (`lastResults`). */
+const commandResultSchema = z.object({
+  commandType: z.enum(RESULT_TYPES),
+  summary: z.string(),
+  success: z.boolean(),
+  output: z.string().optional(),
+}) satisfies z.ZodType<CommandResult>;
 
 export const sessionStateSchema = z.object({
   sessionId: z.string().regex(/^[0-9a-f]{8}$/),
@@ -57,7 +67,7 @@ export function sessionLayout(root: string): SessionLayout {
   };
 }
 
-export async function ensureLayout(root: string): Promise<SessionLayout> {
+async function ensureLayout(root: string): Promise<SessionLayout> {
   const layout = sessionLayout(root);
   for (const folder of [layout.workspace, layout.processed, layout.outbox, layout.sessions]) await fs.mkdir(folder, { recursive: true });
   return layout;
@@ -89,7 +99,7 @@ export async function loadSession(layout: SessionLayout, sessionId: string): Pro
   try {
     json = JSON.parse(text);
   } catch (error) {
-    throw new SessionError(`${file} is not valid JSON: ${(error as Error).message}`);
+    throw new SessionError(`${file} is not valid JSON: ${errorMessage(error)}`);
   }
   const parsed = sessionStateSchema.safeParse(json);
   if (!parsed.success) {
@@ -135,10 +145,8 @@ export async function findSession(root: string, sessionId?: string): Promise<Ses
   return open[0]!;
 }
 
-export interface SessionOptions extends Omit<ExecuteOptions, 'runTimeoutMs'> {
-  /** RUN_COMMAND timeout for a new session, in seconds (default 30). */
-  runTimeoutSeconds?: number;
-}
+/** How a step executes the answer; the RUN_COMMAND timeout is the session's own. */
+export type SessionOptions = Omit<ExecuteOptions, 'runTimeoutMs'>;
 
 async function writeOutboxFor(layout: SessionLayout, state: SessionState): Promise<string> {
   const workspace = await openWorkspace(layout.workspace);
@@ -146,7 +154,7 @@ async function writeOutboxFor(layout: SessionLayout, state: SessionState): Promi
     sessionId: state.sessionId,
     sequence: state.sequenceNumber,
     task: state.task,
-    protocol: { runTimeoutSeconds: state.runTimeoutSeconds ?? 30 },
+    protocol: { runTimeoutSeconds: state.runTimeoutSeconds ?? DEFAULT_RUN_TIMEOUT_SECONDS },
     ...(state.sequenceNumber > 1 ? { previousResults: state.lastResults } : {}),
     ...(state.interrupted ? { notice: 'Belay stopped while applying your last answer, so its results are unknown. Check the workspace files before continuing.' } : {}),
   };
@@ -218,7 +226,7 @@ async function apply(layout: SessionLayout, state: SessionState, answer: string,
   state.pendingAnswer = { sha256, sequence: state.sequenceNumber };
   await saveSession(layout, state);
   const workspace = await openWorkspace(layout.workspace);
-  const report = await executeAnswer(workspace, answer, { ...options, runTimeoutMs: (state.runTimeoutSeconds ?? 30) * 1000 });
+  const report = await executeAnswer(workspace, answer, { ...options, runTimeoutMs: (state.runTimeoutSeconds ?? DEFAULT_RUN_TIMEOUT_SECONDS) * 1000 });
   state.lastResults = report.results;
   state.readFileRequests = report.readFileRequests;
   state.processedAnswers.push(sha256);
@@ -259,7 +267,7 @@ async function moveToProcessed(layout: SessionLayout, source: string): Promise<v
 }
 
 /** Inbox answers waiting: `.txt` files, oldest modification first (then by name). */
-export async function pendingInboxFiles(layout: SessionLayout): Promise<Array<{ file: string; mtimeMs: number }>> {
+async function pendingInboxFiles(layout: SessionLayout): Promise<Array<{ file: string; mtimeMs: number }>> {
   let names: string[];
   try {
     names = await fs.readdir(layout.inbox);

@@ -132,7 +132,7 @@ export interface ParseResult {
 }
 
 /** Whether `a` comes before `b` in the text. */
-export function positionBefore(a: Position, b: Position): boolean {
+function positionBefore(a: Position, b: Position): boolean {
   return a.line < b.line || (a.line === b.line && a.character < b.character);
 }
 

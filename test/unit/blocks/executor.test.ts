@@ -3,8 +3,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { AnswerState, applyPlan, executeAnswer, planAnswer, planCommand } from '../../../src/blocks/core/executor.ts';
+import { applyPlan, executeAnswer } from '../../../src/blocks/core/executor.ts';
 import { parseAnswer } from '../../../src/blocks/core/parser.ts';
+import { AnswerState, planAnswer } from '../../../src/blocks/core/plan.ts';
 import { formatResult, formatResults } from '../../../src/blocks/core/results.ts';
 import { openWorkspace, type Workspace } from '../../../src/blocks/core/sandbox.ts';
 import { fixture, tempDir } from './helpers.ts';
@@ -184,36 +185,36 @@ describe('executor: EDIT_FILE', () => {
 describe('executor: plan and apply, as the editor uses them', () => {
   it('plans without touching anything, then applies to the same result', async () => {
     await write('a.txt', 'one\ntwo\n');
-    const [command] = parseAnswer('[EDIT_FILE path="a.txt" start_line="2" end_line="2"]\nTWO\n[/EDIT_FILE]').commands;
     const state = new AnswerState();
-    const plan = await planCommand(workspace, command!, state);
+    const { plan } = (await planAnswer(workspace, '[EDIT_FILE path="a.txt" start_line="2" end_line="2"]\nTWO\n[/EDIT_FILE]', { state })).blocks[0]!;
     assert.equal(plan.kind, 'write');
     assert.ok(plan.kind === 'write');
     assert.equal(plan.before, 'one\ntwo\n');
     assert.equal(plan.after, 'one\nTWO\n');
     assert.equal(plan.target.real, path.join(ws, 'a.txt'));
     assert.equal(await read('a.txt'), 'one\ntwo\n');
-    const result = await applyPlan(workspace, plan, state);
+    const { result } = await applyPlan(workspace, plan, state);
     assert.deepEqual(result, plan.result);
     assert.equal(await read('a.txt'), 'one\nTWO\n');
   });
 
   it('an edit applied elsewhere (by the editor) and recorded shifts the next one as Belay would', async () => {
     await write('a.txt', '1\n2\n3\n');
-    const [first, second] = parseAnswer('[EDIT_FILE path="a.txt" start_line="1" end_line="1"]\nA\nB\n[/EDIT_FILE]\n[EDIT_FILE path="a.txt" start_line="3" end_line="3"]\nC\n[/EDIT_FILE]').commands;
+    const answer = parseAnswer('[EDIT_FILE path="a.txt" start_line="1" end_line="1"]\nA\nB\n[/EDIT_FILE]\n[EDIT_FILE path="a.txt" start_line="3" end_line="3"]\nC\n[/EDIT_FILE]');
     const state = new AnswerState();
-    const plan = await planCommand(workspace, first!, state);
+    const only = async (index: number) => (await planAnswer(workspace, answer, { state, skip: (i) => i !== index })).blocks[0]!.plan;
+    const plan = await only(0);
     assert.ok(plan.kind === 'write');
     await write('a.txt', plan.after);
     state.record(plan);
-    const next = await planCommand(workspace, second!, state);
+    const next = await only(1);
     assert.ok(next.kind === 'write');
     assert.equal(next.after, 'A\nB\n2\nC\n');
   });
 
   it('previews a whole answer, each block seeing the earlier ones, and writes nothing', async () => {
     await write('a.txt', '1\n2\n');
-    const planned = await planAnswer(workspace, '[CREATE_FILE path="b.txt"]\nb\n[/CREATE_FILE]\n[EDIT_FILE path="b.txt" start_line="1" end_line="1"]\nB\n[/EDIT_FILE]\n[DELETE_FILE path="a.txt"]\n[READ_FILE path="a.txt"]\n[RUN_COMMAND]rm -rf .[/RUN_COMMAND]');
+    const { items: planned } = await planAnswer(workspace, '[CREATE_FILE path="b.txt"]\nb\n[/CREATE_FILE]\n[EDIT_FILE path="b.txt" start_line="1" end_line="1"]\nB\n[/EDIT_FILE]\n[DELETE_FILE path="a.txt"]\n[READ_FILE path="a.txt"]\n[RUN_COMMAND]rm -rf .[/RUN_COMMAND]');
     const kinds = planned.map((p) => ('plan' in p ? p.plan.kind : 'error'));
     assert.deepEqual(kinds, ['write', 'write', 'delete', 'fail', 'run']);
     const edit = planned[1]!;

@@ -1,5 +1,5 @@
 // Shared by the command-block tests (not a test file itself).
-import { mkdtemp, readFile, realpath, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, realpath, rm, utimes, writeFile } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,4 +33,22 @@ export function slice(text: string, range: Range): string {
   const starts = lineStarts(text);
   const offset = (p: { line: number; character: number }) => starts[p.line]! + p.character;
   return text.slice(offset(range.start), offset(range.end));
+}
+
+/**
+ * A session root under `parent` whose outbox was written a minute ago: its workspace holds
+ * `old.txt`, unchanged since (older), and `new.txt`, changed after it (written now).
+ */
+export async function sessionWithChangedFile(parent: string): Promise<{ root: string; outbox: string }> {
+  const root = path.join(parent, 'session');
+  for (const folder of ['workspace', 'sessions', 'outbox', 'inbox']) await mkdir(path.join(root, folder), { recursive: true });
+  const outbox = path.join(root, 'outbox', '0123abcd_seq0001.txt');
+  await writeFile(outbox, '=== HEADER ===\n');
+  await writeFile(path.join(root, 'workspace', 'old.txt'), 'a\nb\n');
+  await writeFile(path.join(root, 'workspace', 'new.txt'), 'a\nb\n');
+  const past = new Date(Date.now() - 60_000);
+  const older = new Date(Date.now() - 120_000);
+  await utimes(outbox, past, past);
+  await utimes(path.join(root, 'workspace', 'old.txt'), older, older);
+  return { root, outbox };
 }

@@ -1,6 +1,6 @@
 // The language server's logic over a real LSP connection, in process: no editor involved.
 import assert from 'node:assert/strict';
-import { mkdir, rm, symlink, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
@@ -8,10 +8,10 @@ import { pathToFileURL } from 'node:url';
 import { createConnection } from 'vscode-languageserver/node';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from 'vscode-jsonrpc/node';
 import type { CodeLens, CompletionItem, Diagnostic, DocumentSymbol, FoldingRange, Hover, PublishDiagnosticsParams } from 'vscode-languageserver';
-import { blockKeys } from '../../../src/blocks/blockKey.ts';
+import { blockKeys } from '../../../src/blocks/core/blockKey.ts';
 import { parseAnswer } from '../../../src/blocks/core/parser.ts';
 import { startServer } from '../../../src/server/server.ts';
-import { tempDir } from './helpers.ts';
+import { sessionWithChangedFile, tempDir } from './helpers.ts';
 
 /** A diagnostic's message as text (LSP allows Markdown there too). */
 const text_ = (message: string | { value: string }) => (typeof message === 'string' ? message : message.value);
@@ -146,6 +146,15 @@ describe('CodingAgent language server', () => {
     assert.match(byLine(7)[0] ?? '', /Invalid line range 9-10 for file with 3 lines/);
     assert.deepEqual(byLine(10), []);
     assert.match(byLine(13)[0] ?? '', /overlap lines 1-2/);
+    // Line problems underline the line numbers, from start_line's value to end_line's.
+    const lines = text.split('\n');
+    const lineNumbers = (line: number) => {
+      const start = lines[line]!.indexOf('start_line="') + 'start_line="'.length;
+      const end = lines[line]!.lastIndexOf('"]');
+      return { start: { line, character: start }, end: { line, character: end } };
+    };
+    assert.deepEqual(diagnostics.find((d) => d.range.start.line === 7)!.range, lineNumbers(7));
+    assert.deepEqual(diagnostics.find((d) => d.range.start.line === 13)!.range, lineNumbers(13));
     assert.deepEqual(byLine(19), [], 'an edit of a file created earlier in the answer is fine');
     assert.equal(diagnostics.length, 5, JSON.stringify(diagnostics, null, 1));
   });
@@ -233,16 +242,7 @@ describe('CodingAgent language server', () => {
   });
 
   test('warns when an edited file changed after the outbox the answer replies to', async () => {
-    const root = path.join(dir, 'session');
-    for (const folder of ['workspace', 'sessions', 'outbox', 'inbox']) await mkdir(path.join(root, folder), { recursive: true });
-    const outbox = path.join(root, 'outbox', '0123abcd_seq0001.txt');
-    await writeFile(outbox, '=== HEADER ===\n');
-    await writeFile(path.join(root, 'workspace', 'old.txt'), 'a\nb\n');
-    await writeFile(path.join(root, 'workspace', 'new.txt'), 'a\nb\n');
-    const past = new Date(Date.now() - 60_000);
-    const older = new Date(Date.now() - 120_000);
-    await utimes(outbox, past, past);
-    await utimes(path.join(root, 'workspace', 'old.txt'), older, older);
+    const { root } = await sessionWithChangedFile(dir);
     const answer = path.join(root, 'inbox', 'answer.txt');
     const text = '[EDIT_FILE path="old.txt" start_line="1" end_line="1"]\nx\n[/EDIT_FILE]\n[EDIT_FILE path="new.txt" start_line="1" end_line="1"]\ny\n[/EDIT_FILE]\n';
     await writeFile(answer, text);

@@ -1,6 +1,6 @@
 // How a block is recognised across edits of the answer and across processes (language server and
 // extension host): by what it does, not by where it sits. No `vscode` import.
-import type { Command } from './core/syntax.ts';
+import type { Command } from './syntax.ts';
 
 /** What the block does, in a few fields; equal blocks get an occurrence number to stay distinct. */
 function signature(command: Command): string {

@@ -1,0 +1,413 @@
+// What an answer's blocks would do, touching nothing: each block is *planned* (its target resolved
+// through the sandbox, the file's text before and after, or why it fails, as a code and a summary)
+// against the files as the blocks before it leave them. `planAnswer` is the one loop over a whole
+// answer: the language server's diagnostics, the editor's Apply, Apply All and Preview All, and
+// `belay blocks apply` (through executor.ts, which carries each plan out) all go through it.
+import { promises as fs } from 'node:fs';
+import { repliedOutboxTime, type AnswerTarget } from './answerTarget.ts';
+import { countFileLines, joinFileLines, replaceLines, splitFileLines } from './lines.ts';
+import { parseAnswer } from './parser.ts';
+import { failed, ok, parseErrorOutcome, type CommandResult, type FailureCode, type Outcome } from './results.ts';
+import { errorText, resolveInWorkspace, type FolderCache, type ResolvedPath, type Workspace } from './sandbox.ts';
+import {
+  inOrder,
+  type Command,
+  type CreateFileCommand,
+  type EditFileCommand,
+  type ParseError,
+  type ParseResult,
+  type PathOnlyCommand,
+  type TextCommand,
+} from './syntax.ts';
+
+/** An EDIT_FILE already applied in this answer, in the file's line numbers from before the answer. */
+interface AppliedEdit {
+  start: number;
+  end: number;
+  /** Lines added (positive) or removed (negative). */
+  delta: number;
+}
+
+interface FileHistory {
+  /** Lines the file had when this answer first edited it (or when this answer created it). */
+  originalLineCount: number;
+  edits: AppliedEdit[];
+}
+
+export type Plan =
+  | {
+      kind: 'write';
+      command: CreateFileCommand | EditFileCommand;
+      target: ResolvedPath;
+      /** The file's text before (undefined when it does not exist, or is not UTF-8 text). */
+      before: string | undefined;
+      /** The file's full new text; a leading U+FEFF is the file's byte order mark. */
+      after: string;
+      /** The permissions to keep when replacing an existing file. */
+      mode: number | undefined;
+      /** For EDIT_FILE: how the edit is remembered, so later edits in the answer can be shifted. */
+      edit?: { originalLineCount: number; applied: AppliedEdit };
+      /** The result once written. */
+      result: CommandResult;
+      /** EDIT_FILE whose end_line is past the end of the file: the edit stops at the last line. */
+      warning?: 'end-line-cut';
+    }
+  | { kind: 'delete'; command: PathOnlyCommand; target: ResolvedPath; before: string | undefined; result: CommandResult }
+  | { kind: 'read'; command: PathOnlyCommand; target: ResolvedPath; result: CommandResult }
+  | { kind: 'run'; command: TextCommand }
+  | { kind: 'message' | 'done'; command: TextCommand; result: CommandResult }
+  | { kind: 'fail'; command: Command; code: FailureCode; result: CommandResult };
+
+/**
+ * What one answer has done so far: the edits per file (to shift later line numbers), the files
+ * queued for the next outbox, whether DONE was seen. A simulated state also remembers the planned
+ * contents, so a whole answer can be previewed without writing anything.
+ */
+export class AnswerState {
+  readonly readFileRequests: string[] = [];
+  done = false;
+  private readonly histories = new Map<string, FileHistory>();
+  private readonly overlay: Map<string, string | null> | undefined;
+  /**
+   * Folders resolved during one uninterrupted run of commands (see `FolderCache`); emptied
+   * whenever a shell command or a delete may have changed them. Off unless asked for: a state the
+   * editor keeps between user actions must resolve afresh every time.
+   */
+  readonly folders: FolderCache | undefined;
+
+  constructor(options: { simulate?: boolean; cacheFolders?: boolean } = {}) {
+    this.overlay = options.simulate ? new Map() : undefined;
+    this.folders = options.cacheFolders ? new Map() : undefined;
+  }
+
+  /**
+   * A simulating copy that starts where this state is: what the editor previews (or applies as one
+   * edit) for the blocks not applied yet, without touching this state.
+   */
+  fork(): AnswerState {
+    const copy = new AnswerState({ simulate: true, cacheFolders: this.folders !== undefined });
+    for (const [real, history] of this.histories) copy.histories.set(real, { originalLineCount: history.originalLineCount, edits: [...history.edits] });
+    copy.readFileRequests.push(...this.readFileRequests);
+    copy.done = this.done;
+    if (this.overlay) for (const [real, text] of this.overlay) copy.overlay!.set(real, text);
+    return copy;
+  }
+
+  history(real: string): FileHistory | undefined {
+    return this.histories.get(real);
+  }
+
+  /** The planned content of a file in a simulation: a string, null when deleted, undefined when untouched. */
+  simulated(real: string): string | null | undefined {
+    return this.overlay?.get(real);
+  }
+
+  /** Records a plan as applied, whoever applied it (Belay here, or the editor through its own edit). */
+  record(plan: Plan): void {
+    switch (plan.kind) {
+      case 'write': {
+        const real = plan.target.real;
+        if (plan.edit) {
+          const history = this.histories.get(real) ?? { originalLineCount: plan.edit.originalLineCount, edits: [] };
+          history.edits.push(plan.edit.applied);
+          this.histories.set(real, history);
+        } else {
+          this.histories.set(real, { originalLineCount: countFileLines(plan.after), edits: [] });
+        }
+        this.overlay?.set(real, plan.after);
+        return;
+      }
+      case 'delete':
+        this.histories.delete(plan.target.real);
+        this.overlay?.set(plan.target.real, null);
+        this.folders?.clear();
+        return;
+      case 'read':
+        if (!this.readFileRequests.includes(plan.target.relative)) this.readFileRequests.push(plan.target.relative);
+        return;
+      case 'done':
+        this.done = true;
+        return;
+      case 'run':
+        this.folders?.clear();
+        return;
+      default:
+        return;
+    }
+  }
+}
+
+type FileState =
+  | { kind: 'missing' }
+  | { kind: 'directory' }
+  /** `text` is undefined for a file that is not UTF-8 text. */
+  | { kind: 'file'; text: string | undefined; mode: number | undefined };
+
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+async function readFileState(state: AnswerState, real: string): Promise<FileState> {
+  const planned = state.simulated(real);
+  if (planned === null) return { kind: 'missing' };
+  if (planned !== undefined) return { kind: 'file', text: planned, mode: undefined };
+  let data: Buffer;
+  try {
+    data = await fs.readFile(real);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return { kind: 'missing' };
+    if (code === 'EISDIR') return { kind: 'directory' };
+    throw error;
+  }
+  const mode = (await fs.stat(real)).mode & 0o7777;
+  if (data.includes(0)) return { kind: 'file', text: undefined, mode };
+  try {
+    return { kind: 'file', text: utf8.decode(data), mode };
+  } catch {
+    return { kind: 'file', text: undefined, mode };
+  }
+}
+
+/** Computes what a command would do, touching nothing. */
+async function planCommand(workspace: Workspace, command: Command, state: AnswerState): Promise<Plan> {
+  try {
+    switch (command.type) {
+      case 'CREATE_FILE':
+        return await planCreate(workspace, command, state);
+      case 'EDIT_FILE':
+        return await planEdit(workspace, command, state);
+      case 'DELETE_FILE':
+        return await planDelete(workspace, command, state);
+      case 'READ_FILE':
+        return await planRead(workspace, command, state);
+      case 'RUN_COMMAND':
+        return { kind: 'run', command };
+      case 'MESSAGE':
+        return { kind: 'message', command, result: ok('MESSAGE', command.body.text || '(empty message)') };
+      case 'DONE':
+        return { kind: 'done', command, result: ok('DONE', command.body.text || 'Task complete') };
+    }
+  } catch (error) {
+    return failPlan(command, 'unreadable', `Could not use '${'path' in command ? command.path : ''}': ${errorText(error)}`);
+  }
+}
+
+async function resolveOrFail(workspace: Workspace, command: Command & { path: string }, state: AnswerState, final: 'follow' | 'entry' = 'follow') {
+  const resolution = await resolveInWorkspace(workspace, command.path, state.folders ? { final, folders: state.folders } : { final });
+  if (resolution.ok) return resolution.path;
+  return failPlan(command, resolution.code, resolution.summary);
+}
+
+function failPlan(command: Command, code: FailureCode, summary: string): Plan {
+  return { kind: 'fail', command, code, result: failed(command.type, summary) };
+}
+
+async function planCreate(workspace: Workspace, command: CreateFileCommand, state: AnswerState): Promise<Plan> {
+  const target = await resolveOrFail(workspace, command, state);
+  if ('kind' in target) return target;
+  const file: FileState = target.exists || state.simulated(target.real) !== undefined ? await readFileState(state, target.real) : { kind: 'missing' };
+  if (file.kind === 'directory') return failPlan(command, 'is-folder', `'${command.path}' is a folder`);
+  return {
+    kind: 'write',
+    command,
+    target,
+    before: file.kind === 'file' ? file.text : undefined,
+    after: command.body.text,
+    mode: file.kind === 'file' ? file.mode : undefined,
+    result: ok(command.type, `Created '${command.path}'`),
+  };
+}
+
+async function planEdit(workspace: Workspace, command: EditFileCommand, state: AnswerState): Promise<Plan> {
+  const target = await resolveOrFail(workspace, command, state);
+  if ('kind' in target) return target;
+  const fail = (code: FailureCode, summary: string) => failPlan(command, code, summary);
+  const file = await readFileState(state, target.real);
+  if (file.kind === 'missing') return fail('not-found', `File '${command.path}' not found`);
+  if (file.kind === 'directory') return fail('is-folder', `'${command.path}' is a folder`);
+  if (file.text === undefined) return fail('not-text', `File '${command.path}' is not UTF-8 text; replace it with CREATE_FILE instead`);
+  const lines = splitFileLines(file.text);
+  const history = state.history(target.real);
+  const total = history?.originalLineCount ?? lines.lines.length;
+  const { startLine, endLine } = command;
+  if (startLine > total) return fail('line-range', `Invalid line range ${startLine}-${endLine} for file with ${total} lines`);
+  const end = Math.min(endLine, total);
+  const earlier = history?.edits ?? [];
+  const overlap = earlier.find((edit) => startLine <= edit.end && end >= edit.start);
+  if (overlap) {
+    return fail('overlap', `Lines ${startLine}-${end} overlap lines ${overlap.start}-${overlap.end} edited earlier in this answer`);
+  }
+  const shift = earlier.reduce((sum, edit) => (edit.end < startLine ? sum + edit.delta : sum), 0);
+  const currentStart = startLine + shift;
+  const currentEnd = Math.min(end + shift, lines.lines.length);
+  if (currentStart > lines.lines.length) {
+    return fail('line-range', `Invalid line range ${startLine}-${endLine}: the file has ${lines.lines.length} lines now (it changed during this answer)`);
+  }
+  const replacement = command.body.lineCount === 0 ? [] : command.body.text.split('\n');
+  const after = joinFileLines(replaceLines(lines, currentStart - 1, currentEnd, replacement));
+  let summary = `Edited '${command.path}' lines ${startLine}-${end}`;
+  if (end !== endLine) summary += ` (end_line ${endLine} is past the end of the file, cut to ${total})`;
+  if (shift !== 0) summary += ` (at line ${currentStart} after earlier edits in this answer)`;
+  return {
+    kind: 'write',
+    command,
+    target,
+    before: file.text,
+    after,
+    mode: file.mode,
+    edit: { originalLineCount: total, applied: { start: startLine, end, delta: replacement.length - (end - startLine + 1) } },
+    result: ok(command.type, summary),
+    ...(end !== endLine ? { warning: 'end-line-cut' as const } : {}),
+  };
+}
+
+async function planDelete(workspace: Workspace, command: PathOnlyCommand, state: AnswerState): Promise<Plan> {
+  const target = await resolveOrFail(workspace, command, state, 'entry');
+  if ('kind' in target) return target;
+  const planned = state.simulated(target.real);
+  if (planned === null) return failPlan(command, 'not-found', `File '${command.path}' not found`);
+  if (planned === undefined) {
+    let stats;
+    try {
+      stats = await fs.lstat(target.real);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return failPlan(command, 'not-found', `File '${command.path}' not found`);
+      throw error;
+    }
+    if (stats.isDirectory()) return failPlan(command, 'is-folder', `'${command.path}' is a folder; DELETE_FILE deletes files only`);
+    if (stats.isSymbolicLink()) {
+      // Deleting removes the link itself, never what it points to.
+      return { kind: 'delete', command, target, before: undefined, result: ok(command.type, `Deleted '${command.path}'`) };
+    }
+  }
+  const file = await readFileState(state, target.real);
+  return {
+    kind: 'delete',
+    command,
+    target,
+    before: file.kind === 'file' ? file.text : undefined,
+    result: ok(command.type, `Deleted '${command.path}'`),
+  };
+}
+
+async function planRead(workspace: Workspace, command: PathOnlyCommand, state: AnswerState): Promise<Plan> {
+  const target = await resolveOrFail(workspace, command, state);
+  if ('kind' in target) return target;
+  const planned = state.simulated(target.real);
+  if (planned === null) return failPlan(command, 'not-found', `File '${command.path}' not found`);
+  if (planned === undefined) {
+    try {
+      const stats = await fs.stat(target.real);
+      if (stats.isDirectory()) return failPlan(command, 'is-folder', `'${command.path}' is a folder`);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return failPlan(command, 'not-found', `File '${command.path}' not found`);
+      throw error;
+    }
+  }
+  return { kind: 'read', command, target, result: ok(command.type, `Queued '${command.path}' for next outbox`) };
+}
+
+/** A block of the answer and its plan. */
+export interface PlannedBlock {
+  /** Its position among the parse result's commands (and among their block keys). */
+  index: number;
+  command: Command;
+  plan: Plan;
+  /**
+   * An EDIT_FILE, the first block of the answer to touch its file, whose file changed after the
+   * outbox the answer replies to was written: that outbox (its line numbers may point at other
+   * lines now). Only with the `stale` option.
+   */
+  staleSince?: string;
+  /** What carrying it out gave (only with `carryOut`). */
+  outcome?: Outcome;
+}
+
+/** An answer's blocks and parse errors, in the order they appear. */
+export type AnswerItem = PlannedBlock | { error: ParseError; outcome: Outcome };
+
+/** Where the answer is: whether an edited file is stale depends on the session it belongs to. */
+export interface StaleCheck {
+  /** Only an answer in a session root has outboxes (what the LLM saw) to compare with. */
+  target: AnswerTarget;
+  /** The answer's file: the outbox it replies to is the newest one not newer than it. */
+  answerPath: string | undefined;
+}
+
+export interface PlanAnswerOptions {
+  /** Where the answer stands: the blocks applied so far (a simulation plans on a copy). */
+  state?: AnswerState;
+  /** Commands not to plan (handled already, or not asked for), by index. */
+  skip?: (index: number) => boolean;
+  /** Report EDIT_FILE blocks whose file changed after the outbox the answer replies to. */
+  stale?: StaleCheck;
+  /**
+   * Carries out each block before the next is planned, recording it in `state` (see applyPlan):
+   * executing an answer. Without it, nothing is touched: each plan is recorded in a simulation.
+   */
+  carryOut?: (block: PlannedBlock) => Promise<Outcome>;
+  /** Called after each item, in order (for output as it happens). */
+  onItem?: (item: AnswerItem) => void;
+}
+
+export interface AnswerPlan {
+  items: AnswerItem[];
+  /** The blocks planned (the items that are not parse errors). */
+  blocks: PlannedBlock[];
+  /** The state after them: in a simulation, each touched file's planned text (`simulated`). */
+  state: AnswerState;
+}
+
+/**
+ * Plans an answer's blocks in order, each seeing the files as the blocks before it leave them. A
+ * simulation cannot foresee RUN_COMMAND: its plan is only the command.
+ */
+export async function planAnswer(workspace: Workspace, answer: string | ParseResult, options: PlanAnswerOptions = {}): Promise<AnswerPlan> {
+  const parsed = typeof answer === 'string' ? parseAnswer(answer) : answer;
+  const start = options.state ?? new AnswerState();
+  const state = options.carryOut ? start : start.fork();
+  const sessionRoot = options.stale?.target.sessionRoot;
+  const staleSince = sessionRoot !== undefined ? staleChecker(sessionRoot, options.stale!.answerPath) : undefined;
+  const indexes = new Map(parsed.commands.map((command, index) => [command, index]));
+  const items: AnswerItem[] = [];
+  const blocks: PlannedBlock[] = [];
+  for (const entry of inOrder(parsed)) {
+    let item: AnswerItem;
+    if ('error' in entry) {
+      item = { error: entry.error, outcome: parseErrorOutcome(entry.error) };
+    } else {
+      const index = indexes.get(entry.command)!;
+      if (options.skip?.(index)) continue;
+      const plan = await planCommand(workspace, entry.command, state);
+      const block: PlannedBlock = { index, command: entry.command, plan };
+      if (staleSince && plan.kind === 'write' && plan.command.type === 'EDIT_FILE' && state.history(plan.target.real) === undefined && state.simulated(plan.target.real) === undefined) {
+        const outbox = await staleSince(plan.target.real);
+        if (outbox !== undefined) block.staleSince = outbox;
+      }
+      if (options.carryOut) block.outcome = await options.carryOut(block);
+      // Recording a RUN_COMMAND only forgets resolved folders, since a command may change them;
+      // nothing runs in a simulation, so they stay valid.
+      else if (plan.kind !== 'run') state.record(plan);
+      blocks.push(block);
+      item = block;
+    }
+    items.push(item);
+    options.onItem?.(item);
+  }
+  return { items, blocks, state };
+}
+
+/** The outbox a file changed after, if it did; the outbox is looked up once, when first needed. */
+function staleChecker(sessionRoot: string, answerPath: string | undefined): (real: string) => Promise<string | undefined> {
+  let outbox: Promise<{ file: string; mtimeMs: number } | undefined> | undefined;
+  return async (real) => {
+    outbox ??= (async () => repliedOutboxTime(sessionRoot, answerPath === undefined ? undefined : await mtimeOf(answerPath)))();
+    const since = await outbox;
+    if (!since) return undefined;
+    const mtime = await mtimeOf(real);
+    return mtime !== undefined && mtime > since.mtimeMs ? since.file : undefined;
+  };
+}
+
+function mtimeOf(file: string): Promise<number | undefined> {
+  return fs.stat(file).then((s) => s.mtimeMs, () => undefined);
+}
