@@ -4,7 +4,7 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { writeFileAtomic } from '../../shared/atomic.ts';
-import { runBounded } from '../../shared/process.ts';
+import { runBounded, shellCommand } from '../../shared/process.ts';
 import { AnswerState, planAnswer, type AnswerItem, type Plan } from './plan.ts';
 import { DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_RUN_TIMEOUT_SECONDS } from './protocol.ts';
 import { failure, ok, OUTPUT_TRUNCATED_MARKER, type CommandResult, type Outcome } from './results.ts';
@@ -84,7 +84,7 @@ function commandLabel(command: string): string {
   return more ? `${label} …` : label;
 }
 
-/** RUN_COMMAND: `/bin/sh -c` in the workspace, in its own process group, bounded in time and memory. */
+/** RUN_COMMAND: `/bin/sh -c` (`cmd.exe /c` on Windows) in the workspace, in its own process group, bounded in time and memory. */
 export async function runCommand(workspace: Workspace, command: string, options: ApplyOptions = {}): Promise<Outcome> {
   const timeoutMs = options.runTimeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
   const limit = options.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
@@ -93,7 +93,7 @@ export async function runCommand(workspace: Workspace, command: string, options:
   let stderr = '';
   let total = 0;
   const run = await runBounded({
-    argv: ['/bin/sh', '-c', command],
+    ...shellCommand(command),
     cwd: workspace.realRoot,
     env: options.env ?? process.env,
     timeoutMs,

@@ -64,9 +64,9 @@ One line, no closing tag.
 [RUN_COMMAND]
 shell command
 [/RUN_COMMAND]
-Runs the command with /bin/sh -c in the workspace folder, with an empty standard input. It is
-stopped after ${timeout} seconds, with every process it started; background processes end with
-the command. stdout then stderr come back, cut to ${maxOutput} characters. Exit code 0 counts as
+Runs the command with /bin/sh -c (cmd.exe /c on Windows) in the workspace folder, with an empty
+standard input. It is stopped after ${timeout} seconds, with every process it started; background
+processes end with the command. stdout then stderr come back, cut to ${maxOutput} characters. Exit code 0 counts as
 success.
 
 [MESSAGE]
