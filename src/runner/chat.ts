@@ -8,10 +8,7 @@ import { errorMessage } from '../shared/errors.ts';
 import { resolveDir, terminalConfig, type MicroAgent } from './core/agents.ts';
 import { ansi, sanitizeTerminalText } from './core/format.ts';
 import type { NanobotEvent } from './core/nanobot.ts';
-import { BufferedTerminalOutput } from './terminal.ts';
-
-/** Media lines start with this; the link provider makes the path after it clickable. */
-const MEDIA_PREFIX = 'media: ';
+import { BufferedTerminalOutput, MEDIA_PREFIX } from './terminal.ts';
 
 export interface ChatOptions {
   agent: MicroAgent;
@@ -138,19 +135,4 @@ export class ChatTerminal implements vscode.Pseudoterminal {
     this.#output.dispose();
     this.#close.dispose();
   }
-}
-
-/** Makes the media lines of chat terminals open their file. */
-export function mediaLinkProvider(isChat: (terminal: vscode.Terminal) => boolean): vscode.TerminalLinkProvider<vscode.TerminalLink & { file: string }> {
-  return {
-    provideTerminalLinks(context) {
-      if (!isChat(context.terminal) || !context.line.startsWith(MEDIA_PREFIX)) return [];
-      const file = context.line.slice(MEDIA_PREFIX.length).trim();
-      if (!path.isAbsolute(file)) return [];
-      return [{ startIndex: MEDIA_PREFIX.length, length: file.length, tooltip: 'Open the media file', file }];
-    },
-    handleTerminalLink(link) {
-      void vscode.commands.executeCommand('vscode.open', vscode.Uri.file(link.file));
-    },
-  };
 }

@@ -21,7 +21,7 @@ import type { TrajectoryPanels } from './trajectoryPanel.ts';
 import type { TaskNode, TasksTree } from './tree.ts';
 import { openRunFile } from './views.ts';
 
-/** The runner's editor parts, built once by registerRunner; each command is a function of them. */
+/** The runner's editor parts, built once on first use (parts.ts); each command is a function of them. */
 export interface RunnerParts {
   readonly ctx: BelayContext;
   readonly service: RunnerService;
@@ -32,31 +32,36 @@ export interface RunnerParts {
   readonly trajectories: TrajectoryPanels;
 }
 
-export function registerRunnerCommands(parts: RunnerParts): void {
-  const { ctx, service } = parts;
-  ctx.registerCommand('belay.runner.refresh', () => service.refresh());
-  ctx.registerCommand('belay.runner.runTask', (arg?: unknown) => runTask(parts, arg));
-  ctx.registerCommand('belay.runner.stopRun', (arg?: unknown) => stopRun(parts, arg));
-  ctx.registerCommand('belay.runner.repeatRun', (arg?: unknown) => {
+type CommandHandler = (parts: RunnerParts, ...args: unknown[]) => unknown;
+
+/**
+ * The `belay.runner.<name>` commands. index.ts registers each name at activation; this module
+ * (and what it imports) loads when one is first called.
+ */
+export const runnerCommands = {
+  refresh: (parts) => parts.service.refresh(),
+  runTask: (parts, arg?: unknown) => runTask(parts, arg),
+  stopRun: (parts, arg?: unknown) => stopRun(parts, arg),
+  repeatRun: (parts, arg?: unknown) => {
     const node = arg as TaskNode | undefined;
     if (node?.kind !== 'run') throw new Error('choose a run in the Tasks view to repeat');
     return repeatRun(parts, node.run);
-  });
-  ctx.registerCommand('belay.runner.openTrajectory', (arg?: unknown) => openTrajectory(parts, arg));
-  ctx.registerCommand('belay.runner.openStepOutput', async (arg?: unknown) => {
+  },
+  openTrajectory: (parts, arg?: unknown) => openTrajectory(parts, arg),
+  openStepOutput: async (_parts, arg?: unknown) => {
     const node = arg as TaskNode | undefined;
     const file = typeof arg === 'string' ? arg : node?.kind === 'step' ? node.step.outputFile : undefined;
     if (!file) throw new Error('this step kept no output');
     await openRunFile(file);
-  });
-  ctx.registerCommand('belay.runner.openTask', async (arg?: unknown) => {
-    const task = await taskFromArg(service, arg);
+  },
+  openTask: async (parts, arg?: unknown) => {
+    const task = await taskFromArg(parts.service, arg);
     if (task) await vscode.window.showTextDocument(vscode.Uri.file(instructionFile(task)), { preview: true });
-  });
-  ctx.registerCommand('belay.runner.addAgent', () => addAgent(ctx, service));
-  ctx.registerCommand('belay.runner.setSecret', (name?: unknown, value?: unknown) => setSecret(service, name, value));
-  ctx.registerCommand('belay.runner.chat', (name?: unknown) => openChat(parts, name));
-}
+  },
+  addAgent: (parts) => addAgent(parts.ctx, parts.service),
+  setSecret: (parts, name?: unknown, value?: unknown) => setSecret(parts.service, name, value),
+  chat: (parts, name?: unknown) => openChat(parts, name),
+} satisfies Record<string, CommandHandler>;
 
 /** Runs a task (from the argument or a pick) with an agent (named by `arg.agent`, or picked). */
 async function runTask(parts: RunnerParts, arg: unknown): Promise<RunResult | undefined> {

@@ -1,37 +1,79 @@
 // The task runner in the editor: the Tasks view (tasks, their runs and steps), the live agent
 // terminal, Test Explorer, the `belay` task type, the trajectory view and the micro-agent chat.
-// Everything starts runs through one RunnerService; the parts are wired here and nothing runs
-// at activation beyond that (task files are read, and their parsers loaded, right after).
+// Activation registers only what VS Code must know at once (the commands, the view, the test
+// controller, the task type, run documents, chat links), each loading the runner (parts.ts: its
+// state and views, with the task parsers and schemas under them) when first used. Everything
+// starts runs through the one RunnerService there.
 import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
-import { mediaLinkProvider } from './chat.ts';
-import { repeatRun, registerRunnerCommands, type RunnerParts } from './commands.ts';
-import { RunnerService } from './service.ts';
+import { errorMessage } from '../shared/errors.ts';
+import { lazy } from '../shared/lazy.ts';
+import type { RunnerParts, runnerCommands } from './commands.ts';
 import { belayTaskProvider, TASK_TYPE } from './taskProvider.ts';
-import { Terminals } from './terminal.ts';
-import { TaskTests } from './testing.ts';
-import { TrajectoryPanels, type TrajectoryActions } from './trajectoryPanel.ts';
-import { openRunFile, registerRunnerViews } from './views.ts';
+import { mediaLinkProvider, Terminals } from './terminal.ts';
+import { registerRunnerViews } from './views.ts';
 
 /** The runner's test seams: `api.test.runner`, present only when the extension runs under its tests. */
 export type RunnerTestApi = Omit<RunnerParts, 'ctx'>;
 
+type RunnerCommand = keyof typeof runnerCommands;
+
+/** Every `belay.runner.<name>` command (its type keeps this list and commands.ts's the same). */
+const COMMANDS: Record<RunnerCommand, true> = {
+  refresh: true,
+  runTask: true,
+  stopRun: true,
+  repeatRun: true,
+  openTrajectory: true,
+  openStepOutput: true,
+  openTask: true,
+  addAgent: true,
+  setSecret: true,
+  chat: true,
+};
+
 export function registerRunner(ctx: BelayContext): void {
-  const service = ctx.own(new RunnerService(ctx));
   const terminals = new Terminals();
-  const tree = registerRunnerViews(ctx, service);
-  const tests = ctx.own(new TaskTests(service, ctx));
-  const actions: TrajectoryActions = {
-    openOutput: openRunFile,
-    repeat: async (run) => {
-      await repeatRun(parts, run);
-    },
+  const controller = ctx.own(vscode.tests.createTestController('belay.tasks', 'Belay Tasks'));
+  const view = registerRunnerViews(ctx, () => parts());
+  const parts = lazy(() => (require('./parts.ts') as typeof import('./parts.ts')).createRunnerParts(ctx, { terminals, controller, view }));
+  const commands = lazy(() => (require('./commands.ts') as typeof import('./commands.ts')).runnerCommands);
+  for (const name of Object.keys(COMMANDS) as RunnerCommand[]) {
+    ctx.registerCommand(`belay.runner.${name}`, (...args) => {
+      const command: (parts: RunnerParts, ...args: unknown[]) => unknown = commands()[name];
+      return command(parts(), ...args);
+    });
+  }
+  controller.refreshHandler = () => parts().service.refresh();
+  controller.resolveHandler = async (item) => {
+    const { service } = parts();
+    if (!item && !service.loaded) await service.refresh();
   };
-  const trajectories = ctx.own(new TrajectoryPanels(ctx.extension.extensionUri, actions, ctx.log));
-  const parts: RunnerParts = { ctx, service, terminals, tree, tests, trajectories };
-  registerRunnerCommands(parts);
-  ctx.own(vscode.tasks.registerTaskProvider(TASK_TYPE, belayTaskProvider(service)));
+  ctx.own(vscode.tasks.registerTaskProvider(TASK_TYPE, belayTaskProvider(() => parts().service)));
   ctx.own(vscode.window.registerTerminalLinkProvider(mediaLinkProvider((terminal) => terminals.isChat(terminal))));
-  ctx.exposeForTests('runner', { service, terminals, tree, tests, trajectories } satisfies RunnerTestApi);
-  void service.refresh();
+  ctx.exposeForTests('runner', {
+    terminals,
+    get service() {
+      return parts().service;
+    },
+    get tree() {
+      return parts().tree;
+    },
+    get tests() {
+      return parts().tests;
+    },
+    get trajectories() {
+      return parts().trajectories;
+    },
+  } satisfies RunnerTestApi);
+  // Test Explorer lists the tasks, with a run profile per agent, without anyone opening a view:
+  // reading them needs the runner, which so loads right after activation rather than during it.
+  const soon = setTimeout(() => {
+    try {
+      parts();
+    } catch (error) {
+      ctx.log.error(`runner: could not start: ${errorMessage(error)}`);
+    }
+  }, 0);
+  ctx.own({ dispose: () => clearTimeout(soon) });
 }

@@ -18,7 +18,11 @@ function isDefinition(value: vscode.TaskDefinition): value is BelayTaskDefinitio
   return typeof value.task === 'string' && typeof value.agent === 'string';
 }
 
-export function belayTaskProvider(service: RunnerService): vscode.TaskProvider {
+/**
+ * The provider, registered at activation; `service` loads the runner when tasks are first asked
+ * for, which may be before it has read the workspace (`onTaskType:belay` activates Belay for them).
+ */
+export function belayTaskProvider(service: () => RunnerService): vscode.TaskProvider {
   const build = (definition: BelayTaskDefinition, scope: vscode.WorkspaceFolder | vscode.TaskScope = vscode.TaskScope.Workspace) => {
     const task = new vscode.Task(
       definition,
@@ -26,11 +30,13 @@ export function belayTaskProvider(service: RunnerService): vscode.TaskProvider {
       `${definition.task} with ${definition.agent}`,
       TASK_TYPE,
       new vscode.CustomExecution(async () => {
-        const found = service.findTask(definition.task);
+        const runner = service();
+        if (!runner.loaded) await runner.refresh();
+        const found = runner.findTask(definition.task);
         if (!found) return failedTerminal(`no task '${definition.task}' in this workspace (${TASK_FOLDER})`);
-        const agent = service.findAgent(definition.agent);
+        const agent = runner.findAgent(definition.agent);
         if (!agent) return failedTerminal(`no agent named '${definition.agent}' (see the belay.agents setting)`);
-        const run = runInTerminal(service, found, agent, { closeWhenDone: true });
+        const run = runInTerminal(runner, found, agent, { closeWhenDone: true });
         // A run that could not start says why in its terminal, which closes with exit code 2.
         run.result.catch(() => undefined);
         return run.pty;
@@ -40,13 +46,16 @@ export function belayTaskProvider(service: RunnerService): vscode.TaskProvider {
     return task;
   };
   return {
-    provideTasks() {
+    async provideTasks() {
+      const runner = service();
+      if (!runner.loaded) await runner.refresh();
       const folders = vscode.workspace.workspaceFolders ?? [];
       const tasks: vscode.Task[] = [];
-      for (const t of service.tasks) {
+      const agents = runner.agents;
+      for (const t of runner.tasks) {
         const folder = folders.find((f) => t.dir.startsWith(f.uri.fsPath + path.sep));
         const ref = folder ? path.relative(folder.uri.fsPath, t.dir) : t.dir;
-        for (const agent of service.agents) tasks.push(build({ type: TASK_TYPE, task: ref, agent: agent.name }, folder ?? vscode.TaskScope.Workspace));
+        for (const agent of agents) tasks.push(build({ type: TASK_TYPE, task: ref, agent: agent.name }, folder ?? vscode.TaskScope.Workspace));
       }
       return tasks;
     },

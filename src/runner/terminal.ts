@@ -3,7 +3,8 @@
 // Ctrl+C (or closing the terminal) stops the run. Terminals are created through a factory that
 // tests replace to read what was written. Every entry point starts its run through here: in a
 // terminal (the commands, a repeat from the trajectory view, the `belay` task type) or, for Test
-// Explorer, as the same text without a terminal.
+// Explorer, as the same text without a terminal. The media lines of chat terminals are links.
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { errorMessage } from '../shared/errors.ts';
 import type { Agent } from './core/agents.ts';
@@ -41,6 +42,24 @@ export class Terminals {
   isChat(terminal: vscode.Terminal): boolean {
     return this.#chats.has(terminal);
   }
+}
+
+/** A chat's media lines start with this; the link provider makes the path after it clickable. */
+export const MEDIA_PREFIX = 'media: ';
+
+/** Makes the media lines of chat terminals open their file. */
+export function mediaLinkProvider(isChat: (terminal: vscode.Terminal) => boolean): vscode.TerminalLinkProvider<vscode.TerminalLink & { file: string }> {
+  return {
+    provideTerminalLinks(context) {
+      if (!isChat(context.terminal) || !context.line.startsWith(MEDIA_PREFIX)) return [];
+      const file = context.line.slice(MEDIA_PREFIX.length).trim();
+      if (!path.isAbsolute(file)) return [];
+      return [{ startIndex: MEDIA_PREFIX.length, length: file.length, tooltip: 'Open the media file', file }];
+    },
+    handleTerminalLink(link) {
+      void vscode.commands.executeCommand('vscode.open', vscode.Uri.file(link.file));
+    },
+  };
 }
 
 /**

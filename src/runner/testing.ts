@@ -28,14 +28,11 @@ export class TaskTests implements vscode.Disposable {
   #profileKey = '';
   readonly #subscription: vscode.Disposable;
 
-  constructor(service: RunnerService, ctx: BelayContext) {
+  /** `controller` was made at activation (index.ts), with the handlers that load the runner. */
+  constructor(controller: vscode.TestController, service: RunnerService, ctx: BelayContext) {
+    this.controller = controller;
     this.#service = service;
     this.#ctx = ctx;
-    this.controller = vscode.tests.createTestController('belay.tasks', 'Belay Tasks');
-    this.controller.refreshHandler = () => this.#service.refresh();
-    this.controller.resolveHandler = async (item) => {
-      if (!item && !this.#service.loaded) await this.#service.refresh();
-    };
     this.#subscription = service.onDidChange(() => this.sync());
     this.sync();
   }
@@ -149,6 +146,5 @@ export class TaskTests implements vscode.Disposable {
     this.#reported.dispose();
     this.#subscription.dispose();
     for (const profile of this.#profiles.splice(0)) profile.dispose();
-    this.controller.dispose();
   }
 }

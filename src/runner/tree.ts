@@ -1,5 +1,6 @@
-// The Tasks view: each task with its past runs (result, reward, steps, time, cause), each run
-// with its steps (command, exit code; selecting one opens its full output read-only).
+// The Tasks view's data: each task with its past runs (result, reward, steps, time, cause), each
+// run with its steps (command, exit code; selecting one opens its full output read-only). The view
+// itself, and when it shows the data anew, is views.ts's.
 import * as vscode from 'vscode';
 import { errorMessage } from '../shared/errors.ts';
 import type { Trust } from '../trust.ts';
@@ -20,21 +21,15 @@ export type TaskNode =
 /** How many past runs each task lists. */
 const RUNS_SHOWN = 20;
 
-export class TasksTree implements vscode.TreeDataProvider<TaskNode>, vscode.Disposable {
+export class TasksTree implements vscode.TreeDataProvider<TaskNode> {
   readonly #service: RunnerService;
   readonly #trust: Trust;
-  readonly #changed = new vscode.EventEmitter<TaskNode | undefined>();
-  readonly onDidChangeTreeData = this.#changed.event;
   readonly #onResolved: () => void;
 
   constructor(service: RunnerService, trust: Trust, onResolved: () => void) {
     this.#service = service;
     this.#trust = trust;
     this.#onResolved = onResolved;
-  }
-
-  refresh(): void {
-    this.#changed.fire(undefined);
   }
 
   getTreeItem(node: TaskNode): vscode.TreeItem {
@@ -121,10 +116,6 @@ export class TasksTree implements vscode.TreeDataProvider<TaskNode>, vscode.Disp
 
   getParent(): undefined {
     return undefined;
-  }
-
-  dispose(): void {
-    this.#changed.dispose();
   }
 }
 

@@ -1,0 +1,46 @@
+// The runner itself, made on first use (index.ts registers at activation only what VS Code must
+// know at once): the state of tasks, agents and runs, the Tasks view's data, Test Explorer's items
+// and profiles, the trajectory panels. Loading it loads the task parsers and the schemas.
+import * as vscode from 'vscode';
+import type { BelayContext } from '../context.ts';
+import { repeatRun, type RunnerParts } from './commands.ts';
+import { RunnerService } from './service.ts';
+import type { Terminals } from './terminal.ts';
+import { TaskTests } from './testing.ts';
+import { TrajectoryPanels } from './trajectoryPanel.ts';
+import { TasksTree } from './tree.ts';
+import { openRunFile, type TasksView } from './views.ts';
+
+/** What activation made for the runner before the runner itself exists. */
+export interface RunnerShell {
+  readonly terminals: Terminals;
+  readonly controller: vscode.TestController;
+  readonly view: TasksView;
+}
+
+export function createRunnerParts(ctx: BelayContext, shell: RunnerShell): RunnerParts {
+  const service = ctx.own(new RunnerService(ctx));
+  const tree = new TasksTree(service, ctx.trust, () => ctx.markViewResolved('belay.tasks'));
+  const tests = ctx.own(new TaskTests(shell.controller, service, ctx));
+  const trajectories = ctx.own(
+    new TrajectoryPanels(
+      ctx.extension.extensionUri,
+      {
+        openOutput: openRunFile,
+        repeat: async (run) => {
+          await repeatRun(parts, run);
+        },
+      },
+      ctx.log,
+    ),
+  );
+  const parts: RunnerParts = { ctx, service, terminals: shell.terminals, tree, tests, trajectories };
+  ctx.own(
+    service.onDidChange(() => {
+      shell.view.refresh();
+      void vscode.commands.executeCommand('setContext', 'belay.runner.running', service.activeRuns.length > 0);
+    }),
+  );
+  void service.refresh();
+  return parts;
+}
