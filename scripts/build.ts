@@ -38,11 +38,62 @@ function present(entries: Record<string, string>): Record<string, string> {
   return Object.fromEntries(Object.entries(entries).filter(([, file]) => existsSync(path.join(repoRoot, file))));
 }
 
+/**
+ * Activation loads dist/extension.js only: the modules features load on first use (their
+ * `require('./x.ts')` and `import('./x.ts')` calls) go to dist/features.js, loaded at the first such
+ * call. The extension build records which modules those are; the features build bundles them, each
+ * evaluated when first asked for, so what one feature loads does not run another's code.
+ */
+const FEATURES = 'features.js';
+const lazyModules = new Set<string>();
+const splitFeatures: esbuild.Plugin = {
+  name: 'split-features',
+  setup(build) {
+    build.onStart(() => lazyModules.clear());
+    build.onResolve({ filter: /\.ts$/ }, (args) => {
+      if (args.kind !== 'require-call' && args.kind !== 'dynamic-import') return undefined;
+      const file = path.resolve(args.resolveDir, args.path);
+      const rel = path.relative(repoRoot, file).split(path.sep).join('/');
+      if (!rel.startsWith('src/') || !existsSync(file)) return undefined;
+      lazyModules.add(rel);
+      return { path: rel, namespace: 'belay-feature' };
+    });
+    build.onLoad({ filter: /.*/, namespace: 'belay-feature' }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(`./${FEATURES}`)}).load(${JSON.stringify(args.path)});`,
+      loader: 'js',
+    }));
+    build.onResolve({ filter: new RegExp(`^\\./${FEATURES.replace('.', '\\.')}$`) }, () => ({ path: `./${FEATURES}`, external: true }));
+  },
+};
+
+/** dist/features.js: every module the extension loads on first use, keyed by its source path. */
+async function buildFeatures(): Promise<void> {
+  const table = [...lazyModules].sort().map((rel) => `  ${JSON.stringify(rel)}: () => require(${JSON.stringify(`./${rel}`)}),`).join('\n');
+  await esbuild.build({
+    ...nodeCommon,
+    stdin: {
+      contents: `const modules = {\n${table}\n};\nexports.load = (name) => {\n  const load = modules[name];\n  if (!load) throw new Error('Belay: ' + name + ' is not in ${FEATURES}; rebuild Belay');\n  return load();\n};\n`,
+      resolveDir: repoRoot,
+      sourcefile: 'features-entry.js',
+      loader: 'js',
+    },
+    outfile: path.join(dist, FEATURES),
+    external: ['vscode'],
+  });
+}
+
 const builds: esbuild.BuildOptions[] = [
   {
     ...nodeCommon,
+    entryPoints: { extension: 'src/extension.ts' },
+    outdir: dist,
+    external: ['vscode'],
+    plugins: [splitFeatures],
+  },
+  {
+    ...nodeCommon,
     // The language client is loaded on the first CodingAgent document, not at activation.
-    entryPoints: { extension: 'src/extension.ts', languageClient: 'src/blocks/languageClient.ts' },
+    entryPoints: { languageClient: 'src/blocks/languageClient.ts' },
     outdir: dist,
     external: ['vscode'],
   },
@@ -124,7 +175,19 @@ if (watch) {
     active.map((options) =>
       esbuild.context({
         ...options,
-        plugins: [{ name: 'after', setup: (b) => b.onEnd(async (r) => { if (r.errors.length === 0) await afterBuild(); console.log(`[watch] built ${Object.keys(options.entryPoints as object).join(', ')}`); }) }],
+        plugins: [
+          ...(options.plugins ?? []),
+          {
+            name: 'after',
+            setup: (b) =>
+              b.onEnd(async (r) => {
+                if (r.errors.length > 0) return;
+                if (options.plugins?.includes(splitFeatures)) await buildFeatures();
+                await afterBuild();
+                console.log(`[watch] built ${Object.keys(options.entryPoints as object).join(', ')}`);
+              }),
+          },
+        ],
       }),
     ),
   );
@@ -132,6 +195,7 @@ if (watch) {
   console.log('[watch] watching for changes; Ctrl-C to stop');
 } else {
   await Promise.all(active.map((options) => esbuild.build(options)));
+  await buildFeatures();
   await afterBuild();
   console.log(`built ${active.length} bundle groups in ${Math.round(performance.now() - started)} ms`);
 }
