@@ -240,10 +240,10 @@ describe('executor: RUN_COMMAND', () => {
   });
 
   it('kills the whole process tree at the timeout, even when a child keeps the pipe open', { timeout: 20_000 }, async () => {
-    const report = await executeAnswer(workspace, '[RUN_COMMAND]\n(sleep 30; echo late) &\necho $! > child.pid\necho started\nsleep 30\n[/RUN_COMMAND]', { runTimeoutMs: 500 });
+    const report = await executeAnswer(workspace, '[RUN_COMMAND]\n(sleep 30; echo late) &\necho $! > child.pid\necho started\nsleep 30\n[/RUN_COMMAND]', { runTimeoutMs: 2000 });
     const [result] = report.results;
     assert.equal(result!.success, false);
-    assert.match(result!.summary, /timed out after 0\.5 s, process tree killed/);
+    assert.match(result!.summary, /timed out after 2 s, process tree killed/);
     assert.equal(result!.output, 'started');
     const pid = Number((await read('child.pid')).trim());
     assert.ok(isGone(pid), `background child ${pid} still runs`);

@@ -99,12 +99,13 @@ describe('planAnswer: every failure has a code', () => {
   });
 
   it('carrying an answer out codes what fails only then: commands, parse errors', async () => {
-    const report = await executeAnswer(workspace, '[RUN_COMMAND]exit 3[/RUN_COMMAND]\n[RUN_COMMAND]sleep 5[/RUN_COMMAND]\n[EDIT_FILE path="a" start_line="x" end_line="1"]\n[/EDIT_FILE]\n[MESSAGE]hi[/MESSAGE]', {
-      runTimeoutMs: 200,
-    });
+    // Each command under a timeout it cannot reach by chance on a loaded machine: `exit 3` with the
+    // default 30 s, `sleep 30` with a short one.
+    const report = await executeAnswer(workspace, '[RUN_COMMAND]exit 3[/RUN_COMMAND]\n[EDIT_FILE path="a" start_line="x" end_line="1"]\n[/EDIT_FILE]\n[MESSAGE]hi[/MESSAGE]');
+    const slow = await executeAnswer(workspace, '[RUN_COMMAND]sleep 30[/RUN_COMMAND]', { runTimeoutMs: 300 });
     assert.deepEqual(
-      report.items.map((item) => item.code ?? 'ok'),
-      ['exit-code', 'timeout', 'parse-error', 'ok'],
+      [...report.items, ...slow.items].map((item) => item.code ?? 'ok'),
+      ['exit-code', 'parse-error', 'ok', 'timeout'],
     );
   });
 });

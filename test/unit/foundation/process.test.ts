@@ -73,7 +73,8 @@ test('a timeout kills the whole process group, even a child holding the pipe ope
     const r = await runBounded({
       argv: ['/bin/sh', '-c', `sleep 60 & echo $! > ${pidFile}; sleep 60`],
       cwd: dir,
-      timeoutMs: 300,
+      // Long enough for the shell to write the pid file on a loaded machine.
+      timeoutMs: 1500,
       maxOutputChars: 100,
     });
     assert.equal(r.timedOut, true);
@@ -154,7 +155,7 @@ test('a process that left the group (setsid) and holds the pipes does not keep t
     const escapee = (name: string) => `setsid sleep 60 & echo $! > ${path.join(dir, name)}`;
     const [exited, timedOut] = await Promise.all([
       runBounded({ argv: ['/bin/sh', '-c', `${escapee('a.pid')}; echo done`], cwd: dir, timeoutMs: 30_000, maxOutputChars: 100 }),
-      runBounded({ argv: ['/bin/sh', '-c', `${escapee('b.pid')}; sleep 60`], cwd: dir, timeoutMs: 300, maxOutputChars: 100 }),
+      runBounded({ argv: ['/bin/sh', '-c', `${escapee('b.pid')}; sleep 60`], cwd: dir, timeoutMs: 1500, maxOutputChars: 100 }),
     ]);
     pids.push(Number(readFileSync(path.join(dir, 'a.pid'), 'utf8')), Number(readFileSync(path.join(dir, 'b.pid'), 'utf8')));
     assert.equal(exited.timedOut, false);
