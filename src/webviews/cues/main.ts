@@ -157,9 +157,23 @@ const cards = new Map<string, Card>();
 const agentViews = new Map<string, AgentView>();
 const now = () => Date.now() + clockOffset;
 
-/** The host says when a waiting cue expires; the page only watches the clock. */
-function isExpiredNow(cue: UiCue): boolean {
-  return cue.state === 'expired' || (cue.expiresAtMs !== undefined && now() > cue.expiresAtMs);
+/**
+ * Why nobody would read an answer to this cue any more: expired (the host says when; the page
+ * watches the clock) or abandoned (the host saw its waiting process go); undefined while it waits.
+ */
+function deadReason(cue: UiCue): 'expired' | 'abandoned' | undefined {
+  if (cue.state === 'abandoned') return 'abandoned';
+  return cue.state === 'expired' || (cue.expiresAtMs !== undefined && now() > cue.expiresAtMs) ? 'expired' : undefined;
+}
+const isExpiredNow = (cue: UiCue): boolean => deadReason(cue) !== undefined;
+
+/** What a card that can no longer be answered says instead of its answer controls. */
+function deadText(cue: UiCue): string {
+  if (deadReason(cue) === 'abandoned') {
+    const who = cue.waiter ? `The cueme that asked this (pid ${cue.waiter.pid}) ended` : 'The process that asked this ended';
+    return `Abandoned: ${who} without an answer (killed, or its terminal closed). An answer would reach nobody. Dismiss marks it ended.`;
+  }
+  return 'Expired: its cueme stopped waiting, so an answer would reach nobody. Dismiss marks it ended.';
 }
 
 function agentLine(agentId: string): string {
@@ -170,9 +184,11 @@ function agentLine(agentId: string): string {
 
 function buildCard(cue: UiCue): Card {
   const expired = isExpiredNow(cue);
-  const root = el('article', `cue kind-${cue.payload.kind}${expired ? ' expired' : ''}`);
+  const root = el('article', `cue kind-${cue.payload.kind}${expired ? ` expired ${deadReason(cue)}` : ''}`);
   root.tabIndex = 0;
   root.dataset.requestId = cue.requestId;
+  const dead = deadReason(cue);
+  if (dead) root.dataset.dead = dead;
   root.dataset.renderedAt = String(performance.timeOrigin + performance.now());
   root.setAttribute('aria-label', `Cue from ${cue.agentId}`);
 
@@ -195,7 +211,7 @@ function buildCard(cue: UiCue): Card {
   reply.resize = 'vertical';
   reply.label = `Reply to ${cue.agentId}`;
   reply.setAttribute('aria-label', `Reply to ${cue.agentId}`);
-  reply.placeholder = expired ? 'This cue expired' : 'Reply… (Enter sends, Shift+Enter for a new line, paste an image)';
+  reply.placeholder = 'Reply… (Enter sends, Shift+Enter for a new line, paste an image)';
   reply.value = drafts[cue.requestId] ?? '';
   const attachList = el('ul', 'attachments');
   attachList.setAttribute('aria-label', 'Attachments');
@@ -215,7 +231,7 @@ function buildCard(cue: UiCue): Card {
 
   const controls: Array<{ disabled: boolean }> = [];
   const sendSelectionNow = (selection: UiSelection) => {
-    if (isExpiredNow(card.cue)) return say(card, 'This cue expired: its cueme stopped waiting, so nobody would read the answer.', true);
+    if (isExpiredNow(card.cue)) return say(card, deadText(card.cue), true);
     if (isEmptySelection(selection, card.attachments.length)) {
       return say(card, 'Nothing to send: pick an option or type a reply. End stops the agent instead.', true);
     }
@@ -353,7 +369,7 @@ function buildCard(cue: UiCue): Card {
         break;
     }
   } else {
-    payloadBox.append(el('p', 'warning', 'Expired: its cueme stopped waiting, so an answer would reach nobody. Dismiss marks it ended.'));
+    payloadBox.append(el('p', 'warning', deadText(cue)));
   }
   root.append(payloadBox);
 
@@ -470,7 +486,7 @@ function renderAttachments(card: Card): void {
 
 function updateWaiting(card: Card): void {
   if (isExpiredNow(card.cue)) {
-    card.waiting.textContent = 'expired';
+    card.waiting.textContent = deadReason(card.cue) ?? 'expired';
     card.waiting.classList.add('expired');
   } else {
     card.waiting.textContent = waitingLabel(card.cue.createdAtMs, now());
@@ -493,6 +509,7 @@ const STATE_LABEL: Record<string, string> = {
   timeout: 'Timed out: nobody answered before its cueme stopped waiting',
   closed: 'Closed elsewhere',
   expired: 'Expired',
+  abandoned: 'Abandoned: its cueme ended without an answer',
   pending: 'Waiting',
 };
 
@@ -637,7 +654,7 @@ function render(state: State): void {
   let previous: HTMLElement | undefined;
   for (const cue of state.pending) {
     let card = cards.get(cue.requestId);
-    if (card && isExpiredNow(cue) !== card.root.classList.contains('expired')) {
+    if (card && (deadReason(cue) ?? '') !== (card.root.dataset.dead ?? '')) {
       card.root.remove();
       cards.delete(cue.requestId);
       card = undefined;

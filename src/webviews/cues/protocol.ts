@@ -33,10 +33,11 @@ export const uiPayloadSchema = z.discriminatedUnion('kind', [
 export type UiPayload = z.infer<typeof uiPayloadSchema>;
 
 /**
- * pending: waiting for the human; expired: pending but older than its cueme waits, so nobody
- * reads an answer any more; answered / cancelled / timeout: has a response; closed: ended elsewhere.
+ * pending: waiting for the human; expired: pending but older than its cueme waits; abandoned:
+ * pending but the process that waited is gone: in both, nobody reads an answer any more.
+ * answered / cancelled / timeout: has a response; closed: ended elsewhere.
  */
-export const cueStateSchema = z.enum(['pending', 'expired', 'answered', 'cancelled', 'timeout', 'closed']);
+export const cueStateSchema = z.enum(['pending', 'expired', 'abandoned', 'answered', 'cancelled', 'timeout', 'closed']);
 export type CueState = z.infer<typeof cueStateSchema>;
 
 export const uiCueSchema = z.object({
@@ -48,6 +49,8 @@ export const uiCueSchema = z.object({
   /** When a pending cue expires (its cueme stops waiting); absent when it never does. */
   expiresAtMs: z.number().optional(),
   state: cueStateSchema,
+  /** The process recorded as waiting (Belay's cueme records it; the public tools do not). */
+  waiter: z.object({ pid: z.number(), host: z.string() }).optional(),
   response: z
     .object({
       text: z.string(),
@@ -67,6 +70,8 @@ export const uiAgentSchema = z.object({
   pendingCount: z.number(),
   /** A reply waiting for this agent's next cue. */
   queued: z.string().optional(),
+  /** Archived by the human and not heard from since. */
+  archived: z.boolean().optional(),
 });
 export type UiAgent = z.infer<typeof uiAgentSchema>;
 
