@@ -147,6 +147,11 @@ export function whyNotAnswerable(entry: CueEntry | undefined, nowMs: number, tim
   }
 }
 
+/** "One agent…": a phrase as the start of a sentence. */
+export function capitalize(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
 /** The badge's, the status bar's and the screen reader's words for `n` cues waiting. */
 export function waitingPhrase(n: number): string {
   return n === 1 ? 'one agent question is waiting for your answer' : `${n} agent questions are waiting for your answer`;
@@ -203,7 +208,10 @@ export function buildSnapshot(
     if (a.runtime) agent.runtime = a.runtime;
     if (a.projectDir) agent.projectDir = a.projectDir;
     if (a.terminal) agent.terminal = a.terminal;
-    if (a.lastActivityMs !== undefined) agent.lastActivityMs = a.lastActivityMs;
+    // Its last sign of life or the human's last answer to it, whichever is later: one clock for the agent's line.
+    const answeredAt = history.flatMap((c) => (c.agentId === a.agentId && c.response?.atMs !== undefined ? [c.response.atMs] : []));
+    const last = Math.max(a.lastActivityMs ?? -Infinity, ...answeredAt);
+    if (Number.isFinite(last)) agent.lastActivityMs = last;
     // An archived agent that has a cue waiting is listed again: the human must see who asks.
     if (a.archived && agent.pendingCount === 0) agent.archived = true;
     const queued = queue.get(a.agentId);

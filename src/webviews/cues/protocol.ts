@@ -95,6 +95,11 @@ export const toHostSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('pasteImage'), requestId: z.string(), mime: z.string(), dataBase64: z.string().max(MAX_PASTE_BASE64) }),
   /** An empty text removes the queued reply. */
   z.object({ type: z.literal('queue'), agentId: z.string(), text: z.string() }),
+  /** The agent's conversation in an editor tab, focused on one cue when `requestId` names it. */
+  z.object({ type: z.literal('openInEditor'), agentId: z.string(), requestId: z.string().optional() }),
+  /** Hide agents from the list until they cue again / show them again. */
+  z.object({ type: z.literal('archive'), agentIds: z.array(z.string()).max(10_000) }),
+  z.object({ type: z.literal('unarchive'), agentIds: z.array(z.string()).max(10_000) }),
   /** Only http(s) links are opened from agents' prompts. */
   z.object({ type: z.literal('openLink'), url: z.string().refine((url) => safeHref(url) !== undefined, 'only absolute http(s) links are opened') }),
 ]);
@@ -116,6 +121,8 @@ export const toWebviewSchema = z.discriminatedUnion('type', [
     agents: z.array(uiAgentSchema),
     /** Answered and ended cues, oldest first. */
     history: z.array(uiCueSchema),
+    /** In an editor panel: the one agent whose conversation it shows. */
+    scope: z.object({ agentId: z.string() }).optional(),
   }),
   z.object({ type: z.literal('attachments'), requestId: z.string(), files: z.array(z.object({ id: z.string(), name: z.string() })) }),
   z.object({ type: z.literal('result'), requestId: z.string(), ok: z.boolean(), message: z.string().optional() }),

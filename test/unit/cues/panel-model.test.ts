@@ -148,6 +148,12 @@ describe('abandoned cues: the recorded waiter decides, the timeout only guesses 
     assert.equal(shownState(noDeadline, T0 + 10 * EXPIRE_AFTER_MS, EXPIRE_AFTER_MS), 'pending');
   });
 
+  test("an agent's last activity counts the human's last answer to it", () => {
+    const answered = entry(5, { state: 'answered', response: { id: 5, text: 'ok', cancelled: false, files: [], createdAtMs: T0 + 9_000 } });
+    const snapshot = buildSnapshot({ agents: [{ agentId: 'ada', requestCount: 1, pendingCount: 0, lastActivityMs: T0 }], pending: [], recent: [answered] }, new Map(), T0 + 10_000, EXPIRE_AFTER_MS);
+    assert.equal(snapshot.agents[0]?.lastActivityMs, T0 + 9_000);
+  });
+
   test('the status bar and the badge say it in words that read aloud', () => {
     assert.equal(waitingPhrase(1), 'one agent question is waiting for your answer');
     assert.equal(waitingPhrase(3), '3 agent questions are waiting for your answer');
