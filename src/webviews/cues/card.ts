@@ -246,6 +246,7 @@ export function buildCard(cue: UiCue, ctx: CardContext): Card {
           options.forEach((b, i) => {
             b.setAttribute('aria-pressed', String(i === index));
             b.classList.toggle('selected', i === index);
+            b.secondary = i !== index;
           });
           card.say(`“${p.options[index]}” is selected: ${ctx.keys.send} sends it.`);
         };
