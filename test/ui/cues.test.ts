@@ -450,6 +450,16 @@ describe('the Cues panel (dark theme)', () => {
     // The panel stays, now showing the conversation with the answer.
     await editor.locator('.turn', { hasText: 'Migration plan for the billing service' }).locator('.answer', { hasText: 'Staging' }).waitFor();
     await s.wb.screenshot('cues-editor-answered-dark');
+    // Behind another tab the panel's page is unloaded; Open in Editor brings it back with the new cue focused.
+    await runPaletteCommand(page, 'File: New Untitled Text File');
+    await page.locator('.tabs-container .tab.active', { hasText: 'Untitled' }).waitFor();
+    const again = cue(s, 'PlannerAgent', 'One more thing: rename the column?');
+    await (await card(s, 'One more thing: rename the column?')).getByRole('button', { name: 'Open in Editor' }).click();
+    await page.locator('.tabs-container .tab.active', { hasText: 'Cues: PlannerAgent' }).waitFor();
+    const revealed = await editorFrame(s);
+    await revealed.locator('article.cue:focus', { hasText: 'One more thing: rename the column?' }).waitFor();
+    await page.keyboard.press('Control+Backspace');
+    assert.match((await again.done).stdout, /^The user did not continue\./);
     await runPaletteCommand(page, 'View: Close All Editors');
   });
 
