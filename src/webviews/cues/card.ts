@@ -44,6 +44,8 @@ export interface Card {
   busy(on: boolean): void;
   /** Moves the keyboard into the card. */
   focus(): void;
+  /** When the card leaves the page. */
+  dispose(): void;
 }
 
 export type DeadReason = 'expired' | 'abandoned';
@@ -98,19 +100,12 @@ export function buildCard(cue: UiCue, ctx: CardContext): Card {
   }
   const prompt = markdown(cue.prompt, 'prompt', (url) => ctx.post({ type: 'openLink', url }));
   root.append(head, prompt);
-  if (!ctx.inEditor) {
-    // A question taller than its box in the sidebar says so, and offers the editor tab.
-    const more = el('button', 'link more', 'Long question: scroll it, or read it in an editor tab');
-    more.type = 'button';
-    more.hidden = true;
-    more.addEventListener('click', () => ctx.post({ type: 'openInEditor', requestId: cue.requestId, agentId: cue.agentId }));
-    root.append(more);
-    new ResizeObserver(() => {
-      const clipped = prompt.scrollHeight > prompt.clientHeight + 2;
-      prompt.classList.toggle('clipped', clipped);
-      more.hidden = !clipped;
-    }).observe(prompt);
-  }
+  // A question taller than its box in the sidebar says so, and offers the editor tab.
+  const more = el('button', 'link more', 'Long question: scroll it, or read it in an editor tab');
+  more.type = 'button';
+  more.hidden = true;
+  more.addEventListener('click', () => ctx.post({ type: 'openInEditor', requestId: cue.requestId, agentId: cue.agentId }));
+  if (!ctx.inEditor) root.append(more);
 
   const status = el('div', 'status');
   status.setAttribute('role', 'status');
@@ -137,7 +132,17 @@ export function buildCard(cue: UiCue, ctx: CardContext): Card {
       root.scrollIntoView({ block: 'nearest' });
       root.focus();
     },
+    dispose: () => undefined,
   };
+  if (!ctx.inEditor) {
+    const observer = new ResizeObserver(() => {
+      const clipped = prompt.scrollHeight > prompt.clientHeight + 2;
+      prompt.classList.toggle('clipped', clipped);
+      more.hidden = !clipped;
+    });
+    observer.observe(prompt);
+    card.dispose = () => observer.disconnect();
+  }
 
   const end = () => {
     card.busy(true);

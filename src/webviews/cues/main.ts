@@ -125,6 +125,7 @@ function renderCards(pending: readonly UiCue[]): void {
     const lostFocus = active === null || active === document.body || hadFocus;
     if (hadFocus || (acted === id && lostFocus)) lostAt = before.indexOf(id);
     if (acted === id) acted = undefined;
+    card.dispose();
     card.root.remove();
     cards.delete(id);
     delete drafts[id];
@@ -133,6 +134,7 @@ function renderCards(pending: readonly UiCue[]): void {
   const ordered = pending.map((cue) => {
     let card = cards.get(cue.requestId);
     if (card && (deadReason(cue, now()) ?? '') !== (card.dead ?? '')) {
+      card.dispose();
       card.root.remove();
       card = undefined;
     }
