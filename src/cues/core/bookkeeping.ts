@@ -74,7 +74,8 @@ export function readWaiters(db: Database, requestIds: readonly string[]): Map<st
       const pid = int(row.pid);
       const machine = str(row.machine);
       const heartbeatMs = int(row.heartbeat_ms);
-      if (!requestId || pid === undefined || !machine || heartbeatMs === undefined) continue;
+      // A row that does not name one real process says nothing (signal 0 to pid 0 or -1 reaches a whole group).
+      if (!requestId || pid === undefined || !Number.isSafeInteger(pid) || pid <= 0 || !machine || heartbeatMs === undefined) continue;
       const record: WaiterRecord = { requestId, pid, machine, host: str(row.host) ?? '', heartbeatMs };
       const startMark = str(row.start_mark);
       if (startMark) record.startMark = startMark;

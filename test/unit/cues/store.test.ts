@@ -364,6 +364,27 @@ describe("Belay's bookkeeping beside the mailbox", () => {
     assert.equal(responder.getRequest(requestId)!.state, 'cancelled');
   });
 
+  it('a malformed waiter row is ignored: nothing is known, and the cue stays answerable until its timeout', async () => {
+    const mailbox = openMailbox();
+    const ids = ['a', 'b', 'c', 'd'].map((agentId) => mailbox.createRequest({ agentId, prompt: 'p', payloadJson: null }).requestId);
+    const db = rawDb(mailbox.paths.dbPath);
+    try {
+      const set = db.prepare(`UPDATE belay_waiters SET pid = ?, heartbeat_ms = ? WHERE request_id = ?`);
+      set.run(0, Date.now(), ids[0]!);
+      set.run(-1, Date.now(), ids[1]!);
+      set.run(1.5, Date.now(), ids[2]!);
+      set.run(4242, 'yesterday', ids[3]!);
+    } finally {
+      db.close();
+    }
+    for (const id of ids) {
+      const entry = mailbox.getRequest(id)!;
+      assert.equal(entry.waiter, undefined, id);
+      assert.equal(mailbox.liveness(entry), 'unknown', id);
+      await mailbox.answer(id, { text: 'still answerable' });
+    }
+  });
+
   it('tells a reused pid apart by its start time, and judges a waiter on another machine by its heartbeat', () => {
     const probe = systemProbe();
     const me = currentProcess();
