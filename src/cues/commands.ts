@@ -3,6 +3,7 @@ import type { BelayContext } from '../context.ts';
 import type { Selection } from './core/answer.ts';
 import { HAP_INSTRUCTIONS, pauseInstruction } from './core/instructions.ts';
 import { promptSummary, type Cue } from './core/model.ts';
+import type { CuePanels } from './panels.ts';
 import type { CuesService } from './service.ts';
 
 type Outcome = { kind: 'answer'; selection: Selection } | { kind: 'cancel' } | undefined;
@@ -68,7 +69,43 @@ async function cancelOrText(title: string, prompt: string): Promise<Outcome> {
   return text?.trim() ? { kind: 'answer', selection: { text } } : undefined;
 }
 
+/** What "Open in Editor" opens: an agent's conversation, focused on one of its cues when named. */
+function editorTarget(arg: unknown): { agentId: string; requestId?: string } | undefined {
+  if (typeof arg !== 'object' || arg === null) return undefined;
+  const { agentId, requestId } = arg as { agentId?: unknown; requestId?: unknown };
+  if (typeof agentId !== 'string') return undefined;
+  return typeof requestId === 'string' ? { agentId, requestId } : { agentId };
+}
+
+/** Asks which cue or agent to open, waiting cues first. */
+async function pickEditorTarget(service: CuesService): Promise<{ agentId: string; requestId?: string } | undefined> {
+  const snapshot = service.readNow();
+  type Item = vscode.QuickPickItem & { target?: { agentId: string; requestId?: string } };
+  const items: Item[] = [];
+  const waiting = snapshot.pending.filter((c) => c.state === 'pending');
+  if (waiting.length > 0) items.push({ label: 'Waiting for you', kind: vscode.QuickPickItemKind.Separator });
+  for (const cue of waiting) items.push({ label: `$(comment) ${promptSummary(cue.prompt, 100)}`, description: cue.agentId, target: { agentId: cue.agentId, requestId: cue.requestId } });
+  const agents = snapshot.agents.filter((a) => !a.archived);
+  if (agents.length > 0) items.push({ label: 'Conversations', kind: vscode.QuickPickItemKind.Separator });
+  for (const agent of agents) items.push({ label: `$(hubot) ${agent.agentId}`, description: [agent.runtime, agent.projectDir].filter(Boolean).join(' · '), target: { agentId: agent.agentId } });
+  if (items.length === 0) {
+    void vscode.window.showInformationMessage('Belay: no cue or agent to open yet.');
+    return undefined;
+  }
+  return (await vscode.window.showQuickPick(items, { title: 'Belay: Open Cue in Editor', placeHolder: 'A waiting cue, or an agent\'s conversation' }))?.target;
+}
+
 export function registerCueCommands(ctx: BelayContext, service: CuesService): void {
+  // The editor panels (and the page code they run) load on the first "Open in Editor".
+  let panels: CuePanels | undefined;
+  ctx.registerCommand('belay.cues.openInEditor', async (arg?: unknown) => {
+    const target = editorTarget(arg) ?? (await pickEditorTarget(service));
+    if (!target) return;
+    const { CuePanels } = await import('./panels.ts');
+    panels ??= ctx.own(new CuePanels(ctx, service));
+    panels.open(target.agentId, target.requestId);
+  });
+
   ctx.registerCommand('belay.cues.answerNext', async () => {
     const cue = service.readNow().pending.find((c) => c.state === 'pending');
     if (!cue) {

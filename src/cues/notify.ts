@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
 import { errorMessage } from '../shared/errors.ts';
-import { promptSummary, type Cue, type CuesSnapshot } from './core/model.ts';
+import { capitalize, promptSummary, waitingPhrase, type Cue, type CuesSnapshot } from './core/model.ts';
 import type { CuesViewProvider } from './provider.ts';
 import type { CuesService } from './service.ts';
 
@@ -39,8 +39,8 @@ export function registerNotifications(ctx: BelayContext, service: CuesService, v
     const n = snapshot.waitingCount;
     if (n > 0) {
       item.text = `$(comment-discussion) ${n}`;
-      item.tooltip = `${n} agent cue${n === 1 ? '' : 's'} waiting for your answer: click to open the Cues panel`;
-      item.accessibilityInformation = { label: `${n} agent cues waiting for your answer` };
+      item.tooltip = `${capitalize(waitingPhrase(n))}: click to open the Cues panel`;
+      item.accessibilityInformation = { label: `Belay: ${waitingPhrase(n)}`, role: 'button' };
       item.show();
     } else {
       item.hide();

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
-import type { CuesSnapshot } from './core/model.ts';
+import { capitalize, waitingPhrase, type CuesSnapshot } from './core/model.ts';
 import type { CuesService } from './service.ts';
 import type { CuesView } from './view.ts';
 
@@ -16,6 +16,8 @@ export class CuesViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   readonly #subscription: vscode.Disposable;
   #view: vscode.WebviewView | undefined;
   #page: CuesView | undefined;
+  /** A cue to focus once the page exists ("Open" from a notification before the view was ever shown). */
+  #focusWanted: string | undefined;
 
   constructor(ctx: BelayContext, service: CuesService) {
     this.#ctx = ctx;
@@ -31,8 +33,10 @@ export class CuesViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     const { CuesView } = await import('./view.ts');
     this.#page?.dispose();
     this.#view = view;
-    this.#page = new CuesView(this.#ctx, this.#service, view, () => this.#ctx.markViewResolved(CuesViewProvider.viewId));
+    this.#page = new CuesView(this.#ctx, this.#service, view, { onReady: () => this.#ctx.markViewResolved(CuesViewProvider.viewId) });
     this.#updateBadge(this.#service.snapshot);
+    if (this.#focusWanted) this.#page.focus(this.#focusWanted);
+    this.#focusWanted = undefined;
     view.onDidDispose(() => {
       if (this.#view !== view) return;
       this.#view = undefined;
@@ -40,10 +44,14 @@ export class CuesViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     });
   }
 
-  /** Shows the view and, once it is drawn, focuses one cue. */
+  /** Shows the view and, once it is drawn, focuses one cue (the page holds it until the card is there). */
   async reveal(requestId?: string): Promise<void> {
+    this.#focusWanted = requestId;
     await vscode.commands.executeCommand(`${CuesViewProvider.viewId}.focus`);
-    if (requestId) this.#page?.focus(requestId);
+    if (requestId && this.#page) {
+      this.#page.focus(requestId);
+      this.#focusWanted = undefined;
+    }
   }
 
   #updateBadge(snapshot: CuesSnapshot): void {
@@ -51,7 +59,7 @@ export class CuesViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     const n = snapshot.waitingCount;
     // A zero badge rather than `undefined`: clearing with undefined left the container's badge
     // showing while the view was hidden (seen in code-server 4.103); a zero badge is drawn as none.
-    this.#view.badge = n > 0 ? { value: n, tooltip: `${n} agent${n === 1 ? ' is' : 's are'} waiting for you` } : { value: 0, tooltip: '' };
+    this.#view.badge = n > 0 ? { value: n, tooltip: capitalize(waitingPhrase(n)) } : { value: 0, tooltip: '' };
   }
 
   dispose(): void {

@@ -6,7 +6,7 @@ import { lazy } from '../shared/lazy.ts';
 import { composeAnswerText, selectionIsEmpty, type Selection } from './core/answer.ts';
 import { CUE_TIMEOUT_MS, cueTimeoutMs } from './core/expiry.ts';
 import { mailboxPathsForSetting, type MailboxPaths } from './core/home.ts';
-import { buildSnapshot, HISTORY_LIMIT, nextExpiryMs, queuedDeliveries, whyNotAnswerable, type CuesSnapshot, type QueuedReply } from './core/model.ts';
+import { buildSnapshot, HISTORY_LIMIT, nextExpiryMs, queuedDeliveries, whyNotAnswerable, type CuesSnapshot, type LivenessOf, type QueuedReply } from './core/model.ts';
 import type { CueEntry, Mailbox } from './core/store.ts';
 
 /**
@@ -14,7 +14,13 @@ import type { CueEntry, Mailbox } from './core/store.ts';
  * (the core's default is 5 s, which would freeze the editor); a busy read is retried on the next change.
  */
 const BUSY_TIMEOUT_MS = 400;
-const QUEUE_KEY = 'belay.cues.queue';
+/** Where each window kept its own reply queue before the queue moved into the mailbox: read once, moved, cleared. */
+const OLD_QUEUE_KEY = 'belay.cues.queue';
+/**
+ * How often the processes waiting for the cues shown are looked at: a cueme killed with -9 writes
+ * nothing, so no mailbox change says it is gone. A look is a read of /proc per waiter, no file write.
+ */
+const LIVENESS_CHECK_MS = 1000;
 
 /** The mailbox (node:sqlite, rows parsed with zod, the folder watch): loaded when it is first opened, not at activation. */
 const mailboxStore = lazy(() => require('./core/store.ts') as typeof import('./core/store.ts'));
@@ -50,10 +56,11 @@ export class CuesService implements vscode.Disposable {
   #error: string | undefined;
   #snapshot: CuesSnapshot = { nowMs: Date.now(), pending: [], agents: [], history: [], waitingCount: 0 };
   #pendingEntries: CueEntry[] = [];
-  #queue: Map<string, QueuedReply>;
   #expiryTimer: NodeJS.Timeout | undefined;
+  #livenessTimer: NodeJS.Timeout | undefined;
+  /** The liveness of each pending cue with a recorded waiter, as last shown. */
+  #livenessShown = '';
   #refreshScheduled = false;
-  #delivering = new Set<string>();
   #opening: NodeJS.Immediate | undefined;
   #loaded = false;
   readonly #subscriptions: vscode.Disposable[] = [];
@@ -64,7 +71,6 @@ export class CuesService implements vscode.Disposable {
   constructor(ctx: BelayContext) {
     this.#ctx = ctx;
     this.cueTimeoutMs = editorCueTimeoutMs(ctx);
-    this.#queue = new Map();
     this.#subscriptions.push(
       ctx.config.onDidChange('cues.home', () => {
         if (this.#paths && settingMailboxPaths(ctx).home !== this.#paths.home) this.#reopen();
@@ -110,8 +116,8 @@ export class CuesService implements vscode.Disposable {
     this.#error = undefined;
     try {
       this.#paths = settingMailboxPaths(this.#ctx);
-      this.#queue = this.#loadQueue();
       this.#mailbox = mailboxStore().Mailbox.open({ home: this.#paths.home, busyTimeoutMs: BUSY_TIMEOUT_MS });
+      this.#moveOldQueue(this.#mailbox, this.#paths.home);
       this.#stopWatch = this.#mailbox.watch(() => this.#refresh(), {
         onError: (error) => this.#ctx.log.debug(`cues: mailbox check failed, retrying: ${errorMessage(error)}`),
       });
@@ -164,6 +170,12 @@ export class CuesService implements vscode.Disposable {
     return { mailbox, subscribe };
   }
 
+  /** Whether the process waiting for a cue is still there, seen from this editor (core/waiters.ts). */
+  #liveness(nowMs: number): LivenessOf {
+    const mailbox = this.#mailbox;
+    return (entry) => (mailbox ? mailbox.liveness(entry, nowMs) : 'unknown');
+  }
+
   #read(): void {
     const mailbox = this.#mailbox;
     const nowMs = Date.now();
@@ -174,11 +186,19 @@ export class CuesService implements vscode.Disposable {
       return;
     }
     try {
+      this.#deliverQueued(mailbox, nowMs);
+    } catch (error) {
+      this.#ctx.log.warn(`cues: delivering queued replies failed, retrying on the next change: ${errorMessage(error)}`);
+    }
+    try {
       const pending = mailbox.listRequests({ pendingOnly: true });
       const recent = mailbox.listRequests({ limit: HISTORY_LIMIT });
       const agents = mailbox.listAgents();
+      const queue: Map<string, QueuedReply> = mailbox.listQueue();
       this.#pendingEntries = pending;
-      this.#snapshot = buildSnapshot({ agents, pending, recent }, this.#queue, nowMs, this.cueTimeoutMs);
+      const liveness = this.#liveness(nowMs);
+      this.#livenessShown = livenessKey(pending, liveness);
+      this.#snapshot = buildSnapshot({ agents, pending, recent }, queue, nowMs, this.cueTimeoutMs, liveness);
       this.#loaded = true;
     } catch (error) {
       // Busy past the short wait: keep what is shown; the next change or the watch's backstop reads again.
@@ -186,8 +206,21 @@ export class CuesService implements vscode.Disposable {
       return;
     }
     this.#scheduleExpiry();
+    this.#scheduleLivenessCheck();
     this.#changed.fire(this.#snapshot);
-    this.#deliverQueued(nowMs);
+  }
+
+  /** While a shown cue has a recorded waiter, looks at the waiters every second and reads again when one went away. */
+  #scheduleLivenessCheck(): void {
+    const watched = this.#pendingEntries.some((e) => e.waiter);
+    if (!watched && this.#livenessTimer) {
+      clearInterval(this.#livenessTimer);
+      this.#livenessTimer = undefined;
+    } else if (watched && !this.#livenessTimer) {
+      this.#livenessTimer = setInterval(() => {
+        if (livenessKey(this.#pendingEntries, this.#liveness(Date.now())) !== this.#livenessShown) this.#refresh();
+      }, LIVENESS_CHECK_MS);
+    }
   }
 
   /** Reads again just after the first waiting cue expires, so the badge stops counting it. */
@@ -198,21 +231,14 @@ export class CuesService implements vscode.Disposable {
     if (next !== undefined) this.#expiryTimer = setTimeout(() => this.#refresh(), Math.max(0, next + 1 - this.#snapshot.nowMs));
   }
 
-  #deliverQueued(nowMs: number): void {
-    for (const delivery of queuedDeliveries(this.#pendingEntries, this.#queue, nowMs, this.cueTimeoutMs)) {
-      if (this.#delivering.has(delivery.requestId)) continue;
-      this.#delivering.add(delivery.requestId);
-      this.#queue.delete(delivery.agentId);
-      void this.#saveQueue();
-      this.answer(delivery.requestId, { text: delivery.text }, []).then(
-        () => this.#ctx.log.info(`cues: delivered the queued reply to ${delivery.agentId} (${delivery.requestId})`),
-        (error: unknown) => {
-          // Not delivered (e.g. answered elsewhere first): keep the reply for the next cue.
-          this.#ctx.log.warn(`cues: queued reply for ${delivery.agentId} not delivered: ${errorMessage(error)}`);
-          if (!this.#queue.has(delivery.agentId)) this.queueReply(delivery.agentId, delivery.text);
-        },
-      ).finally(() => this.#delivering.delete(delivery.requestId));
-    }
+  /**
+   * Answers cues that a queued reply is waiting for. The queue lives in the mailbox, shared by every
+   * window; the store uses a reply up in the same transaction as the answer, so two windows never
+   * both deliver it.
+   */
+  #deliverQueued(mailbox: Mailbox, nowMs: number): void {
+    const delivered = mailbox.deliverQueued((pending, queue) => queuedDeliveries(pending, queue, nowMs, this.cueTimeoutMs, this.#liveness(nowMs)));
+    for (const d of delivered) this.#ctx.log.info(`cues: delivered the queued reply to ${d.agentId} (${d.requestId})`);
   }
 
   /** The pending entry for a request, read fresh (not from the snapshot). */
@@ -232,7 +258,7 @@ export class CuesService implements vscode.Disposable {
   async answer(requestId: string, selection: Selection, attachments: readonly string[]): Promise<void> {
     const mailbox = this.#requireMailbox();
     const entry = this.#entry(requestId);
-    const why = whyNotAnswerable(entry, Date.now(), this.cueTimeoutMs);
+    const why = whyNotAnswerable(entry, Date.now(), this.cueTimeoutMs, this.#liveness(Date.now()));
     if (why || !entry) throw new Error(why ?? 'unknown cue');
     if (selectionIsEmpty(selection) && attachments.length === 0) {
       throw new Error('nothing to send: pick an option or type a reply (End stops the agent instead)');
@@ -247,47 +273,51 @@ export class CuesService implements vscode.Disposable {
     const mailbox = this.#requireMailbox();
     const entry = this.#entry(requestId);
     if (!entry) throw new Error('this cue is no longer in the mailbox');
-    if (entry.state !== 'pending') throw new Error(whyNotAnswerable(entry, Date.now(), this.cueTimeoutMs) ?? 'this cue is not waiting');
+    if (entry.state !== 'pending') throw new Error(whyNotAnswerable(entry, Date.now(), this.cueTimeoutMs, this.#liveness(Date.now())) ?? 'this cue is not waiting');
     mailbox.cancel(requestId);
     this.#refresh();
   }
 
-  /** Queues `text` for the agent's next cue (an empty text removes it). */
+  /** Queues `text` for the agent's next cue (an empty text removes it), for every window. */
   queueReply(agentId: string, text: string): void {
-    if (text.trim() === '') this.#queue.delete(agentId);
-    else this.#queue.set(agentId, { text: text.trim(), afterId: this.#maxRequestId() });
-    void this.#saveQueue();
+    this.#requireMailbox().setQueued(agentId, text);
     this.#refresh();
   }
 
-  #maxRequestId(): number {
-    const mailbox = this.#mailbox;
-    if (!mailbox) return 0;
-    const newest = mailbox.listRequests({ limit: 1 })[0];
-    return newest?.id ?? 0;
+  /** Hides agents from the list until they cue again (every window sees it). */
+  archiveAgents(agentIds: readonly string[]): void {
+    this.#requireMailbox().archiveAgents(agentIds);
+    this.#refresh();
   }
 
-  #queueKey(): string {
-    return `${QUEUE_KEY}:${this.#paths?.home ?? ''}`;
+  unarchiveAgents(agentIds: readonly string[]): void {
+    this.#requireMailbox().unarchiveAgents(agentIds);
+    this.#refresh();
   }
 
-  #loadQueue(): Map<string, QueuedReply> {
-    const raw = this.#ctx.extension.globalState.get<unknown>(this.#queueKey());
-    const map = new Map<string, QueuedReply>();
-    if (raw && typeof raw === 'object') {
+  /**
+   * Moves the reply queue this window kept in its own state (before the queue moved into the
+   * mailbox) into the mailbox, once; a reply queued there since wins.
+   */
+  #moveOldQueue(mailbox: Mailbox, home: string): void {
+    const key = `${OLD_QUEUE_KEY}:${home}`;
+    const raw = this.#ctx.extension.globalState.get<unknown>(key);
+    if (!raw || typeof raw !== 'object') return;
+    try {
+      const queued = mailbox.listQueue();
       for (const [agentId, value] of Object.entries(raw as Record<string, unknown>)) {
         const v = value as Partial<QueuedReply> | undefined;
-        if (typeof v?.text === 'string' && typeof v.afterId === 'number') map.set(agentId, { text: v.text, afterId: v.afterId });
+        if (typeof v?.text === 'string' && typeof v.afterId === 'number' && !queued.has(agentId)) mailbox.setQueued(agentId, v.text, v.afterId);
       }
+      void this.#ctx.extension.globalState.update(key, undefined);
+    } catch (error) {
+      this.#ctx.log.warn(`cues: could not move this window's queued replies into the mailbox yet: ${errorMessage(error)}`);
     }
-    return map;
-  }
-
-  async #saveQueue(): Promise<void> {
-    await this.#ctx.extension.globalState.update(this.#queueKey(), Object.fromEntries(this.#queue));
   }
 
   #close(): void {
+    if (this.#livenessTimer) clearInterval(this.#livenessTimer);
+    this.#livenessTimer = undefined;
     this.#stopWatch?.();
     this.#stopWatch = undefined;
     this.#mailbox?.close();
@@ -297,8 +327,14 @@ export class CuesService implements vscode.Disposable {
   dispose(): void {
     if (this.#opening) clearImmediate(this.#opening);
     if (this.#expiryTimer) clearTimeout(this.#expiryTimer);
+    if (this.#livenessTimer) clearInterval(this.#livenessTimer);
     this.#close();
     this.#subscriptions.forEach((s) => s.dispose());
     this.#changed.dispose();
   }
+}
+
+/** "req_a:alive,req_b:gone": the liveness of each pending cue with a recorded waiter, to notice a change. */
+function livenessKey(pending: readonly CueEntry[], liveness: LivenessOf): string {
+  return pending.flatMap((e) => (e.waiter ? [`${e.requestId}:${liveness(e)}`] : [])).join(',');
 }

@@ -9,7 +9,8 @@ import { safeHref, toHostSchema, type ToHost, type ToWebview } from '../webviews
 import type { CuesService } from './service.ts';
 
 // The Cues page: a message handler on the webview host that shows the service's snapshot and turns
-// the human's clicks into answers. Loaded when the view is first resolved (./provider.ts).
+// the human's clicks into answers. The same page runs in the sidebar view (./provider.ts, loaded
+// when the view is first resolved) and in editor panels showing one agent (./panels.ts).
 
 const PASTE_TYPES: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/gif': 'gif', 'image/webp': 'webp' };
 
@@ -21,6 +22,13 @@ interface Attachment {
   temporary: boolean;
 }
 
+export interface CuesViewOptions {
+  /** In an editor panel: the one agent it shows. */
+  scope?: { agentId: string };
+  /** After each `ready` of the page. */
+  onReady?: () => void;
+}
+
 export class CuesView implements vscode.Disposable {
   readonly #ctx: BelayContext;
   readonly #service: CuesService;
@@ -28,21 +36,23 @@ export class CuesView implements vscode.Disposable {
   readonly #attachments = new Map<string, Attachment>();
   readonly #pasteDir: string;
   readonly #subscriptions: vscode.Disposable[];
+  readonly #scope: { agentId: string } | undefined;
 
-  constructor(ctx: BelayContext, service: CuesService, view: vscode.WebviewView, onReady: () => void) {
+  constructor(ctx: BelayContext, service: CuesService, view: vscode.WebviewView | vscode.WebviewPanel, options: CuesViewOptions = {}) {
     this.#ctx = ctx;
     this.#service = service;
+    this.#scope = options.scope;
     this.#pasteDir = path.join(ctx.extension.globalStorageUri.fsPath, 'pasted');
     this.#host = new WebviewHost<ToHost, ToWebview>(view, {
       app: 'cues',
-      title: 'Cues',
+      title: options.scope ? `Cues: ${options.scope.agentId}` : 'Cues',
       schema: toHostSchema,
       extensionUri: ctx.extension.extensionUri,
       log: ctx.log,
       handler: {
         state: () => this.#state(),
         receive: (message) => this.#receive(message),
-        ready: onReady,
+        ready: () => options.onReady?.(),
         dispose: () => this.#release(),
       },
     });
@@ -69,6 +79,7 @@ export class CuesView implements vscode.Disposable {
       agents: snapshot.agents,
       history: snapshot.history,
     };
+    if (this.#scope) state.scope = this.#scope;
     const untrusted = this.#ctx.trust.refusal('terminalPath');
     if (untrusted) state.untrusted = untrusted;
     const error = this.#service.error;
@@ -126,6 +137,15 @@ export class CuesView implements vscode.Disposable {
       }
       case 'queue':
         this.#service.queueReply(message.agentId, message.text);
+        return;
+      case 'archive':
+        this.#service.archiveAgents(message.agentIds);
+        return;
+      case 'unarchive':
+        this.#service.unarchiveAgents(message.agentIds);
+        return;
+      case 'openInEditor':
+        await vscode.commands.executeCommand('belay.cues.openInEditor', { agentId: message.agentId, requestId: message.requestId });
         return;
       case 'openLink': {
         // The schema let only http(s) links through.

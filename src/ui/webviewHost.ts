@@ -47,6 +47,15 @@ export class WebviewHost<ToHost extends { type: string }, ToWebview> implements 
     this.#webview = owner.webview;
     this.#options = options;
     this.#subscriptions = [owner.webview.onDidReceiveMessage((raw: unknown) => void this.#receive(raw)), owner.onDidDispose(() => this.dispose())];
+    // A hidden webview loses its page (unless told to keep it) and reloads it when shown again: what
+    // is sent meanwhile would be lost, so it is held until the reloaded page says `ready`.
+    const keepsPage = 'reveal' in owner && owner.options.retainContextWhenHidden === true;
+    if (!keepsPage) {
+      const onHidden = () => {
+        if (!owner.visible) this.#ready = false;
+      };
+      this.#subscriptions.push('onDidChangeViewState' in owner ? owner.onDidChangeViewState(onHidden) : owner.onDidChangeVisibility(onHidden));
+    }
     owner.webview.options = { enableScripts: true, localResourceRoots: [assetsRoot(options.extensionUri)] };
     owner.webview.html = webviewHtml(owner.webview, options.extensionUri, options.app, options.title);
   }

@@ -1,5 +1,6 @@
 // Cues inside the real extension host: the mailbox setting, the language-model tools, Pause Agent
-// with the reply queue, HAP instructions on the clipboard, and Belay's cueme on terminals' PATH.
+// with the reply queue, the editor tabs, HAP instructions on the clipboard, and Belay's cueme on
+// terminals' PATH.
 import * as assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import * as os from 'node:os';
@@ -84,6 +85,32 @@ suite('Belay cues', () => {
     await until(mailbox, 'the second cue to be listed', () => mailbox.getRequest(second.requestId));
     assert.equal(mailbox.getResponse(second.requestId), undefined);
     mailbox.cancel(second.requestId);
+  });
+
+  test('Open Cue in Editor opens one editor tab per agent, and reveals it again rather than a second one', async () => {
+    const tabs = (agentId = 'paneltestagent') => vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => t.label === `Cues: ${agentId}`);
+    // The tab model follows the workbench's events: wait for them, not for time.
+    const tabCount = (n: number, agentId?: string) =>
+      new Promise<void>((resolve, reject) => {
+        if (tabs(agentId).length === n) return resolve();
+        const timer = setTimeout(() => reject(new Error(`expected ${n} tab(s), have ${tabs(agentId).length}`)), 10_000);
+        const sub = vscode.window.tabGroups.onDidChangeTabs(() => {
+          if (tabs(agentId).length !== n) return;
+          clearTimeout(timer);
+          sub.dispose();
+          resolve();
+        });
+      });
+    await vscode.commands.executeCommand('belay.cues.openInEditor', { agentId: 'paneltestagent' });
+    await tabCount(1);
+    assert.ok(tabs()[0]?.input instanceof vscode.TabInputWebview, 'a webview tab');
+    await vscode.commands.executeCommand('belay.cues.openInEditor', { agentId: 'paneltestagent', requestId: 'req_000000000000' });
+    // Another agent gets its own tab; once it is there, a second tab for the first would be too.
+    await vscode.commands.executeCommand('belay.cues.openInEditor', { agentId: 'otherpanelagent' });
+    await tabCount(1, 'otherpanelagent');
+    assert.equal(tabs().length, 1, 'the same tab, revealed');
+    await vscode.window.tabGroups.close([...tabs(), ...tabs('otherpanelagent')]);
+    await tabCount(0);
   });
 
   test('Copy HAP Instructions puts the protocol text on the clipboard', async () => {

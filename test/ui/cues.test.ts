@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { FrameLocator } from 'playwright-core';
 import { loadSqlite } from '../../src/cues/core/sqlite.ts';
+import { Mailbox } from '../../src/cues/core/store.ts';
 import { localIsoWithOffset } from '../../src/cues/core/time.ts';
 import { buildBundles, childEnv, envelope, run, start, type Bundles, type Running } from '../unit/cues/helpers.ts';
 import { runPaletteCommand } from '../../scripts/lib/workbench.ts';
@@ -24,6 +25,29 @@ const FORM = {
     { label: 'Note', kind: 'text' },
   ],
 };
+const DANGER = { type: 'confirm', text: 'This cannot be undone.', confirm_label: 'Delete', cancel_label: 'Keep it' };
+const LONG_PROMPT = [
+  '## Migration plan for the billing service',
+  '',
+  'I compared the three ways to move the `invoices` table. Pick one:',
+  '',
+  '| Option | Downtime | Risk | Rollback |',
+  '|:--|--:|:-:|:--|',
+  '| **Staging** first | 0 min | low | `git revert` |',
+  '| Production at night | 12 min | medium | restore the 02:00 snapshot |',
+  '| Both, in parallel | 0 min | high | none: <b>manual</b> |',
+  '',
+  'The script I would run:',
+  '',
+  '```sql',
+  'BEGIN;',
+  'ALTER TABLE invoices ADD COLUMN currency TEXT NOT NULL DEFAULT \'EUR\';',
+  'UPDATE invoices SET currency = accounts.currency FROM accounts WHERE accounts.id = invoices.account_id AND invoices.created_at > now() - interval \'90 days\';',
+  'COMMIT;',
+  '```',
+  '',
+  ...Array.from({ length: 12 }, (_, i) => `${i + 1}. Step ${i + 1}: check the dashboards, then continue with the next batch of accounts.`),
+].join('\n');
 const HOSTILE = 'Look: <img src=x onerror="document.title=\'pwned\'"> and <script>document.title="pwned"</script> **bold** [bad](javascript:alert(1))';
 
 interface Session {
@@ -73,6 +97,38 @@ async function card(s: Session, prompt: string) {
 async function shot(s: Session, c: Awaited<ReturnType<typeof card>>, name: string): Promise<void> {
   await c.scrollIntoViewIfNeeded();
   await s.wb.screenshot(name);
+}
+
+/** The answer written to the mailbox for a request, if any (read by the test itself). */
+function responseOf(s: Session, requestId: string): string | undefined {
+  const mailbox = Mailbox.open({ home: s.cueHome });
+  try {
+    const response = mailbox.getResponse(requestId);
+    return response ? (response.cancelled ? '(cancelled)' : response.text) : undefined;
+  } finally {
+    mailbox.close();
+  }
+}
+
+/** The editor panel's document: the webview opened after the sidebar's (the last one), laid out for the editor. */
+async function editorFrame(s: Session): Promise<FrameLocator> {
+  await s.wb.page.locator('iframe.webview.ready').nth(1).waitFor();
+  const frame = s.wb.page.frameLocator('iframe.webview.ready').last().frameLocator('#active-frame');
+  await frame.locator('body.in-editor').waitFor();
+  return frame;
+}
+
+/** Every answering button of a card shows its key (icon-only helpers like Attach excepted). */
+async function assertKeysShown(c: Awaited<ReturnType<typeof card>>): Promise<void> {
+  const buttons = c.locator('vscode-button:not(.icon-only), vscode-checkbox');
+  const n = await buttons.count();
+  assert.ok(n > 0);
+  for (let i = 0; i < n; i++) {
+    const b = buttons.nth(i);
+    const name = (await b.getAttribute('aria-label')) ?? (await b.textContent());
+    assert.equal(await b.locator('kbd.key').count(), 1, `${name} shows its key`);
+    assert.ok(await b.getAttribute('aria-keyshortcuts'), `${name} says its key to screen readers`);
+  }
 }
 
 describe('the Cues panel (dark theme)', () => {
@@ -176,8 +232,8 @@ describe('the Cues panel (dark theme)', () => {
   });
 
   test("a queued reply reaches the agent's next cue without a click", async () => {
-    const agent = s.frame.locator('vscode-collapsible.agent[data-agent-id="textagent"]');
-    await agent.click({ position: { x: 20, y: 10 } });
+    const agent = s.frame.locator('details.agent[data-agent-id="textagent"]');
+    await agent.locator('summary').click();
     const input = agent.locator('vscode-textfield.queue-input input');
     await input.fill('Next, write the changelog');
     await agent.getByRole('button', { name: 'Queue' }).click();
@@ -288,6 +344,144 @@ describe('the Cues panel (dark theme)', () => {
     assert.match(done.stdout, /instructions:\n\nDeploy\n/);
   });
 
+  test('a cue whose cueme was killed with -9 is shown as abandoned: no key or button answers it, Dismiss ends it', async () => {
+    const running = cue(s, 'doomedagent', 'Drop the staging schema?', DANGER);
+    const c = await card(s, 'Drop the staging schema?');
+    await c.getByRole('button', { name: 'Delete' }).waitFor();
+    const requestId = (await c.getAttribute('data-request-id'))!;
+    const pid = running.child.pid!;
+    running.child.kill('SIGKILL');
+    assert.equal((await running.done).signal, 'SIGKILL');
+    await c.locator('.waiting', { hasText: 'abandoned' }).waitFor();
+    await c.locator('.warning', { hasText: `The cueme that asked this (pid ${pid}) ended without an answer` }).waitFor();
+    assert.equal(await c.getByRole('button', { name: 'Delete' }).count(), 0, 'no confirm button');
+    assert.equal(await c.locator('vscode-textarea').count(), 0, 'no reply box');
+    await c.focus();
+    for (const key of ['1', 'Enter', 'Control+Enter']) await s.wb.page.keyboard.press(key);
+    await c.locator('.status', { hasText: 'it cannot be answered' }).waitFor();
+    assert.equal(responseOf(s, requestId), undefined, 'nothing was written');
+    await shot(s, c, 'cues-abandoned-dark');
+    await s.wb.page.keyboard.press('Control+Backspace');
+    await c.waitFor({ state: 'detached' });
+    assert.equal(responseOf(s, requestId), '(cancelled)', 'Dismiss writes a cancelled response');
+  });
+
+  test('keyboard: a stray 1 or Enter on a confirm answers nothing, Ctrl+Enter does; then the next card has the keyboard', async () => {
+    const { page } = s.wb;
+    const danger = cue(s, 'dbagent', 'Delete the production database?', DANGER);
+    const c = await card(s, 'Delete the production database?');
+    const requestId = (await c.getAttribute('data-request-id'))!;
+    const next = cue(s, 'regionagent', 'Which region next?', CHOICE);
+    const c2 = await card(s, 'Which region next?');
+    await assertKeysShown(c);
+    await assertKeysShown(c2);
+    await c.locator('kbd.key', { hasText: 'Ctrl+Enter' }).waitFor();
+    await c.focus();
+    await page.keyboard.press('1');
+    await c.locator('.status', { hasText: 'Number keys do not answer a confirm: Ctrl+Enter answers “Delete”' }).waitFor();
+    await page.keyboard.press('Enter');
+    await c.locator('.status', { hasText: 'Enter does not confirm' }).waitFor();
+    assert.equal(await c.locator('.status', { hasText: 'Sending' }).count(), 0);
+    assert.equal(responseOf(s, requestId), undefined, 'a stray 1 and Enter wrote nothing');
+    await shot(s, c, 'cues-keyboard-confirm-dark');
+    await page.keyboard.press('Control+Enter');
+    const done = await danger.done;
+    assert.equal(done.code, 0, done.stderr);
+    assert.match(done.stdout, /instructions:\n\nDelete\n/);
+    // The keyboard is on the next card, where a number key selects and only Enter sends.
+    await s.frame.locator('article.cue:focus', { hasText: 'Which region next?' }).waitFor();
+    await page.keyboard.press('2');
+    await c2.locator('vscode-button.option.selected[aria-pressed="true"]', { hasText: 'Production' }).waitFor();
+    assert.equal(responseOf(s, (await c2.getAttribute('data-request-id'))!), undefined, 'selecting sends nothing');
+    await shot(s, c2, 'cues-keyboard-select-dark');
+    await page.keyboard.press('Enter');
+    const done2 = await next.done;
+    assert.equal(done2.code, 0, done2.stderr);
+    assert.match(done2.stdout, /instructions:\n\nProduction\n/);
+  });
+
+  test('Enter in a form field sends only once the form is complete, pointing at what is missing', async () => {
+    const running = cue(s, 'formkeys', 'Release details, by keyboard', FORM);
+    const c = await card(s, 'Release details, by keyboard');
+    const note = c.locator('vscode-textfield input');
+    await note.fill('ship it');
+    await note.press('Enter');
+    await c.locator('.status', { hasText: 'Fill in “Environment” first, or press Ctrl+Enter to send the form as it is.' }).waitFor();
+    assert.equal(responseOf(s, (await c.getAttribute('data-request-id'))!), undefined);
+    await shot(s, c, 'cues-form-incomplete-dark');
+    await c.locator('vscode-radio', { hasText: 'prod' }).click();
+    await note.press('Enter');
+    const done = await running.done;
+    assert.equal(done.code, 0, done.stderr);
+    assert.match(done.stdout, /instructions:\n\nEnvironment: prod\nNote: ship it\n/);
+  });
+
+  test('a long question keeps Send in view; Open in Editor shows it at full width, table and code included, and answers there', async () => {
+    const { page } = s.wb;
+    const running = cue(s, 'PlannerAgent', LONG_PROMPT, CHOICE);
+    const c = await card(s, 'Migration plan for the billing service');
+    // In the sidebar the Send button stays on screen whatever the length of the question.
+    await c.scrollIntoViewIfNeeded();
+    const send = c.getByRole('button', { name: 'Send', exact: true });
+    assert.ok(await send.isVisible());
+    const box = await send.boundingBox();
+    const view = await page.locator('iframe.webview.ready').first().boundingBox();
+    assert.ok(box && view && box.y + box.height <= view.y + view.height + 1, `Send is inside the view: ${JSON.stringify({ box, view })}`);
+    await shot(s, c, 'cues-long-sidebar-dark');
+    await c.getByRole('button', { name: 'Open in Editor' }).click();
+    await page.locator('.tabs-container .tab', { hasText: 'Cues: PlannerAgent' }).waitFor();
+    const editor = await editorFrame(s);
+    const ec = editor.locator('article.cue', { hasText: 'Migration plan for the billing service' });
+    await ec.waitFor();
+    await editor.locator('article.cue:focus').waitFor();
+    assert.deepEqual(await ec.locator('table th').allTextContents(), ['Option', 'Downtime', 'Risk', 'Rollback']);
+    assert.equal(await ec.locator('table tbody tr').count(), 3);
+    assert.equal(await ec.locator('table td', { hasText: '<b>manual</b>' }).count(), 1, 'HTML in a cell stays text');
+    assert.equal(await ec.locator('table b').count(), 0);
+    assert.match((await ec.locator('pre code').textContent()) ?? '', /ALTER TABLE invoices ADD COLUMN currency/);
+    await editor.locator('.editor-title', { hasText: 'PlannerAgent' }).waitFor();
+    await s.wb.screenshot('cues-editor-dark');
+    await page.keyboard.press('1');
+    await ec.locator('vscode-button.option.selected', { hasText: 'Staging' }).waitFor();
+    await page.keyboard.press('Enter');
+    const done = await running.done;
+    assert.equal(done.code, 0, done.stderr);
+    assert.match(done.stdout, /instructions:\n\nStaging\n/);
+    // The panel stays, now showing the conversation with the answer.
+    await editor.locator('.turn', { hasText: 'Migration plan for the billing service' }).locator('.answer', { hasText: 'Staging' }).waitFor();
+    await s.wb.screenshot('cues-editor-answered-dark');
+    // Behind another tab the panel's page is unloaded; Open in Editor brings it back with the new cue focused.
+    await runPaletteCommand(page, 'File: New Untitled Text File');
+    await page.locator('.tabs-container .tab.active', { hasText: 'Untitled' }).waitFor();
+    const again = cue(s, 'PlannerAgent', 'One more thing: rename the column?');
+    await (await card(s, 'One more thing: rename the column?')).getByRole('button', { name: 'Open in Editor' }).click();
+    await page.locator('.tabs-container .tab.active', { hasText: 'Cues: PlannerAgent' }).waitFor();
+    const revealed = await editorFrame(s);
+    await revealed.locator('article.cue:focus', { hasText: 'One more thing: rename the column?' }).waitFor();
+    await page.keyboard.press('Control+Backspace');
+    assert.match((await again.done).stdout, /^The user did not continue\./);
+    await runPaletteCommand(page, 'View: Close All Editors');
+  });
+
+  test('agents are named as written and can be archived until they ask again', async () => {
+    const agent = s.frame.locator('details.agent[data-agent-id="PlannerAgent"]');
+    await agent.waitFor();
+    assert.equal(await agent.locator('summary .name').evaluate((n) => (n as HTMLElement).innerText), 'PlannerAgent', 'not upper-cased');
+    await agent.locator('summary').click();
+    await agent.getByRole('button', { name: 'Archive' }).click();
+    await agent.waitFor({ state: 'detached' });
+    const archived = s.frame.locator('details.archived');
+    await archived.locator('summary').click();
+    await archived.locator('li[data-agent-id="PlannerAgent"]').waitFor();
+    await s.wb.screenshot('cues-archived-dark');
+    // It asks again: back in the list.
+    const running = cue(s, 'PlannerAgent', 'Back again: proceed?');
+    await s.frame.locator('details.agent[data-agent-id="PlannerAgent"]').waitFor();
+    assert.equal(await archived.locator('li[data-agent-id="PlannerAgent"]').count(), 0);
+    await (await card(s, 'Back again: proceed?')).getByRole('button', { name: 'End', exact: true }).click();
+    assert.equal((await running.done).code, 0);
+  });
+
   test('a hostile prompt shows as text: no img or script element is created', async () => {
     const running = cue(s, 'hostileagent', HOSTILE);
     const c = await card(s, 'onerror=');
@@ -325,12 +519,12 @@ describe('the Cues panel (light theme)', () => {
     const running = cue(s, 'earlyagent', 'Which branch should I merge into?', CHOICE);
     const toast = page.locator('.notification-toast', { hasText: 'earlyagent asks: Which branch should I merge into?' });
     await toast.waitFor({ timeout: 15_000 });
-    await page.locator('[aria-label="1 agent cues waiting for your answer"]').first().waitFor();
+    await page.locator('[aria-label="Belay: one agent question is waiting for your answer"]').first().waitFor();
     await toast.getByRole('button', { name: 'Staging' }).click();
     const done = await running.done;
     assert.equal(done.code, 0, done.stderr);
     assert.match(done.stdout, /instructions:\n\nStaging\n/);
-    await page.locator('[aria-label="1 agent cues waiting for your answer"]').first().waitFor({ state: 'detached' });
+    await page.locator('[aria-label="Belay: one agent question is waiting for your answer"]').first().waitFor({ state: 'detached' });
     assert.equal(await page.locator('.sidebar .composite.title h2', { hasText: /belay/i }).count(), 0, 'the Cues panel was never shown');
     await showPanel(s);
   });
@@ -342,7 +536,7 @@ describe('the Cues panel (light theme)', () => {
     const running = cue(s, 'notifyagent', 'Pick the target branch', CHOICE);
     const toast = page.locator('.notification-toast', { hasText: 'notifyagent asks: Pick the target branch' });
     await toast.waitFor({ timeout: 15_000 });
-    await page.locator('[aria-label="1 agent cues waiting for your answer"]').first().waitFor();
+    await page.locator('[aria-label="Belay: one agent question is waiting for your answer"]').first().waitFor();
     await toast.getByRole('button', { name: 'Open' }).waitFor();
     // The toast slides in: let its transition finish before the picture.
     await page.locator('.notifications-toasts').evaluate((node) => Promise.all(node.getAnimations({ subtree: true }).map((a) => a.finished)));
@@ -356,10 +550,34 @@ describe('the Cues panel (light theme)', () => {
     const done = await running.done;
     assert.equal(done.code, 0, done.stderr);
     assert.match(done.stdout, /instructions:\n\nBoth\n/);
-    await page.locator('[aria-label="1 agent cues waiting for your answer"]').first().waitFor({ state: 'detached' });
+    await page.locator('[aria-label="Belay: one agent question is waiting for your answer"]').first().waitFor({ state: 'detached' });
     // The activity bar's badge clears too (the panel was hidden all along).
-    await page.locator('.activitybar [aria-label^="Belay - 1 agent"]').first().waitFor({ state: 'detached', timeout: 10_000 });
+    await page.locator('.activitybar [aria-label^="Belay - One agent question"]').first().waitFor({ state: 'detached', timeout: 10_000 });
     await openBelayContainer(page);
+  });
+
+  test('"Open" on a notification shows the panel with that card focused: a number key then selects in it', async () => {
+    const { page } = s.wb;
+    await runPaletteCommand(page, 'View: Show Explorer');
+    await page.locator('.sidebar .composite.title h2', { hasText: /explorer/i }).waitFor();
+    const earlier = cue(s, 'otheragent', 'An earlier question', CHOICE);
+    await page.locator('.notification-toast', { hasText: 'otheragent asks: An earlier question' }).waitFor({ timeout: 15_000 });
+    await runPaletteCommand(page, 'Notifications: Clear All Notifications');
+    const running = cue(s, 'openagent', 'Which branch for the hotfix?', CHOICE);
+    const toast = page.locator('.notification-toast', { hasText: 'openagent asks: Which branch for the hotfix?' });
+    await toast.waitFor({ timeout: 15_000 });
+    await toast.getByRole('button', { name: 'Open' }).click();
+    await s.frame.locator('article.cue:focus', { hasText: 'Which branch for the hotfix?' }).waitFor();
+    await page.keyboard.press('3');
+    const c = await card(s, 'Which branch for the hotfix?');
+    await c.locator('vscode-button.option.selected', { hasText: 'Both' }).waitFor();
+    await shot(s, c, 'cues-open-focused-light');
+    await page.keyboard.press('Enter');
+    const done = await running.done;
+    assert.equal(done.code, 0, done.stderr);
+    assert.match(done.stdout, /instructions:\n\nBoth\n/);
+    await (await card(s, 'An earlier question')).getByRole('button', { name: 'End', exact: true }).click();
+    assert.equal((await earlier.done).code, 0);
   });
 
   test('every payload UI renders; End answers each', async () => {
@@ -374,7 +592,8 @@ describe('the Cues panel (light theme)', () => {
     for (const [, prompt, , name] of cues) await shot(s, await card(s, prompt), name);
     const pauseCard = await card(s, 'Paused. Click Continue');
     await shot(s, pauseCard, 'cues-pause-light');
-    for (const [, prompt] of cues) await (await card(s, prompt)).getByRole('button', { name: 'End', exact: true }).click();
+    // A confirm's decline button is its End; the other cards have End.
+    for (const [, prompt, payload] of cues) await (await card(s, prompt)).getByRole('button', { name: payload === CONFIRM ? 'Not yet' : 'End', exact: true }).click();
     await pauseCard.getByRole('button', { name: 'End', exact: true }).click();
     for (const r of [...running, paused]) {
       const done = await r.done;
@@ -383,8 +602,8 @@ describe('the Cues panel (light theme)', () => {
     }
     await s.frame.getByRole('heading', { name: 'No agent is waiting for you' }).waitFor();
     // The history of one agent: its cue and how it ended.
-    const agent = s.frame.locator('vscode-collapsible.agent[data-agent-id="lconfirm"]');
-    await agent.click({ position: { x: 20, y: 10 } });
+    const agent = s.frame.locator('details.agent[data-agent-id="lconfirm"]');
+    await agent.locator('summary').click();
     await agent.locator('.turn.state-cancelled', { hasText: 'Ready to ship 1.2.0?' }).locator('.answer', { hasText: 'Ended' }).waitFor();
     await s.wb.screenshot('cues-history-light');
   });

@@ -8,6 +8,7 @@ export type MailboxErrorKind =
   | 'busy' // another program held the lock past the bounded wait
   | 'unknown-request'
   | 'already-answered'
+  | 'abandoned' // its recorded waiter is gone: an answer would reach nobody
   | 'io'; // anything else SQLite or the file system reported
 
 export class MailboxError extends Error {

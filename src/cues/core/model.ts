@@ -6,6 +6,7 @@ import { describeTimeout, expiresAtMs, isExpired } from './expiry.ts';
 import { cancelLabel, confirmLabel } from './labels.ts';
 import type { PayloadView } from './payload.ts';
 import type { AgentSummary, CueEntry } from './store.ts';
+import { goneWaiterText, type Liveness } from './waiters.ts';
 
 /** A cancelled response written this long before the timeout ends is the CLI's own timeout, not the human's End. */
 const TIMEOUT_SLACK_MS = 2_000;
@@ -22,10 +23,16 @@ export type CueAsk =
   | { kind: 'form'; fields: Array<{ label: string; options: string[]; multiple: boolean }> };
 
 /**
- * pending: waiting for the human; expired: pending but its cueme stopped waiting (expiry.ts), so
- * nobody reads an answer any more; answered / cancelled / timeout: has a response; closed: ended elsewhere.
+ * pending: waiting for the human; expired: pending but its cueme stopped waiting (expiry.ts);
+ * abandoned: pending but the process recorded as waiting is gone (waiters.ts): in both, nobody
+ * reads an answer any more. answered / cancelled / timeout: has a response; closed: ended elsewhere.
  */
-export type ShownState = 'pending' | 'expired' | 'answered' | 'cancelled' | 'timeout' | 'closed';
+export type ShownState = 'pending' | 'expired' | 'abandoned' | 'answered' | 'cancelled' | 'timeout' | 'closed';
+
+/** Whether the process waiting for a cue is still there (waiters.ts; the store's `liveness`). */
+export type LivenessOf = (entry: CueEntry) => Liveness;
+/** Without a way to look at processes, nothing is known: the timeout alone decides. */
+const NOTHING_KNOWN: LivenessOf = () => 'unknown';
 
 export interface Cue {
   requestId: string;
@@ -36,6 +43,8 @@ export interface Cue {
   createdAtMs?: number;
   /** When a pending cue expires (absent for pauses, which never do, and for ended cues). */
   expiresAtMs?: number;
+  /** The process recorded as waiting (Belay's writers record it; the public tools do not). */
+  waiter?: { pid: number; host: string };
   response?: { text: string; files: string[]; atMs?: number };
 }
 
@@ -49,6 +58,8 @@ export interface CueAgent {
   pendingCount: number;
   /** A reply waiting for this agent's next cue. */
   queued?: string;
+  /** Archived by the human and not heard from since: listed apart. */
+  archived?: boolean;
 }
 
 export function toAsk(view: PayloadView): CueAsk {
@@ -71,8 +82,24 @@ export function toAsk(view: PayloadView): CueAsk {
   }
 }
 
-export function shownState(entry: CueEntry, nowMs: number, timeoutMs: number): ShownState {
-  if (entry.state === 'pending') return isExpired(entry, nowMs, timeoutMs) ? 'expired' : 'pending';
+/**
+ * A waiting cue's state. When its waiter is known (Belay's writers record it), that decides: alive
+ * means it waits, whatever the clock says (a machine that slept resumes its timer); gone means
+ * abandoned. Otherwise (the public tools' cues) only the timeout rule can say (expiry.ts).
+ */
+function pendingState(entry: CueEntry, nowMs: number, timeoutMs: number, liveness: LivenessOf): 'pending' | 'expired' | 'abandoned' {
+  switch (liveness(entry)) {
+    case 'gone':
+      return 'abandoned';
+    case 'alive':
+      return 'pending';
+    case 'unknown':
+      return isExpired(entry, nowMs, timeoutMs) ? 'expired' : 'pending';
+  }
+}
+
+export function shownState(entry: CueEntry, nowMs: number, timeoutMs: number, liveness: LivenessOf = NOTHING_KNOWN): ShownState {
+  if (entry.state === 'pending') return pendingState(entry, nowMs, timeoutMs, liveness);
   if (entry.state === 'cancelled') {
     const answeredAt = entry.response?.createdAtMs;
     const expiresAt = expiresAtMs(entry, timeoutMs);
@@ -82,17 +109,19 @@ export function shownState(entry: CueEntry, nowMs: number, timeoutMs: number): S
   return entry.state;
 }
 
-export function toCue(entry: CueEntry, nowMs: number, timeoutMs: number): Cue {
+export function toCue(entry: CueEntry, nowMs: number, timeoutMs: number, liveness: LivenessOf = NOTHING_KNOWN): Cue {
   const cue: Cue = {
     requestId: entry.requestId,
     agentId: entry.agentId,
     prompt: entry.prompt,
     payload: toAsk(entry.payload),
-    state: shownState(entry, nowMs, timeoutMs),
+    state: shownState(entry, nowMs, timeoutMs, liveness),
   };
   if (entry.createdAtMs !== undefined) cue.createdAtMs = entry.createdAtMs;
   const expiresAt = expiresAtMs(entry, timeoutMs);
-  if (cue.state === 'pending' && expiresAt !== undefined) cue.expiresAtMs = expiresAt;
+  // A live waiter past its deadline (its machine slept) still reads the answer: nothing to count down.
+  if (cue.state === 'pending' && expiresAt !== undefined && expiresAt >= nowMs) cue.expiresAtMs = expiresAt;
+  if (entry.waiter) cue.waiter = { pid: entry.waiter.pid, host: entry.waiter.host };
   if (entry.response) {
     cue.response = { text: entry.response.text, files: entry.response.files.map((f) => path.basename(f.file)) };
     if (entry.response.createdAtMs !== undefined) cue.response.atMs = entry.response.createdAtMs;
@@ -101,13 +130,31 @@ export function toCue(entry: CueEntry, nowMs: number, timeoutMs: number): Cue {
 }
 
 /** Why a request cannot be answered from the editor now, or undefined when it can. */
-export function whyNotAnswerable(entry: CueEntry | undefined, nowMs: number, timeoutMs: number): string | undefined {
+export function whyNotAnswerable(entry: CueEntry | undefined, nowMs: number, timeoutMs: number, liveness: LivenessOf = NOTHING_KNOWN): string | undefined {
   if (!entry) return 'this cue is no longer in the mailbox';
   if (entry.state === 'answered') return 'this cue was already answered';
   if (entry.state === 'cancelled') return 'this cue was already ended';
   if (entry.state === 'closed') return `this cue was closed elsewhere (status ${entry.status})`;
-  if (isExpired(entry, nowMs, timeoutMs)) return `this cue expired: its cueme stopped waiting after ${describeTimeout(timeoutMs)}, so nobody would read the answer`;
-  return undefined;
+  switch (pendingState(entry, nowMs, timeoutMs, liveness)) {
+    case 'abandoned':
+      return `this cue was abandoned: ${entry.waiter ? goneWaiterText(entry.waiter) : 'the process that waited for it is gone'}, so nobody would read the answer`;
+    case 'expired': {
+      const waited = entry.waiter?.deadlineMs !== undefined && entry.createdAtMs !== undefined ? entry.waiter.deadlineMs - entry.createdAtMs : timeoutMs;
+      return `this cue expired: its cueme stopped waiting after ${describeTimeout(waited)}, so nobody would read the answer`;
+    }
+    case 'pending':
+      return undefined;
+  }
+}
+
+/** "One agent…": a phrase as the start of a sentence. */
+export function capitalize(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+/** The badge's, the status bar's and the screen reader's words for `n` cues waiting. */
+export function waitingPhrase(n: number): string {
+  return n === 1 ? 'one agent question is waiting for your answer' : `${n} agent questions are waiting for your answer`;
 }
 
 /** A reply waiting for an agent's next cue: delivered to the first cue written after it was queued. */
@@ -123,11 +170,13 @@ export function queuedDeliveries(
   queue: ReadonlyMap<string, QueuedReply>,
   nowMs: number,
   timeoutMs: number,
+  liveness: LivenessOf = NOTHING_KNOWN,
 ): Array<{ requestId: string; agentId: string; text: string }> {
   const deliveries: Array<{ requestId: string; agentId: string; text: string }> = [];
   for (const [agentId, reply] of queue) {
+    // Never to an expired or abandoned cue: the reply would be used up and reach nobody.
     const next = pending
-      .filter((e) => e.agentId === agentId && e.id > reply.afterId && e.state === 'pending' && !isExpired(e, nowMs, timeoutMs))
+      .filter((e) => e.agentId === agentId && e.id > reply.afterId && e.state === 'pending' && pendingState(e, nowMs, timeoutMs, liveness) === 'pending')
       .sort((a, b) => a.id - b.id)[0];
     if (next) deliveries.push({ requestId: next.requestId, agentId, text: reply.text });
   }
@@ -139,7 +188,7 @@ export interface CuesSnapshot {
   pending: Cue[];
   agents: CueAgent[];
   history: Cue[];
-  /** Pending cues that can still be answered (expired ones excluded): the badge's number. */
+  /** Pending cues that can still be answered (expired and abandoned ones excluded): the badge's number. */
   waitingCount: number;
 }
 
@@ -149,16 +198,22 @@ export function buildSnapshot(
   queue: ReadonlyMap<string, QueuedReply>,
   nowMs: number,
   timeoutMs: number,
+  liveness: LivenessOf = NOTHING_KNOWN,
 ): CuesSnapshot {
-  const pending = source.pending.map((e) => toCue(e, nowMs, timeoutMs));
-  const history = source.recent.filter((e) => e.state !== 'pending').map((e) => toCue(e, nowMs, timeoutMs));
+  const pending = source.pending.map((e) => toCue(e, nowMs, timeoutMs, liveness));
+  const history = source.recent.filter((e) => e.state !== 'pending').map((e) => toCue(e, nowMs, timeoutMs, liveness));
   const agents: CueAgent[] = source.agents.map((a) => {
     // Expired cues are not waiting for anyone: counted out, as on the badge.
     const agent: CueAgent = { agentId: a.agentId, pendingCount: pending.filter((c) => c.agentId === a.agentId && c.state === 'pending').length };
     if (a.runtime) agent.runtime = a.runtime;
     if (a.projectDir) agent.projectDir = a.projectDir;
     if (a.terminal) agent.terminal = a.terminal;
-    if (a.lastActivityMs !== undefined) agent.lastActivityMs = a.lastActivityMs;
+    // Its last sign of life or the human's last answer to it, whichever is later: one clock for the agent's line.
+    const answeredAt = history.flatMap((c) => (c.agentId === a.agentId && c.response?.atMs !== undefined ? [c.response.atMs] : []));
+    const last = Math.max(a.lastActivityMs ?? -Infinity, ...answeredAt);
+    if (Number.isFinite(last)) agent.lastActivityMs = last;
+    // An archived agent that has a cue waiting is listed again: the human must see who asks.
+    if (a.archived && agent.pendingCount === 0) agent.archived = true;
     const queued = queue.get(a.agentId);
     if (queued) agent.queued = queued.text;
     return agent;

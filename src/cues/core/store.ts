@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import * as z from 'zod';
 import { writeFileAtomic } from '../../shared/atomic.ts';
 import { errorMessage } from '../../shared/errors.ts';
+import { beat, ensureBookkeeping, pruneWaiters, readArchived, readQueue, readWaiters, recordWaiter, removeArchived, removeQueued, writeArchived, writeQueued, type QueueRow } from './bookkeeping.ts';
 import { MailboxError, toMailboxError } from './errors.ts';
 import { mailboxPaths, type MailboxPaths } from './home.ts';
 import { parsePayload, type PayloadView } from './payload.ts';
@@ -12,6 +13,7 @@ import { ensureSchema, readColumns, type ColumnMap } from './schema.ts';
 import type { Database } from './sqlite.ts';
 import { openConnection } from './connection.ts';
 import { localIsoWithOffset, parseMailboxTime } from './time.ts';
+import { currentProcess, goneWaiterText, HEARTBEAT_MS, systemProbe, waiterLiveness, type Liveness, type ProcessIdentity, type ProcessProbe, type WaiterRecord } from './waiters.ts';
 import { watchMailbox, type WatchOptions } from './watch.ts';
 
 /** How long a write waits for another program's lock before it fails with a clear "busy" error. */
@@ -24,6 +26,10 @@ export interface MailboxOptions {
   home?: string;
   env?: NodeJS.ProcessEnv;
   busyTimeoutMs?: number;
+  /** How this process judges whether another one still runs (tests pass their own). */
+  probe?: ProcessProbe;
+  /** Who this process is, as the waiter records of its requests say (tests pass another one). */
+  identity?: ProcessIdentity;
 }
 
 // Rows as they come out of files written by any of the tools: loose, every column but the keys optional.
@@ -102,6 +108,8 @@ export interface CueEntry {
   /** pending: waiting for the human; answered/cancelled: has a response; closed: no response but not PENDING (e.g. auto-cancelled elsewhere). */
   state: CueState;
   response?: CueResponse;
+  /** Who waits for the answer, when a Belay writer recorded it (waiters.ts); never for the public tools' requests. */
+  waiter?: WaiterRecord;
 }
 
 export interface AgentSummary {
@@ -113,6 +121,8 @@ export interface AgentSummary {
   pendingCount: number;
   lastActivityMs?: number;
   lastPrompt?: string;
+  /** Archived by the human and not heard from since. */
+  archived?: boolean;
 }
 
 export interface AgentEnv {
@@ -127,6 +137,13 @@ export interface Answer {
   /** Paths of files to attach; copied into the mailbox's files folder. */
   attachments?: readonly string[];
   mentions?: readonly unknown[];
+}
+
+/** A queued reply and the request it answers. */
+export interface Delivery {
+  requestId: string;
+  agentId: string;
+  text: string;
 }
 
 export interface ListFilter {
@@ -183,12 +200,19 @@ export class Mailbox {
   readonly busyTimeoutMs: number;
   readonly #db: Database;
   readonly #columns: ColumnMap;
+  readonly #probe: ProcessProbe;
+  readonly #identity: ProcessIdentity | undefined;
+  /** Requests this process wrote and waits for: their heartbeat goes on until each has a response. */
+  readonly #waiting = new Set<string>();
+  #heartbeat: NodeJS.Timeout | undefined;
 
-  private constructor(paths: MailboxPaths, db: Database, busyTimeoutMs: number) {
+  private constructor(paths: MailboxPaths, db: Database, busyTimeoutMs: number, options: MailboxOptions) {
     this.paths = paths;
     this.#db = db;
     this.busyTimeoutMs = busyTimeoutMs;
     this.#columns = readColumns(db);
+    this.#probe = options.probe ?? systemProbe();
+    this.#identity = options.identity;
   }
 
   /** Opens (creating when new) the mailbox; throws MailboxError with a message fit for the user. */
@@ -205,7 +229,7 @@ export class Mailbox {
     const db = openConnection(paths.dbPath, busyTimeoutMs);
     try {
       ensureSchema(db, paths.dbPath);
-      return new Mailbox(paths, db, busyTimeoutMs);
+      return new Mailbox(paths, db, busyTimeoutMs, options);
     } catch (error) {
       db.close();
       throw toMailboxError(error, paths.dbPath);
@@ -213,6 +237,7 @@ export class Mailbox {
   }
 
   close(): void {
+    this.#stopHeartbeat();
     if (this.#db.isOpen) this.#db.close();
   }
 
@@ -259,11 +284,20 @@ export class Mailbox {
     return Number(result.lastInsertRowid);
   }
 
-  /** Writes a new PENDING request, as `cueme cue` does. */
-  createRequest(input: { agentId: string; prompt: string; payloadJson: string | null }): { requestId: string; createdAt: string } {
+  /**
+   * Writes a new PENDING request, as `cueme cue` does, and beside it (Belay's own table) that this
+   * process waits for its answer, until when (`timeoutMs`; none for a pause), so a reader can tell
+   * a request nobody waits for any more (waiters.ts). The waiter beats every HEARTBEAT_MS while
+   * the request has no response, for readers on other machines.
+   */
+  createRequest(input: { agentId: string; prompt: string; payloadJson: string | null; timeoutMs?: number | undefined }): { requestId: string; createdAt: string } {
     const requestId = newRequestId();
-    const createdAt = localIsoWithOffset();
-    this.#transaction(() =>
+    const now = new Date();
+    const createdAt = localIsoWithOffset(now);
+    const identity = this.#identity ?? currentProcess();
+    const waiter: WaiterRecord = { requestId, ...identity, heartbeatMs: now.getTime() };
+    if (input.timeoutMs !== undefined) waiter.deadlineMs = now.getTime() + input.timeoutMs;
+    this.#transaction(() => {
       this.#insert('cue_requests', {
         request_id: requestId,
         agent_id: input.agentId,
@@ -272,9 +306,34 @@ export class Mailbox {
         status: 'PENDING',
         created_at: createdAt,
         updated_at: createdAt,
-      }),
-    );
+      });
+      ensureBookkeeping(this.#db);
+      recordWaiter(this.#db, waiter);
+      pruneWaiters(this.#db, now.getTime());
+    });
+    this.#waiting.add(requestId);
+    this.#heartbeat ??= setInterval(() => this.#beat(), HEARTBEAT_MS).unref();
     return { requestId, createdAt };
+  }
+
+  #beat(): void {
+    try {
+      const open = this.#transaction(() => beat(this.#db, [...this.#waiting], Date.now()));
+      for (const id of [...this.#waiting]) if (!open.includes(id)) this.#waiting.delete(id);
+    } catch {
+      // Busy or gone for a moment: the next beat comes well before a reader gives up on this one.
+    }
+    if (this.#waiting.size === 0) this.#stopHeartbeat();
+  }
+
+  #stopHeartbeat(): void {
+    if (this.#heartbeat) clearInterval(this.#heartbeat);
+    this.#heartbeat = undefined;
+  }
+
+  /** Whether the process that waits for `entry` is still there, as seen from this process (waiters.ts). */
+  liveness(entry: Pick<CueEntry, 'waiter'>, nowMs = Date.now()): Liveness {
+    return waiterLiveness(entry.waiter, this.#probe, nowMs);
   }
 
   upsertAgent(env: AgentEnv): void {
@@ -359,7 +418,7 @@ export class Mailbox {
     });
   }
 
-  #toEntry(row: RequestRow, response: CueResponse | undefined): CueEntry {
+  #toEntry(row: RequestRow, response: CueResponse | undefined, waiter: WaiterRecord | undefined): CueEntry {
     const status = row.status ?? '';
     const entry: CueEntry = {
       id: row.id,
@@ -375,6 +434,7 @@ export class Mailbox {
     const ms = parseMailboxTime(row.created_at);
     if (ms !== undefined) entry.createdAtMs = ms;
     if (response) entry.response = response;
+    if (waiter) entry.waiter = waiter;
     return entry;
   }
 
@@ -382,7 +442,7 @@ export class Mailbox {
     return this.#run(() => {
       const parsed = RequestRow.safeParse(this.#db.prepare(`SELECT * FROM cue_requests WHERE request_id = ?`).get(requestId));
       if (!parsed.success) return undefined;
-      return this.#toEntry(parsed.data, this.getResponse(requestId));
+      return this.#toEntry(parsed.data, this.getResponse(requestId), readWaiters(this.#db, [requestId]).get(requestId));
     });
   }
 
@@ -419,9 +479,10 @@ export class Mailbox {
         }
       }
       const files = this.#filesFor([...responses.values()].map((r) => r.id));
+      const waiters = readWaiters(this.#db, requests.map((r) => r.request_id));
       let entries = requests.map((row) => {
         const response = responses.get(row.request_id);
-        return this.#toEntry(row, response ? this.#toResponse(response, files.get(response.id) ?? []) : undefined);
+        return this.#toEntry(row, response ? this.#toResponse(response, files.get(response.id) ?? []) : undefined, waiters.get(row.request_id));
       });
       if (filter.pendingOnly) entries = entries.filter((e) => e.state === 'pending');
       return entries.sort((a, b) => (a.createdAtMs ?? Infinity) - (b.createdAtMs ?? Infinity) || a.id - b.id);
@@ -470,6 +531,10 @@ export class Mailbox {
           if (ms !== undefined && (agent.lastActivityMs === undefined || ms > agent.lastActivityMs)) agent.lastActivityMs = ms;
         }
       }
+      for (const agentId of readArchived(this.#db)) {
+        const agent = agents.get(agentId);
+        if (agent) agent.archived = true;
+      }
       return [...agents.values()].sort(
         (a, b) => Number(b.pendingCount > 0) - Number(a.pendingCount > 0) || (b.lastActivityMs ?? 0) - (a.lastActivityMs ?? 0) || a.agentId.localeCompare(b.agentId),
       );
@@ -503,8 +568,11 @@ export class Mailbox {
     return { sha256, rel, mimeType: mimeForFile(source), size: data.length };
   }
 
-  /** Checks, inside the caller's transaction, that the request exists and has no answer yet. */
-  #requireOpen(requestId: string): void {
+  /**
+   * Checks, inside the caller's transaction, that the request exists and has no answer yet; for an
+   * answer (not an End), also that its recorded waiter is still there to read it.
+   */
+  #requireOpen(requestId: string, forAnswer = false): void {
     const request = this.#db.prepare(`SELECT * FROM cue_requests WHERE request_id = ?`).get(requestId) as { status?: unknown } | undefined;
     if (!request) throw new MailboxError('unknown-request', `no request ${requestId} in the mailbox ${this.paths.dbPath}`);
     const response = this.#db.prepare(`SELECT cancelled FROM cue_responses WHERE request_id = ?`).get(requestId) as { cancelled?: unknown } | undefined;
@@ -513,6 +581,10 @@ export class Mailbox {
     }
     const status = typeof request.status === 'string' ? request.status : null;
     if (!isPendingStatus(status)) throw new MailboxError('already-answered', `request ${requestId} is ${status} already; nothing was written`);
+    if (forAnswer) {
+      const waiter = readWaiters(this.#db, [requestId]).get(requestId);
+      if (waiter && this.liveness({ waiter }) === 'gone') throw new MailboxError('abandoned', `request ${requestId} was abandoned: ${goneWaiterText(waiter)}, so nobody would read an answer; nothing was written`);
+    }
   }
 
   #writeResponse(requestId: string, json: string, cancelled: boolean, files: readonly PreparedFile[]): void {
@@ -537,12 +609,12 @@ export class Mailbox {
    */
   async answer(requestId: string, answer: Answer): Promise<void> {
     // Fail before copying files when the answer cannot go in anyway.
-    this.#run(() => this.#requireOpen(requestId));
+    this.#run(() => this.#requireOpen(requestId, true));
     const files: PreparedFile[] = [];
     for (const source of answer.attachments ?? []) files.push(await this.#prepareFile(source));
     const json = JSON.stringify(answer.mentions && answer.mentions.length > 0 ? { text: answer.text, mentions: answer.mentions } : { text: answer.text });
     this.#transaction(() => {
-      this.#requireOpen(requestId);
+      this.#requireOpen(requestId, true);
       this.#writeResponse(requestId, json, false, files);
     });
   }
@@ -567,6 +639,58 @@ export class Mailbox {
       return false;
     });
     return answered ? this.getResponse(requestId) : undefined;
+  }
+
+  // ---- Belay's bookkeeping (bookkeeping.ts): shared by every window and command line ----
+
+  /** Replies waiting for agents' next cues, by agent. */
+  listQueue(): Map<string, QueueRow> {
+    return this.#run(() => new Map(readQueue(this.#db).map((row) => [row.agentId, row])));
+  }
+
+  /** Queues `text` for the agent's next cue (written after now, or after request row `afterId`); an empty text removes it. */
+  setQueued(agentId: string, text: string, afterId?: number): void {
+    this.#transaction(() => {
+      if (text.trim() === '') return removeQueued(this.#db, agentId);
+      ensureBookkeeping(this.#db);
+      writeQueued(this.#db, agentId, text.trim(), Date.now(), afterId);
+    });
+  }
+
+  /**
+   * Delivers queued replies: `choose` picks, from the pending requests and the queue, which request
+   * gets which agent's reply (model.ts, `queuedDeliveries`); each picked request is answered and the
+   * reply used up in one transaction, so of every window and process trying at once exactly one
+   * delivers it. Returns what was delivered.
+   */
+  deliverQueued(choose: (pending: CueEntry[], queue: Map<string, QueueRow>) => Delivery[]): Delivery[] {
+    const pick = (): Delivery[] => {
+      const queue = this.listQueue();
+      return queue.size === 0 ? [] : choose(this.listRequests({ pendingOnly: true }), queue);
+    };
+    // Look first without the write lock: almost always there is nothing to deliver.
+    if (this.#run(pick).length === 0) return [];
+    return this.#transaction(() => {
+      const picks = pick();
+      for (const p of picks) {
+        removeQueued(this.#db, p.agentId);
+        this.#writeResponse(p.requestId, JSON.stringify({ text: p.text }), false, []);
+      }
+      return picks;
+    });
+  }
+
+  /** Hides agents from the list until they write a newer request. */
+  archiveAgents(agentIds: readonly string[]): void {
+    if (agentIds.length === 0) return;
+    this.#transaction(() => {
+      ensureBookkeeping(this.#db);
+      writeArchived(this.#db, agentIds, Date.now());
+    });
+  }
+
+  unarchiveAgents(agentIds: readonly string[]): void {
+    this.#transaction(() => removeArchived(this.#db, agentIds));
   }
 
   /** `PRAGMA data_version` of this connection: changes when another connection commits. */

@@ -1,7 +1,8 @@
 // A small Markdown subset for agents' prompts, parsed into a plain tree (no DOM, no HTML): the app
 // turns it into elements with createElement/textContent, so any HTML in a prompt stays text.
 // Supported: paragraphs (line breaks kept), headings, fenced code, bullet and numbered lists,
-// block quotes, **strong**, *em*/_em_, `code`, [links](https://…) and bare http(s) URLs.
+// block quotes, pipe tables (GitHub's), **strong**, *em*/_em_, `code`, [links](https://…) and bare
+// http(s) URLs.
 import { safeHref } from './protocol.ts';
 
 export type Inline =
@@ -17,7 +18,9 @@ export type Block =
   | { t: 'h'; level: 1 | 2 | 3; children: Inline[] }
   | { t: 'pre'; text: string }
   | { t: 'list'; ordered: boolean; items: Inline[][] }
-  | { t: 'quote'; children: Inline[] };
+  | { t: 'quote'; children: Inline[] }
+  /** A pipe table: every row has as many cells as the header. */
+  | { t: 'table'; align: Array<'left' | 'center' | 'right' | undefined>; header: Inline[][]; rows: Inline[][][] };
 
 const LINK = /^\[([^\]\n]*)\]\(([^()\s]+)\)/;
 const BARE_URL = /^https?:\/\/[^\s<>()"'`]+[^\s<>()"'`.,;:!?]/;
@@ -103,6 +106,72 @@ const HEADING = /^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/;
 const BULLET = /^\s{0,3}[-*+]\s+(.*)$/;
 const ORDERED = /^\s{0,3}\d{1,9}[.)]\s+(.*)$/;
 const QUOTE = /^\s{0,3}>\s?(.*)$/;
+const TABLE_DELIMITER = /^\s{0,3}\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
+/** Larger tables than this stay text: a prompt cannot make the page build millions of cells. */
+const MAX_TABLE_CELLS = 5000;
+
+/** The cells of a table row: split on `|` not escaped and not inside a code span; outer pipes dropped. */
+export function splitTableRow(line: string): string[] {
+  const cells: string[] = [];
+  let cell = '';
+  let inCode = false;
+  for (let i = 0; i < line.length; i++) {
+    const ch = line[i]!;
+    if (ch === '\\' && line[i + 1] === '|') {
+      cell += '|';
+      i++;
+    } else if (ch === '`') {
+      inCode = !inCode;
+      cell += ch;
+    } else if (ch === '|' && !inCode) {
+      cells.push(cell);
+      cell = '';
+    } else {
+      cell += ch;
+    }
+  }
+  cells.push(cell);
+  const trimmed = line.trim();
+  if (trimmed.startsWith('|') && cells[0]?.trim() === '') cells.shift();
+  if (trimmed.endsWith('|') && cells.length > 0 && cells[cells.length - 1]!.trim() === '') cells.pop();
+  return cells.map((c) => c.trim());
+}
+
+function alignOf(delimiter: string): 'left' | 'center' | 'right' | undefined {
+  const d = delimiter.trim();
+  const left = d.startsWith(':');
+  const right = d.endsWith(':');
+  return left && right ? 'center' : right ? 'right' : left ? 'left' : undefined;
+}
+
+/** A table starting at `lines[i]` (its header row, then the delimiter row), and where it ends. */
+function parseTable(lines: readonly string[], i: number): { block: Block; next: number } | undefined {
+  const headerLine = lines[i]!;
+  const delimiterLine = lines[i + 1];
+  if (delimiterLine === undefined || !headerLine.includes('|') || !TABLE_DELIMITER.test(delimiterLine) || !delimiterLine.includes('-')) return undefined;
+  const header = splitTableRow(headerLine);
+  const delimiters = splitTableRow(delimiterLine);
+  if (header.length === 0 || header.length !== delimiters.length) return undefined;
+  const width = header.length;
+  const rows: string[][] = [];
+  let j = i + 2;
+  while (j < lines.length && lines[j]!.trim() !== '' && lines[j]!.includes('|')) {
+    const cells = splitTableRow(lines[j]!).slice(0, width);
+    while (cells.length < width) cells.push('');
+    rows.push(cells);
+    j++;
+  }
+  if ((rows.length + 1) * width > MAX_TABLE_CELLS) return undefined;
+  return {
+    block: {
+      t: 'table',
+      align: delimiters.map(alignOf),
+      header: header.map((c) => parseInline(c)),
+      rows: rows.map((row) => row.map((c) => parseInline(c))),
+    },
+    next: j,
+  };
+}
 
 /** The blocks of a prompt. Never throws; anything unrecognised is paragraph text. */
 export function parseMarkdown(src: string): Block[] {
@@ -126,6 +195,13 @@ export function parseMarkdown(src: string): Block[] {
     }
     if (line.trim() === '') {
       flush();
+      continue;
+    }
+    const table = parseTable(lines, i);
+    if (table) {
+      flush();
+      blocks.push(table.block);
+      i = table.next - 1;
       continue;
     }
     const heading = HEADING.exec(line);

@@ -33,10 +33,11 @@ export const uiPayloadSchema = z.discriminatedUnion('kind', [
 export type UiPayload = z.infer<typeof uiPayloadSchema>;
 
 /**
- * pending: waiting for the human; expired: pending but older than its cueme waits, so nobody
- * reads an answer any more; answered / cancelled / timeout: has a response; closed: ended elsewhere.
+ * pending: waiting for the human; expired: pending but older than its cueme waits; abandoned:
+ * pending but the process that waited is gone: in both, nobody reads an answer any more.
+ * answered / cancelled / timeout: has a response; closed: ended elsewhere.
  */
-export const cueStateSchema = z.enum(['pending', 'expired', 'answered', 'cancelled', 'timeout', 'closed']);
+export const cueStateSchema = z.enum(['pending', 'expired', 'abandoned', 'answered', 'cancelled', 'timeout', 'closed']);
 export type CueState = z.infer<typeof cueStateSchema>;
 
 export const uiCueSchema = z.object({
@@ -48,6 +49,8 @@ export const uiCueSchema = z.object({
   /** When a pending cue expires (its cueme stops waiting); absent when it never does. */
   expiresAtMs: z.number().optional(),
   state: cueStateSchema,
+  /** The process recorded as waiting (Belay's cueme records it; the public tools do not). */
+  waiter: z.object({ pid: z.number(), host: z.string() }).optional(),
   response: z
     .object({
       text: z.string(),
@@ -67,6 +70,8 @@ export const uiAgentSchema = z.object({
   pendingCount: z.number(),
   /** A reply waiting for this agent's next cue. */
   queued: z.string().optional(),
+  /** Archived by the human and not heard from since. */
+  archived: z.boolean().optional(),
 });
 export type UiAgent = z.infer<typeof uiAgentSchema>;
 
@@ -90,6 +95,11 @@ export const toHostSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('pasteImage'), requestId: z.string(), mime: z.string(), dataBase64: z.string().max(MAX_PASTE_BASE64) }),
   /** An empty text removes the queued reply. */
   z.object({ type: z.literal('queue'), agentId: z.string(), text: z.string() }),
+  /** The agent's conversation in an editor tab, focused on one cue when `requestId` names it. */
+  z.object({ type: z.literal('openInEditor'), agentId: z.string(), requestId: z.string().optional() }),
+  /** Hide agents from the list until they cue again / show them again. */
+  z.object({ type: z.literal('archive'), agentIds: z.array(z.string()).max(10_000) }),
+  z.object({ type: z.literal('unarchive'), agentIds: z.array(z.string()).max(10_000) }),
   /** Only http(s) links are opened from agents' prompts. */
   z.object({ type: z.literal('openLink'), url: z.string().refine((url) => safeHref(url) !== undefined, 'only absolute http(s) links are opened') }),
 ]);
@@ -111,6 +121,8 @@ export const toWebviewSchema = z.discriminatedUnion('type', [
     agents: z.array(uiAgentSchema),
     /** Answered and ended cues, oldest first. */
     history: z.array(uiCueSchema),
+    /** In an editor panel: the one agent whose conversation it shows. */
+    scope: z.object({ agentId: z.string() }).optional(),
   }),
   z.object({ type: z.literal('attachments'), requestId: z.string(), files: z.array(z.object({ id: z.string(), name: z.string() })) }),
   z.object({ type: z.literal('result'), requestId: z.string(), ok: z.boolean(), message: z.string().optional() }),

@@ -1,6 +1,6 @@
 // What the payload UIs send, from what the human picked: pure, so the rules are unit-tested
 // (test/unit/cues/panel-selection.test.ts) and the host composes the answer text with the core.
-import type { UiPayload, UiSelection } from './protocol.ts';
+import type { UiAgent, UiPayload, UiSelection } from './protocol.ts';
 
 /** The reply box's text as the optional extra line (blank -> none). */
 function extra(text: string): Pick<UiSelection, 'text'> {
@@ -65,4 +65,12 @@ export function waitingLabel(createdAtMs: number | undefined, nowMs: number): st
 export function agoLabel(ms: number | undefined, nowMs: number): string {
   if (ms === undefined) return '';
   return `${age(nowMs - ms)} ago`;
+}
+
+/** An agent with no cue waiting and no sign of life for this long is offered for archiving in bulk. */
+export const IDLE_AFTER_MS = 3600_000;
+
+/** Agents nobody waits on, with nothing queued, not heard from for an hour: what "Archive idle agents" archives. */
+export function idleAgents(agents: readonly UiAgent[], now: number): UiAgent[] {
+  return agents.filter((a) => !a.archived && a.pendingCount === 0 && !a.queued && (a.lastActivityMs === undefined || now - a.lastActivityMs > IDLE_AFTER_MS));
 }

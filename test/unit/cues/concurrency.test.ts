@@ -55,4 +55,30 @@ describe('concurrency', () => {
       home.remove();
     }
   });
+
+  it('a cueme killed with -9 leaves its cue abandoned: `belay cues answer` refuses it and writes nothing', async () => {
+    const home = tempHome();
+    const env = childEnv(home.cueHome);
+    const cue = start(bin.cueme, ['cue', 'doomedagent', '-'], { env, input: envelope('Delete the production database?', { type: 'confirm', text: 'Really?' }), timeoutMs: 60_000 });
+    const mailbox = Mailbox.open({ home: home.cueHome });
+    try {
+      const entry = await waitUntil(mailbox, () => mailbox.listRequests({ pendingOnly: true })[0], 'the request');
+      assert.equal(entry.waiter?.pid, cue.child.pid, 'cueme records itself as the waiter');
+      assert.equal(mailbox.liveness(entry), 'alive');
+      cue.child.kill('SIGKILL');
+      assert.equal((await cue.done).signal, 'SIGKILL');
+      assert.equal(mailbox.liveness(mailbox.getRequest(entry.requestId)!), 'gone');
+      const refused = await run(bin.belay, ['cues', 'answer', entry.requestId, '--confirm'], { env });
+      assert.equal(refused.code, 1, refused.stdout);
+      assert.match(refused.stderr, new RegExp(`request ${entry.requestId} was abandoned: the process that waited for it \\(pid ${cue.child.pid} on .+\\) is gone, so nobody would read an answer; nothing was written`));
+      assert.equal(mailbox.getResponse(entry.requestId), undefined);
+      const ended = await run(bin.belay, ['cues', 'answer', entry.requestId, '--cancel'], { env });
+      assert.equal(ended.code, 0, ended.stderr);
+      assert.equal(mailbox.getRequest(entry.requestId)!.state, 'cancelled');
+    } finally {
+      cue.child.kill('SIGKILL');
+      mailbox.close();
+      home.remove();
+    }
+  });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { parseInline, parseMarkdown, type Block, type Inline } from '../../../src/webviews/cues/markdown.ts';
+import { parseInline, parseMarkdown, splitTableRow, type Block, type Inline } from '../../../src/webviews/cues/markdown.ts';
 import { safeHref } from '../../../src/webviews/cues/protocol.ts';
 
 /** The text a tree shows. */
@@ -8,7 +8,7 @@ function plainText(blocks: readonly Block[]): string {
   const inline = (nodes: readonly Inline[]): string =>
     nodes.map((n) => (n.t === 'text' || n.t === 'code' ? n.text : n.t === 'br' ? '\n' : inline(n.children))).join('');
   return blocks
-    .map((b) => (b.t === 'pre' ? b.text : b.t === 'list' ? b.items.map(inline).join('\n') : inline(b.children)))
+    .map((b) => (b.t === 'pre' ? b.text : b.t === 'list' ? b.items.map(inline).join('\n') : b.t === 'table' ? [b.header, ...b.rows].map((r) => r.map(inline).join(' | ')).join('\n') : inline(b.children)))
     .join('\n\n');
 }
 
@@ -23,6 +23,7 @@ function inlines(blocks: readonly Block[]): Inline[] {
   };
   for (const b of blocks) {
     if (b.t === 'list') b.items.forEach(walk);
+    else if (b.t === 'table') [b.header, ...b.rows].forEach((r) => r.forEach(walk));
     else if (b.t !== 'pre') walk(b.children);
   }
   return out;
@@ -76,5 +77,34 @@ describe('the Cues panel Markdown subset', () => {
     assert.ok(plainText(parseMarkdown(nested)).includes('x'));
     const big = 'word '.repeat(200_000);
     assert.equal(parseMarkdown(big).length, 1);
+  });
+});
+
+describe('Markdown tables in prompts', () => {
+  test('a pipe table becomes header, rows and alignment; cells are inline Markdown, HTML stays text', () => {
+    const blocks = parseMarkdown('Compare:\n\n| Option | Cost | Risk |\n|:--|--:|:-:|\n| **A** | 10 | `a|b` |\n| <b>B</b> | 20 |\n\nPick one.');
+    assert.deepEqual(blocks.map((b) => b.t), ['p', 'table', 'p']);
+    const table = blocks[1]!;
+    assert.ok(table.t === 'table');
+    assert.deepEqual(table.align, ['left', 'right', 'center']);
+    assert.deepEqual(table.header.map((c) => c.map((n) => (n.t === 'text' ? n.text : n.t))), [['Option'], ['Cost'], ['Risk']]);
+    assert.equal(table.rows.length, 2);
+    assert.equal(table.rows[0]![0]![0]!.t, 'strong');
+    assert.deepEqual(table.rows[0]![2], [{ t: 'code', text: 'a|b' }], 'a pipe inside code is not a cell boundary');
+    assert.deepEqual(table.rows[1], [[{ t: 'text', text: '<b>B</b>' }], [{ t: 'text', text: '20' }], []], 'short rows are padded; HTML stays text');
+  });
+
+  test('escaped pipes, no outer pipes; a lone pipe line or a bad delimiter is no table', () => {
+    assert.deepEqual(splitTableRow('a \\| b | c'), ['a | b', 'c']);
+    assert.deepEqual(splitTableRow('| a | b |'), ['a', 'b']);
+    assert.equal(parseMarkdown('a | b\n--- | ---\n1 | 2')[0]?.t, 'table');
+    assert.equal(parseMarkdown('x | y\nno delimiter')[0]?.t, 'p');
+    assert.equal(parseMarkdown('| a | b |\n| --- |')[0]?.t, 'p', 'the delimiter row must match the header');
+  });
+
+  test('a huge table stays text instead of building every cell', () => {
+    const row = `|${' x |'.repeat(100)}`;
+    const src = [row, `|${' --- |'.repeat(100)}`, ...Array.from({ length: 100 }, () => row)].join('\n');
+    assert.equal(parseMarkdown(src).some((b) => b.t === 'table'), false);
   });
 });

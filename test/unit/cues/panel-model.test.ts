@@ -4,7 +4,7 @@ import { describe, test } from 'node:test';
 import * as path from 'node:path';
 import { CUE_TIMEOUT_MS, cueTimeoutMs } from '../../../src/cues/core/expiry.ts';
 import { expandHomeSetting, mailboxPathsForSetting } from '../../../src/cues/core/home.ts';
-import { buildSnapshot, nextExpiryMs, promptSummary, queuedDeliveries, shownState, whyNotAnswerable } from '../../../src/cues/core/model.ts';
+import { buildSnapshot, nextExpiryMs, promptSummary, queuedDeliveries, shownState, toCue, waitingPhrase, whyNotAnswerable } from '../../../src/cues/core/model.ts';
 import { parsePayload, PAUSE_PAYLOAD_JSON } from '../../../src/cues/core/payload.ts';
 import type { CueEntry } from '../../../src/cues/core/store.ts';
 
@@ -105,5 +105,57 @@ describe('one expiry rule for the panel, the badge and the tools', () => {
     assert.equal(mailboxPathsForSetting('~/mail', '/home/u').dbPath, path.resolve('/home/u/mail/cue.db'));
     assert.equal(mailboxPathsForSetting('  ', '/home/u', { CUE_HOME: '/srv/cue' }).home, path.resolve('/srv/cue'));
     assert.equal(mailboxPathsForSetting('', '/home/u', { HOME: '/home/u' }).home, path.resolve('/home/u/.cue'));
+  });
+});
+
+describe('abandoned cues: the recorded waiter decides, the timeout only guesses for the public tools', () => {
+  const waiter = (over: Partial<NonNullable<CueEntry['waiter']>> = {}) => ({ requestId: 'req_1', pid: 4242, machine: 'm', host: 'devbox', heartbeatMs: T0, ...over });
+  const alive = () => 'alive' as const;
+  const gone = () => 'gone' as const;
+
+  test('a cue whose waiter is gone is abandoned: not answerable, not counted, says why', () => {
+    const cue = entry(1, { waiter: waiter({ deadlineMs: T0 + 600_000 }) });
+    assert.equal(shownState(cue, T0 + 1000, EXPIRE_AFTER_MS, gone), 'abandoned');
+    assert.equal(
+      whyNotAnswerable(cue, T0 + 1000, EXPIRE_AFTER_MS, gone),
+      'this cue was abandoned: the process that waited for it (pid 4242 on devbox) is gone, so nobody would read the answer',
+    );
+    const snapshot = buildSnapshot({ agents: [{ agentId: 'ada', requestCount: 1, pendingCount: 1 }], pending: [cue], recent: [cue] }, new Map(), T0 + 1000, EXPIRE_AFTER_MS, gone);
+    assert.equal(snapshot.waitingCount, 0);
+    assert.equal(snapshot.agents[0]?.pendingCount, 0);
+    assert.deepEqual(snapshot.pending[0]?.waiter, { pid: 4242, host: 'devbox' });
+    assert.equal(snapshot.pending[0]?.expiresAtMs, undefined);
+    const queue = new Map([['ada', { text: 'go on', afterId: 0 }]]);
+    assert.deepEqual(queuedDeliveries([cue], queue, T0 + 1000, EXPIRE_AFTER_MS, gone), [], 'a queued reply is never used up on a cue nobody reads');
+  });
+
+  test("the waiter's own deadline is the expiry (its CUEME_TIMEOUT_SECONDS, not the editor's)", () => {
+    const short = entry(1, { waiter: waiter({ deadlineMs: T0 + 5_000 }) });
+    const snapshot = buildSnapshot({ agents: [], pending: [short], recent: [] }, new Map(), T0 + 1000, EXPIRE_AFTER_MS);
+    assert.equal(snapshot.pending[0]?.expiresAtMs, T0 + 5_000);
+    assert.equal(shownState(short, T0 + 5_001, EXPIRE_AFTER_MS), 'expired');
+    assert.equal(whyNotAnswerable(short, T0 + 5_001, EXPIRE_AFTER_MS), 'this cue expired: its cueme stopped waiting after 5 s, so nobody would read the answer');
+    const timedOut = entry(2, { state: 'cancelled', waiter: waiter({ deadlineMs: T0 + 5_000 }), response: { id: 2, text: '', cancelled: true, files: [], createdAtMs: T0 + 5_000 } });
+    assert.equal(shownState(timedOut, T0 + 6_000, EXPIRE_AFTER_MS), 'timeout', "a cancel at the waiter's deadline is its timeout");
+  });
+
+  test('a live waiter past its deadline (its machine slept) is still waiting; one with no deadline never expires by the clock', () => {
+    const slept = entry(1, { waiter: waiter({ deadlineMs: T0 + 5_000 }) });
+    assert.equal(shownState(slept, T0 + 3_600_000, EXPIRE_AFTER_MS, alive), 'pending');
+    assert.equal(whyNotAnswerable(slept, T0 + 3_600_000, EXPIRE_AFTER_MS, alive), undefined);
+    assert.equal(toCue(slept, T0 + 3_600_000, EXPIRE_AFTER_MS, alive).expiresAtMs, undefined, 'nothing to count down');
+    const noDeadline = entry(2, { waiter: waiter() });
+    assert.equal(shownState(noDeadline, T0 + 10 * EXPIRE_AFTER_MS, EXPIRE_AFTER_MS), 'pending');
+  });
+
+  test("an agent's last activity counts the human's last answer to it", () => {
+    const answered = entry(5, { state: 'answered', response: { id: 5, text: 'ok', cancelled: false, files: [], createdAtMs: T0 + 9_000 } });
+    const snapshot = buildSnapshot({ agents: [{ agentId: 'ada', requestCount: 1, pendingCount: 0, lastActivityMs: T0 }], pending: [], recent: [answered] }, new Map(), T0 + 10_000, EXPIRE_AFTER_MS);
+    assert.equal(snapshot.agents[0]?.lastActivityMs, T0 + 9_000);
+  });
+
+  test('the status bar and the badge say it in words that read aloud', () => {
+    assert.equal(waitingPhrase(1), 'one agent question is waiting for your answer');
+    assert.equal(waitingPhrase(3), '3 agent questions are waiting for your answer');
   });
 });

@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { MailboxError } from '../../../src/cues/core/errors.ts';
 import { mailboxPaths } from '../../../src/cues/core/home.ts';
 import { Mailbox } from '../../../src/cues/core/store.ts';
+import { currentProcess, HEARTBEAT_STALE_MS, systemProbe, waiterLiveness } from '../../../src/cues/core/waiters.ts';
 import { repoRoot, tempHome } from './helpers.ts';
 
 function rawDb(file: string): DatabaseSync {
@@ -297,4 +298,140 @@ describe('mailbox store', () => {
       if (mode === 'wal') assert.ok(existsSync(`${watcher.paths.dbPath}-wal`));
     });
   }
+});
+
+/** The pid of a process that ran and is gone. */
+async function deadPid(): Promise<number> {
+  const child = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' });
+  await new Promise((resolve) => child.on('exit', resolve));
+  return child.pid!;
+}
+
+describe("Belay's bookkeeping beside the mailbox", () => {
+  let home: ReturnType<typeof tempHome>;
+  const open: Mailbox[] = [];
+  const openMailbox = (options: Omit<Parameters<typeof Mailbox.open>[0] & object, 'home'> = {}) => {
+    const m = Mailbox.open({ home: home.cueHome, ...options });
+    open.push(m);
+    return m;
+  };
+  beforeEach(() => {
+    home = tempHome();
+  });
+  afterEach(() => {
+    for (const m of open.splice(0)) m.close();
+    home.remove();
+  });
+
+  it("records who waits for a request in its own table: the public tools' tables keep their columns", () => {
+    const mailbox = openMailbox();
+    const before = Date.now();
+    const { requestId } = mailbox.createRequest({ agentId: 'a', prompt: 'p', payloadJson: null, timeoutMs: 30_000 });
+    const entry = mailbox.getRequest(requestId)!;
+    assert.equal(entry.waiter?.pid, process.pid);
+    assert.equal(entry.waiter?.machine, systemProbe().machine);
+    assert.ok(entry.waiter!.deadlineMs! >= before + 30_000 && entry.waiter!.deadlineMs! <= Date.now() + 30_000);
+    assert.equal(mailbox.liveness(entry), 'alive');
+    const pause = mailbox.createRequest({ agentId: 'a', prompt: 'p', payloadJson: null });
+    assert.equal(mailbox.getRequest(pause.requestId)!.waiter?.deadlineMs, undefined, 'no timeout, no deadline');
+    const db = rawDb(mailbox.paths.dbPath);
+    try {
+      const columns = (table: string) => (db.prepare(`SELECT name FROM pragma_table_info(?)`).all(table) as Array<{ name: string }>).map((r) => r.name);
+      assert.deepEqual(columns('cue_requests'), ['id', 'request_id', 'agent_id', 'prompt', 'payload', 'status', 'created_at', 'updated_at']);
+      assert.deepEqual(columns('cue_responses'), ['id', 'request_id', 'response_json', 'cancelled', 'created_at']);
+      assert.deepEqual(columns('agent_envs'), ['agent_id', 'agent_runtime', 'project_dir', 'agent_terminal', 'updated_at']);
+      // A request written by the public tools (no bookkeeping): nothing is known of its waiter.
+      db.prepare(`INSERT INTO cue_requests (request_id, agent_id, prompt, status) VALUES ('req_publictool1', 'a', 'from cueme 0.1', 'PENDING')`).run();
+    } finally {
+      db.close();
+    }
+    const publicEntry = mailbox.getRequest('req_publictool1')!;
+    assert.equal(publicEntry.waiter, undefined);
+    assert.equal(mailbox.liveness(publicEntry), 'unknown');
+  });
+
+  it('refuses an answer to a request whose waiter is gone (abandoned), writing nothing; End still closes it', async () => {
+    const probe = systemProbe();
+    const gone = await deadPid();
+    const writer = openMailbox({ identity: { pid: gone, machine: probe.machine, host: 'devbox' } });
+    const { requestId } = writer.createRequest({ agentId: 'a', prompt: 'Delete the production database?', payloadJson: null, timeoutMs: 600_000 });
+    const responder = openMailbox();
+    const entry = responder.getRequest(requestId)!;
+    assert.equal(responder.liveness(entry), 'gone');
+    await assert.rejects(responder.answer(requestId, { text: 'Yes' }), (e: unknown) => isKind('abandoned')(e) && new RegExp(`pid ${gone} on devbox\\) is gone`).test((e as Error).message));
+    assert.equal(responder.getResponse(requestId), undefined, 'nothing written');
+    responder.cancel(requestId);
+    assert.equal(responder.getRequest(requestId)!.state, 'cancelled');
+  });
+
+  it('a malformed waiter row is ignored: nothing is known, and the cue stays answerable until its timeout', async () => {
+    const mailbox = openMailbox();
+    const ids = ['a', 'b', 'c', 'd'].map((agentId) => mailbox.createRequest({ agentId, prompt: 'p', payloadJson: null }).requestId);
+    const db = rawDb(mailbox.paths.dbPath);
+    try {
+      const set = db.prepare(`UPDATE belay_waiters SET pid = ?, heartbeat_ms = ? WHERE request_id = ?`);
+      set.run(0, Date.now(), ids[0]!);
+      set.run(-1, Date.now(), ids[1]!);
+      set.run(1.5, Date.now(), ids[2]!);
+      set.run(4242, 'yesterday', ids[3]!);
+    } finally {
+      db.close();
+    }
+    for (const id of ids) {
+      const entry = mailbox.getRequest(id)!;
+      assert.equal(entry.waiter, undefined, id);
+      assert.equal(mailbox.liveness(entry), 'unknown', id);
+      await mailbox.answer(id, { text: 'still answerable' });
+    }
+  });
+
+  it('tells a reused pid apart by its start time, and judges a waiter on another machine by its heartbeat', () => {
+    const probe = systemProbe();
+    const me = currentProcess();
+    assert.equal(probe.isRunning(process.ppid, undefined), true);
+    if (me.startMark !== undefined) assert.equal(probe.isRunning(process.ppid, 'not-its-start'), false, 'the same pid with another start time is another process');
+    const record = { requestId: 'req_x', pid: 1, machine: 'linux:another-boot:pid:[1]', host: 'far', heartbeatMs: 1_000_000 };
+    assert.equal(waiterLiveness(record, probe, 1_000_000 + HEARTBEAT_STALE_MS), 'alive');
+    assert.equal(waiterLiveness(record, probe, 1_000_001 + HEARTBEAT_STALE_MS), 'gone');
+    assert.equal(waiterLiveness(undefined, probe, 0), 'unknown');
+    const fake = { machine: 'here', isRunning: (pid: number) => pid === 7 };
+    assert.equal(waiterLiveness({ ...record, machine: 'here', pid: 7 }, fake, 0), 'alive', 'on the same machine the process decides, not the heartbeat');
+    assert.equal(waiterLiveness({ ...record, machine: 'here', pid: 8, heartbeatMs: Date.now() }, fake, Date.now()), 'gone');
+  });
+
+  it('the reply queue is one per mailbox: any connection sees it, and exactly one delivers it', async () => {
+    const a = openMailbox();
+    const b = openMailbox();
+    const old = a.createRequest({ agentId: 'ada', prompt: 'before the queueing', payloadJson: null }).requestId;
+    a.setQueued('ada', '  next: write the changelog ');
+    assert.deepEqual([...b.listQueue().values()].map((q) => [q.agentId, q.text]), [['ada', 'next: write the changelog']]);
+    const next = b.createRequest({ agentId: 'ada', prompt: 'what next?', payloadJson: null }).requestId;
+    const choose = (pending: ReturnType<Mailbox['listRequests']>, queue: ReturnType<Mailbox['listQueue']>) =>
+      [...queue.values()].flatMap((q) => {
+        const hit = pending.filter((e) => e.agentId === q.agentId && e.id > q.afterId)[0];
+        return hit ? [{ requestId: hit.requestId, agentId: q.agentId, text: q.text }] : [];
+      });
+    const delivered = [...a.deliverQueued(choose), ...b.deliverQueued(choose)];
+    assert.deepEqual(delivered, [{ requestId: next, agentId: 'ada', text: 'next: write the changelog' }]);
+    assert.equal(a.getResponse(next)?.text, 'next: write the changelog');
+    assert.equal(a.getResponse(old), undefined, 'an older cue does not take it');
+    assert.equal(b.listQueue().size, 0, 'used once');
+    a.setQueued('bob', 'x');
+    a.setQueued('bob', '');
+    assert.equal(b.listQueue().size, 0, 'an empty text removes it');
+  });
+
+  it('archived agents are listed as such until they write a newer request', () => {
+    const mailbox = openMailbox();
+    mailbox.upsertAgent({ agentId: 'OldAgent', runtime: 'cursor', projectDir: '/p', terminal: 'zsh' });
+    mailbox.createRequest({ agentId: 'OldAgent', prompt: 'p', payloadJson: null });
+    mailbox.upsertAgent({ agentId: 'other', runtime: 'cursor', projectDir: '/p', terminal: 'zsh' });
+    mailbox.archiveAgents(['OldAgent', 'other']);
+    const archived = () => mailbox.listAgents().filter((a) => a.archived).map((a) => a.agentId).sort();
+    assert.deepEqual(archived(), ['OldAgent', 'other']);
+    mailbox.createRequest({ agentId: 'OldAgent', prompt: 'back again', payloadJson: null });
+    assert.deepEqual(archived(), ['other']);
+    mailbox.unarchiveAgents(['other']);
+    assert.deepEqual(archived(), []);
+  });
 });
