@@ -19,3 +19,20 @@ export async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
   for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
   return Buffer.concat(chunks).toString('utf8');
 }
+
+/**
+ * Resolves when the other end is gone: `stdin` ended, closed or failed, or the process was asked
+ * to stop (SIGINT, SIGTERM, SIGHUP), for commands that serve until then.
+ */
+export function untilInputEnds(stdin: NodeJS.ReadableStream): Promise<void> {
+  return new Promise((resolve) => {
+    const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+    const done = () => {
+      stdin.off('end', done).off('close', done).off('error', done);
+      for (const signal of signals) process.off(signal, done);
+      resolve();
+    };
+    stdin.on('end', done).on('close', done).on('error', done);
+    for (const signal of signals) process.on(signal, done);
+  });
+}
