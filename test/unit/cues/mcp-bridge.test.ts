@@ -38,7 +38,7 @@ describe('belay mcp --wrap: elicitations of a wrapped server become cues', () =>
     sdkClient(process.execPath, [bin.belay, 'mcp', '--wrap', '--', process.execPath, SERVER], { env: { ...env, ...extraEnv }, cwd: repoRoot, capabilities });
   const pending = () => mailbox.listRequests({ pendingOnly: true })[0];
   const answer = (...args: string[]) => run(bin.belay, ['cues', 'answer', ...args], { env });
-  const resultOf = async (call: Promise<unknown>) => JSON.parse(textOf((await call) as { content: unknown })) as Record<string, unknown>;
+  const resultOf = async (call: Promise<object>) => JSON.parse(textOf(await call)) as Record<string, unknown>;
 
   it('a form of every field kind is asked as a cue; the answer goes back typed, as the schema wants it', async () => {
     const { client } = await wrapped();

@@ -99,7 +99,7 @@ export async function sdkClient(command: string, args: string[], options: { env:
 }
 
 /** The text parts of a tool result, joined. */
-export function textOf(result: { content?: unknown }): string {
-  const parts = (result.content ?? []) as Array<{ type: string; text?: string }>;
+export function textOf(result: object): string {
+  const parts = ((result as { content?: unknown }).content ?? []) as Array<{ type: string; text?: string }>;
   return parts.filter((p) => p.type === 'text').map((p) => p.text ?? '').join('');
 }
