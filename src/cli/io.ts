@@ -21,18 +21,23 @@ export async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
 }
 
 /**
- * Resolves when the other end is gone: `stdin` ended, closed or failed, or the process was asked
- * to stop (SIGINT, SIGTERM, SIGHUP), for commands that serve until then.
+ * How the client of a stdio server went away: `ended` closed stdin (an MCP client's way to end a
+ * stdio server), `broken` a pipe failed (for stdout: the reader closed it, EPIPE). Later write
+ * errors stay handled: nobody is there to tell.
  */
-export function untilInputEnds(stdin: NodeJS.ReadableStream): Promise<void> {
+export function clientGone(stdin: NodeJS.ReadableStream, stdout: NodeJS.WritableStream): Promise<'ended' | 'broken'> {
   return new Promise((resolve) => {
-    const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-    const done = () => {
-      stdin.off('end', done).off('close', done).off('error', done);
-      for (const signal of signals) process.off(signal, done);
-      resolve();
-    };
-    stdin.on('end', done).on('close', done).on('error', done);
-    for (const signal of signals) process.on(signal, done);
+    stdin.once('end', () => resolve('ended')).once('close', () => resolve('ended'));
+    stdin.on('error', () => resolve('broken'));
+    stdout.on('error', () => resolve('broken'));
   });
+}
+
+/** Resolves when the process is asked to stop (SIGINT, SIGTERM, SIGHUP) until `dispose` is called. */
+export function stopRequested(): { promise: Promise<void>; dispose(): void } {
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  let stop = () => undefined as void;
+  const promise = new Promise<void>((resolve) => (stop = resolve));
+  for (const signal of signals) process.on(signal, stop);
+  return { promise, dispose: () => signals.forEach((signal) => process.off(signal, stop)) };
 }

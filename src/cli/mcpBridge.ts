@@ -13,7 +13,7 @@ import { startChild } from '../shared/process.ts';
 import { cueTimeoutMs } from '../cues/core/expiry.ts';
 import { cueAndWait, join } from '../cues/core/hap.ts';
 import { silenceSqliteExperimentalWarning } from '../cues/core/sqlite.ts';
-import { untilInputEnds, type CliIO } from './io.ts';
+import { clientGone, stopRequested, type CliIO } from './io.ts';
 import { elicitationForm, readFormAnswer, type ElicitationForm, type FieldValue } from './mcpForm.ts';
 import { MailboxLink } from './mcpMailbox.ts';
 
@@ -192,16 +192,18 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
   const decoder = new StringDecoder('utf8');
   const onData = (chunk: Buffer | string) => fromClient.push(typeof chunk === 'string' ? chunk : decoder.write(chunk));
   io.stdin.on('data', onData);
-  let clientGone = false;
+  let clientLeft = false;
   let grace: NodeJS.Timeout | undefined;
-  void untilInputEnds(io.stdin).then(() => {
-    clientGone = true;
+  const stop = stopRequested();
+  void Promise.race([clientGone(io.stdin, io.stdout), stop.promise]).then(() => {
+    clientLeft = true;
     // As an MCP client does: close the server's input, give it a moment, then end its tree.
     child.endInput();
     grace = setTimeout(() => child.kill(), EXIT_GRACE_MS);
   });
 
   const end = await child.ended;
+  stop.dispose();
   if (grace) clearTimeout(grace);
   io.stdin.off('data', onData);
   (io.stdin as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
@@ -214,6 +216,6 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
     io.stderr.write(`belay mcp: ${failure}\n`);
     return 1;
   }
-  if (clientGone) return 0;
+  if (clientLeft) return 0;
   return end.exitCode ?? 1;
 }

@@ -90,18 +90,30 @@ export const NO = 'No';
 export const ACCEPT_LABEL = 'Accept';
 export const DECLINE_LABEL = 'Decline';
 
+/**
+ * Text as one line a label can be (the answer names fields and options by their labels, one per
+ * line); `fallback` when nothing visible is left.
+ */
+function oneLine(text: string | undefined, fallback: string): string {
+  return text?.replace(/\s+/g, ' ').trim() || fallback;
+}
+
 function optionsOf(values: readonly string[], titles: ReadonlyArray<string | undefined> | undefined): Option[] {
-  const labels = values.map((value, i) => titles?.[i]?.trim() || value);
-  // Titles that repeat could not be read back: the values are shown instead.
-  const unique = new Set(labels).size === labels.length;
-  return values.map((value, i) => ({ value, label: unique ? labels[i]! : value }));
+  const shown = (value: string, i: number) => oneLine(titles?.[i], oneLine(value, '(empty)'));
+  const labels = values.map(shown);
+  // Titles that repeat could not be read back: the values are shown instead, and where those
+  // repeat too (once made one line), their position tells them apart.
+  const plain = values.map((value) => oneLine(value, '(empty)'));
+  const chosen = new Set(labels).size === labels.length ? labels : plain;
+  const unique = new Set(chosen).size === chosen.length;
+  return values.map((value, i) => ({ value, label: unique ? chosen[i]! : `${i + 1}. ${plain[i]!}` }));
 }
 
 function fieldOf(key: string, raw: unknown, required: boolean): Omit<Field, 'label'> & { title: string } | undefined {
   const parsed = Property.safeParse(raw);
   if (!parsed.success) return undefined;
   const p = parsed.data;
-  const base = { key, title: p.title?.trim() || key, required, ...(p.description?.trim() ? { description: p.description.trim() } : {}) };
+  const base = { key, title: oneLine(p.title, oneLine(key, '(unnamed)')), required, ...(p.description?.trim() ? { description: p.description.trim() } : {}) };
   switch (p.type) {
     case 'string': {
       if (p.oneOf) return { ...base, kind: 'choice', options: optionsOf(p.oneOf.map((o) => o.const), p.oneOf.map((o) => o.title)), ...(p.default !== undefined ? { default: p.default } : {}) };
@@ -175,6 +187,9 @@ export function elicitationForm(params: unknown, source: string): ElicitationFor
   const parsed = ElicitFormParams.safeParse(params);
   if (!parsed.success) return undefined;
   const { message, requestedSchema } = parsed.data;
+  // A property the parse had to drop (`__proto__`) could not be answered: not a form for Belay.
+  const given = (params as { requestedSchema: { properties?: object } }).requestedSchema.properties;
+  if (Object.keys(given ?? {}).length !== Object.keys(requestedSchema.properties ?? {}).length) return undefined;
   const required = new Set(requestedSchema.required ?? []);
   const drafts: Array<Omit<Field, 'label'> & { title: string }> = [];
   for (const [key, raw] of Object.entries(requestedSchema.properties ?? {})) {
@@ -183,9 +198,12 @@ export function elicitationForm(params: unknown, source: string): ElicitationFor
     drafts.push(field);
   }
   const titles = drafts.map((d) => d.title);
+  const used = new Set<string>();
   const fields: Field[] = drafts.map(({ title, ...field }) => {
-    let label = titles.filter((t) => t === title).length > 1 ? `${title} (${field.key})` : title;
+    let label = titles.filter((t) => t === title).length > 1 ? `${title} (${oneLine(field.key, '?')})` : title;
     if (!field.required) label += ' (optional)';
+    for (let n = 2, first = label; used.has(label); n++) label = `${first} ${n}`;
+    used.add(label);
     return { ...field, label };
   });
   const lines = [message.trim() || 'The MCP server asks for your input.'];
@@ -298,17 +316,19 @@ export function readFormAnswer(form: ElicitationForm, text: string): FormAnswer 
   }
   if (form.fields.length === 1 && raw.size === 0 && free.length > 0) raw.set(form.fields[0]!.key, free.join('\n'));
   const content: Record<string, FieldValue> = {};
+  // Own properties whatever the key (a property named `__proto__` stays a property).
+  const set = (key: string, value: FieldValue) => Object.defineProperty(content, key, { value, enumerable: true, writable: true, configurable: true });
   const problems: string[] = [];
   for (const field of form.fields) {
     const given = raw.get(field.key);
     if (given === undefined || given === '') {
-      if (field.default !== undefined) content[field.key] = field.default;
+      if (field.default !== undefined) set(field.key, field.default);
       else if (field.required) problems.push(`${field.label} is required`);
       continue;
     }
     const read = readValue(field, given);
     if ('problem' in read) problems.push(read.problem);
-    else content[field.key] = read.value;
+    else set(field.key, read.value);
   }
   return problems.length > 0 ? { problems } : { content };
 }

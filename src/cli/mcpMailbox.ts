@@ -15,6 +15,8 @@ export class MailboxLink {
   #stopWatch: (() => void) | undefined;
   readonly #listeners = new Set<() => void>();
   readonly #waiting = new Set<Waiting>();
+  #busy = 0;
+  readonly #idle: Array<() => void> = [];
   #closed = false;
 
   constructor(env: NodeJS.ProcessEnv, onError: (error: unknown) => void = () => undefined) {
@@ -27,6 +29,21 @@ export class MailboxLink {
     if (this.#closed) throw new Error('the mailbox link is closed');
     this.#mailbox ??= Mailbox.open({ env: this.#env });
     return this.#mailbox;
+  }
+
+  /** Runs one call on the mailbox, counted until it settles (see `idle`). */
+  async use<T>(call: (mailbox: Mailbox) => T | Promise<T>): Promise<T> {
+    this.#busy++;
+    try {
+      return await call(this.mailbox());
+    } finally {
+      if (--this.#busy === 0) for (const resolve of this.#idle.splice(0)) resolve();
+    }
+  }
+
+  /** Resolves once no call is under way. */
+  idle(): Promise<void> {
+    return this.#busy === 0 ? Promise.resolve() : new Promise((resolve) => this.#idle.push(resolve));
   }
 
   /** For `cueAndWait`'s `subscribe`: one watch of the mailbox, started with the first listener, stopped after the last. */

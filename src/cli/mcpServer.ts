@@ -16,7 +16,7 @@ import { cueAndWait, join, normalizeRuntime, pauseRequest, recall, type CueOptio
 import { viewPayload } from '../cues/core/payload.ts';
 import { silenceSqliteExperimentalWarning } from '../cues/core/sqlite.ts';
 import type { AttachedFile, Mailbox } from '../cues/core/store.ts';
-import { untilInputEnds, type CliIO } from './io.ts';
+import { clientGone, stopRequested, type CliIO } from './io.ts';
 import { MailboxLink } from './mcpMailbox.ts';
 
 declare const BELAY_VERSION: string;
@@ -116,7 +116,7 @@ export function createHapServer(link: MailboxLink, options: { env: NodeJS.Proces
   );
   const withMailbox = async (fn: (mailbox: Mailbox) => Promise<CallToolResult> | CallToolResult): Promise<CallToolResult> => {
     try {
-      return await fn(link.mailbox());
+      return await link.use(fn);
     } catch (error) {
       if (error instanceof MailboxError) return textResult(`The cue mailbox cannot be used: ${error.message}`, true);
       throw error;
@@ -188,7 +188,12 @@ export function createHapServer(link: MailboxLink, options: { env: NodeJS.Proces
   return server;
 }
 
-/** Serves the HAP tools on stdin/stdout until the client closes stdin (or a signal ends it). */
+/**
+ * Serves the HAP tools on stdin/stdout. When the client closes stdin (how an MCP client ends a
+ * stdio server), calls under way still get their result, then the server exits; a signal (what
+ * a client sends a server that does not exit) or a broken pipe cancels the cues still waiting,
+ * so no console offers a question nobody will read the answer to.
+ */
 export async function runServer(io: CliIO): Promise<number> {
   silenceSqliteExperimentalWarning();
   let timeoutMs: number;
@@ -201,9 +206,16 @@ export async function runServer(io: CliIO): Promise<number> {
   const server = createHapServer(link, { env: io.env, cwd: io.cwd, timeoutMs });
   const transport = new StdioServerTransport(io.stdin as Readable, io.stdout as Writable);
   transport.onerror = (error) => io.stderr.write(`belay mcp: ${errorMessage(error)}\n`);
+  const stop = stopRequested();
+  const gone = clientGone(io.stdin, io.stdout);
   await server.connect(transport);
-  await untilInputEnds(io.stdin);
-  // Nobody will read an answer now: cancel what still waits, so no console offers it.
+  const how = await Promise.race([gone, stop.promise.then(() => 'stopped' as const)]);
+  if (how === 'ended') {
+    await Promise.race([link.idle(), stop.promise]);
+    // The results of the last calls are written a few turns after their handlers return.
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  stop.dispose();
   await link.close();
   await server.close();
   return 0;

@@ -233,6 +233,34 @@ describe('belay mcp --wrap: the form, pure', () => {
     assert.deepEqual(readFormAnswer(one, ''), { problems: ['name is required'] });
   });
 
+  it('hostile schemas still make a form the panel shows and an answer reads back', () => {
+    const form = elicitationForm(
+      {
+        message: 'Q',
+        requestedSchema: {
+          type: 'object',
+          properties: {
+            constructor: { type: 'string', title: 'Line one\nLine: two' },
+            '': { type: 'string', enum: ['', ' ', 'a\nb'] },
+            x: { type: 'string', title: 'Line one Line: two' },
+          },
+          required: ['constructor', ''],
+        },
+      },
+      'srv',
+    )!;
+    assert.ok(form, 'a form');
+    assert.deepEqual(form.fields.map((f) => f.label), ['Line one Line: two (constructor)', '(unnamed)', 'Line one Line: two (x) (optional)']);
+    assert.deepEqual(form.fields[1]!.options!.map((o) => o.label), ['1. (empty)', '2. (empty)', '3. a b']);
+    const payload = JSON.parse(form.payloadJson) as { fields: Array<{ label: string; options?: string[] }> };
+    assert.ok(payload.fields.every((f) => f.label.trim() !== '' && !/\n/.test(f.label) && (f.options ?? []).every((o) => o.trim() !== '')));
+    const read = readFormAnswer(form, 'Line one Line: two (constructor): hello\n(unnamed): 3. a b\nLine one Line: two (x) (optional): more');
+    assert.ok('content' in read, JSON.stringify(read));
+    assert.deepEqual(Object.entries(read.content), [['constructor', 'hello'], ['', 'a\nb'], ['x', 'more']]);
+    const proto = JSON.parse('{"message":"Q","requestedSchema":{"type":"object","properties":{"__proto__":{"type":"string"}}}}') as unknown;
+    assert.equal(elicitationForm(proto, 'srv'), undefined, 'a property named __proto__ goes to the client as it came');
+  });
+
   it('leaves to the client what it cannot show: URL mode, nested objects, unknown types', () => {
     assert.equal(elicitationForm({ mode: 'url', message: 'Sign in', url: 'https://x', elicitationId: '1' }, 's'), undefined);
     assert.equal(elicitationForm({ message: 'Q', requestedSchema: { type: 'object', properties: { o: { type: 'object' } } } }, 's'), undefined);

@@ -250,13 +250,27 @@ describe('belay mcp: the HAP tools over MCP', () => {
     assert.doesNotMatch(peer.stderr, /ExperimentalWarning/);
   });
 
-  it('a pending raw cue is cancelled in the mailbox when the client closes stdin', async () => {
+  it('a client that closes stdin still gets the result of a pending cue, then the server exits; a signal cancels the cue', async () => {
+    // Everything written at once and stdin closed, as a script piping into the server does.
     const peer = new RawClient(process.execPath, [bin.belay, 'mcp'], { env });
-    await peer.initialize();
-    peer.send({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'cue', arguments: { prompt: 'Hello?', agent_id: 'rawgone' } } });
-    const request: CueEntry = await waitUntil(mailbox, pendingFor('rawgone'), 'the cue');
-    assert.equal(await peer.close(), 0);
-    assert.equal(mailbox.getRequest(request.requestId)!.state, 'cancelled');
+    peer.send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'pipe', version: '1' } } });
+    peer.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    peer.send({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
+    peer.send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'cue', arguments: { prompt: 'Hello?', agent_id: 'piped' } } });
+    const exited = peer.close();
+    const request = await waitUntil(mailbox, pendingFor('piped'), 'the piped cue');
+    assert.equal(((await peer.next((m) => m.id === 2, 'the tool list')).result!.tools as unknown[]).length, 4);
+    await answer(request.requestId, '--text', 'Hi there');
+    assert.match(((await peer.next((m) => m.id === 3, 'the cue result')).result!.content as Array<{ text: string }>)[0]!.text, /instructions:\n\nHi there\n/);
+    assert.equal(await exited, 0);
+
+    const signalled = new RawClient(process.execPath, [bin.belay, 'mcp'], { env });
+    await signalled.initialize();
+    signalled.send({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'pause', arguments: { agent_id: 'rawgone' } } });
+    const pause: CueEntry = await waitUntil(mailbox, pendingFor('rawgone'), 'the pause');
+    signalled.child.kill('SIGTERM');
+    assert.equal(await signalled.exited, 0);
+    assert.equal(mailbox.getRequest(pause.requestId)!.state, 'cancelled');
   });
 });
 
