@@ -41,3 +41,24 @@ export function stopRequested(): { promise: Promise<void>; dispose(): void } {
   for (const signal of signals) process.on(signal, stop);
   return { promise, dispose: () => signals.forEach((signal) => process.off(signal, stop)) };
 }
+
+/** How often a server whose client closed stdin checks that the client is still there. */
+export const ORPHAN_CHECK_MS = 1000;
+
+/**
+ * Resolves when this process's parent is gone: a process whose parent dies is re-parented, so its
+ * ppid changes (POSIX; on Windows nothing is re-parented and this never resolves). Checked every
+ * ORPHAN_CHECK_MS without keeping the process alive; `dispose` stops checking.
+ */
+export function orphaned(): { promise: Promise<void>; dispose(): void } {
+  const parent = process.ppid;
+  let timer: NodeJS.Timeout | undefined;
+  const promise = new Promise<void>((resolve) => {
+    timer = setInterval(() => {
+      if (process.ppid === parent) return;
+      clearInterval(timer);
+      resolve();
+    }, ORPHAN_CHECK_MS).unref();
+  });
+  return { promise, dispose: () => clearInterval(timer) };
+}

@@ -13,14 +13,12 @@ import { startChild } from '../shared/process.ts';
 import { cueTimeoutMs } from '../cues/core/expiry.ts';
 import { cueAndWait, join } from '../cues/core/hap.ts';
 import { silenceSqliteExperimentalWarning } from '../cues/core/sqlite.ts';
-import { clientGone, stopRequested, type CliIO } from './io.ts';
+import { clientGone, orphaned, stopRequested, type CliIO } from './io.ts';
 import { elicitationForm, readFormAnswer, type ElicitationForm, type FieldValue } from './mcpForm.ts';
 import { MailboxLink } from './mcpMailbox.ts';
 
 /** A line longer than this (no newline in 64 Mi characters) is no MCP message: the bridge stops. */
 export const MAX_LINE_CHARS = 64 * 1024 * 1024;
-/** How long the wrapped server may take to exit once its input is closed, before its tree is killed. */
-export const EXIT_GRACE_MS = 3000;
 /** Answers that do not fit the form are asked again this many times in all, then the elicitation is cancelled. */
 export const MAX_ATTEMPTS = 3;
 
@@ -109,6 +107,13 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
   /** Elicitations being asked, by JSON of their id: aborted when the server cancels one. */
   const asking = new Map<string, AbortController>();
 
+  /** The client's requests the server has not answered yet, by JSON of their id. */
+  const open = new Set<string>();
+  let clientLeft = false;
+  const endInputWhenDone = () => {
+    if (clientLeft && asking.size === 0 && open.size === 0) child.endInput();
+  };
+
   const serverLabel = () => serverInfo.title || serverInfo.name || path.basename(command[0]);
 
   const askHuman = async (form: ElicitationForm, signal: AbortSignal): Promise<ElicitResult | undefined> => {
@@ -153,6 +158,7 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
       toClient(line);
     } finally {
       asking.delete(key);
+      endInputWhenDone();
     }
   };
 
@@ -166,9 +172,13 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
         // The client never saw the request: the cancellation is Belay's to act on, not to pass on.
         if (ours) return ours.abort();
       }
-      if (message && message.id !== undefined && JSON.stringify(message.id) === initializeId && message.method === undefined) {
-        const result = InitializeResult.safeParse(message.result);
-        if (result.success && result.data.serverInfo) serverInfo = result.data.serverInfo;
+      if (message && message.id !== undefined && message.method === undefined) {
+        const id = JSON.stringify(message.id);
+        if (id === initializeId) {
+          const result = InitializeResult.safeParse(message.result);
+          if (result.success && result.data.serverInfo) serverInfo = result.data.serverInfo;
+        }
+        if (open.delete(id)) queueMicrotask(endInputWhenDone);
       }
       toClient(line);
     },
@@ -177,6 +187,7 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
   const fromClient = new LineReader(
     (line) => {
       const message = parseLine(line);
+      if (message?.method !== undefined && message.id !== undefined) open.add(JSON.stringify(message.id));
       if (message?.method === 'initialize' && message.id !== undefined) {
         initializeId = JSON.stringify(message.id);
         const changed = withFormElicitation(message);
@@ -192,19 +203,26 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
   const decoder = new StringDecoder('utf8');
   const onData = (chunk: Buffer | string) => fromClient.push(typeof chunk === 'string' ? chunk : decoder.write(chunk));
   io.stdin.on('data', onData);
-  let clientLeft = false;
-  let grace: NodeJS.Timeout | undefined;
+  // The client closing its input passes on to the server, once Belay has given it the answers
+  // to what it still asks; the server then ends in its own time. A broken pipe or a signal (what a
+  // client sends a server that does not exit) ends the server's whole tree at once.
+  // The client's death (it was not there to send a signal) counts as one.
   const stop = stopRequested();
-  void Promise.race([clientGone(io.stdin, io.stdout), stop.promise]).then(() => {
+  let parentGone: ReturnType<typeof orphaned> | undefined;
+  void Promise.race([clientGone(io.stdin, io.stdout), stop.promise.then(() => 'stopped' as const)]).then((how) => {
     clientLeft = true;
-    // As an MCP client does: close the server's input, give it a moment, then end its tree.
+    if (how === 'ended') {
+      parentGone = orphaned();
+      void parentGone.promise.then(() => child.kill());
+      return endInputWhenDone();
+    }
     child.endInput();
-    grace = setTimeout(() => child.kill(), EXIT_GRACE_MS);
+    child.kill();
   });
 
   const end = await child.ended;
   stop.dispose();
-  if (grace) clearTimeout(grace);
+  parentGone?.dispose();
   io.stdin.off('data', onData);
   (io.stdin as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
   await link.close();

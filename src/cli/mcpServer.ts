@@ -16,7 +16,7 @@ import { cueAndWait, join, normalizeRuntime, pauseRequest, recall, type CueOptio
 import { viewPayload } from '../cues/core/payload.ts';
 import { silenceSqliteExperimentalWarning } from '../cues/core/sqlite.ts';
 import type { AttachedFile, Mailbox } from '../cues/core/store.ts';
-import { clientGone, stopRequested, type CliIO } from './io.ts';
+import { clientGone, orphaned, stopRequested, type CliIO } from './io.ts';
 import { MailboxLink } from './mcpMailbox.ts';
 
 declare const BELAY_VERSION: string;
@@ -191,8 +191,8 @@ export function createHapServer(link: MailboxLink, options: { env: NodeJS.Proces
 /**
  * Serves the HAP tools on stdin/stdout. When the client closes stdin (how an MCP client ends a
  * stdio server), calls under way still get their result, then the server exits; a signal (what
- * a client sends a server that does not exit) or a broken pipe cancels the cues still waiting,
- * so no console offers a question nobody will read the answer to.
+ * a client sends a server that does not exit), a broken pipe or the client's death cancels the
+ * cues still waiting, so no console offers a question nobody will read the answer to.
  */
 export async function runServer(io: CliIO): Promise<number> {
   silenceSqliteExperimentalWarning();
@@ -211,7 +211,10 @@ export async function runServer(io: CliIO): Promise<number> {
   await server.connect(transport);
   const how = await Promise.race([gone, stop.promise.then(() => 'stopped' as const)]);
   if (how === 'ended') {
-    await Promise.race([link.idle(), stop.promise]);
+    // Unless the client itself is gone (it died without a signal): then nobody reads the results.
+    const parentGone = orphaned();
+    await Promise.race([link.idle(), stop.promise, parentGone.promise]);
+    parentGone.dispose();
     // The results of the last calls are written a few turns after their handlers return.
     await new Promise((resolve) => setImmediate(resolve));
   }

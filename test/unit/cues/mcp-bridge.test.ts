@@ -9,7 +9,7 @@ import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { elicitationForm, readFormAnswer } from '../../../src/cli/mcpForm.ts';
 import { withFormElicitation } from '../../../src/cli/mcpBridge.ts';
 import { Mailbox } from '../../../src/cues/core/store.ts';
-import { buildBundles, childEnv, repoRoot, run, tempHome, waitUntil, type Bundles } from './helpers.ts';
+import { buildBundles, childEnv, repoRoot, run, start, tempHome, waitUntil, type Bundles } from './helpers.ts';
 import { RawClient, sdkClient, textOf } from './mcpHelpers.ts';
 
 const SERVER = path.join(repoRoot, 'test', 'fixtures', 'mcp', 'elicit-server.ts');
@@ -180,13 +180,38 @@ describe('belay mcp --wrap: elicitations of a wrapped server become cues', () =>
     }
   });
 
-  it('a pending elicitation is cancelled in the mailbox when the client goes away; a missing server is one clear line', async () => {
+  it('a client that closes stdin still gets its pending elicitation answered; a signal, or the client killed with -9, ends the server and cancels the cue; a missing server is one clear line', async () => {
     const peer = new RawClient(process.execPath, [bin.belay, 'mcp', '--wrap', '--', process.execPath, SERVER], { env, cwd: repoRoot });
     await peer.initialize();
-    peer.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'ask_details', arguments: {} } });
-    const cue = await waitUntil(mailbox, pending, 'the cue');
-    assert.equal(await peer.close(), 0);
+    peer.send({ jsonrpc: '2.0', id: 'confirm', method: 'tools/call', params: { name: 'ask_confirm', arguments: {} } });
+    const exited = peer.close();
+    const first = await waitUntil(mailbox, pending, 'the cue');
+    await answer(first.requestId, '--confirm');
+    const result = await peer.next((m) => m.id === 'confirm', 'the tool result');
+    assert.deepEqual(JSON.parse((result.result!.content as Array<{ text: string }>)[0]!.text), { action: 'accept', content: {} });
+    assert.equal(await exited, 0);
+
+    const signalled = new RawClient(process.execPath, [bin.belay, 'mcp', '--wrap', '--', process.execPath, SERVER], { env, cwd: repoRoot });
+    await signalled.initialize();
+    signalled.send({ jsonrpc: '2.0', id: 'details', method: 'tools/call', params: { name: 'ask_details', arguments: {} } });
+    const cue = await waitUntil(mailbox, pending, 'the second cue');
+    signalled.child.kill('SIGTERM');
+    assert.equal(await signalled.exited, 0);
     assert.equal(mailbox.getRequest(cue.requestId)!.state, 'cancelled');
+
+    // A client killed with -9 after closing stdin: the bridge notices it is orphaned and ends it all.
+    const lines = [
+      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'doomed', version: '1' } } },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'ask_confirm', arguments: {} } },
+    ].map((m) => JSON.stringify(m) + '\n').join('');
+    const argv = [bin.belay, 'mcp', '--wrap', '--', process.execPath, SERVER];
+    const script = `const c = require('node:child_process').spawn(process.execPath, ${JSON.stringify(argv)}, { stdio: ['pipe', 'pipe', 'inherit'] });
+      c.stdin.end(${JSON.stringify(lines)}); c.stdout.resume(); setInterval(() => {}, 1000);`;
+    const doomed = start('-e', [script], { env, input: '', cwd: repoRoot });
+    const orphan = await waitUntil(mailbox, pending, 'the orphan\'s cue');
+    doomed.child.kill('SIGKILL');
+    assert.equal(await waitUntil(mailbox, () => (mailbox.getRequest(orphan.requestId)?.state === 'cancelled' ? true : undefined), 'the cue cancelled'), true);
 
     const missing = await run(bin.belay, ['mcp', '--wrap', '--', 'no-such-mcp-server-here'], { env });
     assert.equal(missing.code, 1);

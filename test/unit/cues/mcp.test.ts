@@ -274,6 +274,33 @@ describe('belay mcp: the HAP tools over MCP', () => {
   });
 });
 
+describe('belay mcp: a client that dies', () => {
+  it('without closing anything cleanly: its pending cue is cancelled and the server exits', async () => {
+    const bin = await buildBundles();
+    const home = tempHome('belay-mcp-orphan-');
+    const mailbox = Mailbox.open({ home: home.cueHome });
+    try {
+      // A client process that starts the server, sends a cue, closes stdin, then is killed with -9.
+      const lines = [
+        { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'doomed', version: '1' } } },
+        { jsonrpc: '2.0', method: 'notifications/initialized' },
+        { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'cue', arguments: { prompt: 'Anyone?', agent_id: 'orphanagent' } } },
+      ].map((m) => JSON.stringify(m) + '\n').join('');
+      const script = `const c = require('node:child_process').spawn(process.execPath, [${JSON.stringify(bin.belay)}, 'mcp'], { stdio: ['pipe', 'pipe', 'inherit'] });
+        c.stdin.end(${JSON.stringify(lines)}); c.stdout.resume(); console.log(c.pid); setInterval(() => {}, 1000);`;
+      const client = start('-e', [script], { env: childEnv(home.cueHome), input: '' });
+      const request = await waitUntil(mailbox, () => mailbox.listRequests({ pendingOnly: true, agentId: 'orphanagent' })[0], 'the cue');
+      client.child.kill('SIGKILL');
+      const closed = await waitUntil(mailbox, () => (mailbox.getRequest(request.requestId)?.state === 'cancelled' ? true : undefined), 'the cue cancelled after its client died');
+      assert.equal(closed, true);
+    } finally {
+      mailbox.close();
+      home.remove();
+      rmSync(bin.dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('belay mcp: pure parts', () => {
   it('reads the payload argument as cuemcp takes it (a JSON string or null), and an object too', () => {
     assert.deepEqual(parsePayloadArgument(undefined), { payloadJson: null });
