@@ -84,6 +84,38 @@ function parseLine(line: string): Message | undefined {
   }
 }
 
+/**
+ * Asks `form` as cues of `agentId` until the answer fits (at most MAX_ATTEMPTS cues) and returns
+ * the elicitation result: accept with the typed content; decline when the human ended the cue;
+ * cancel for an empty answer, the timeout, or Belay stopping. Undefined when `signal` (the
+ * server's cancellation) aborted it: no answer is owed then.
+ */
+async function askHuman(link: MailboxLink, form: ElicitationForm, options: { agentId: string; timeoutMs: number; signal: AbortSignal }): Promise<ElicitResult | undefined> {
+  const mailbox = link.mailbox();
+  let prompt = form.prompt;
+  for (let attempt = 1; ; attempt++) {
+    const outcome = await link.track(options.signal, (interrupt) =>
+      cueAndWait(mailbox, { mode: 'cue', agentId: options.agentId, prompt, payloadJson: form.payloadJson, timeoutMs: options.timeoutMs, interrupt, subscribe: link.subscribe }),
+    );
+    switch (outcome.kind) {
+      case 'interrupted':
+        return options.signal.aborted ? undefined : { action: 'cancel' };
+      case 'cancelled':
+        return { action: 'decline' };
+      case 'empty':
+      case 'timeout':
+        return { action: 'cancel' };
+      case 'answered': {
+        if (form.fields.length === 0) return { action: 'accept', content: {} };
+        const read = readFormAnswer(form, outcome.response?.text ?? '');
+        if ('content' in read) return { action: 'accept', content: read.content };
+        if (attempt >= MAX_ATTEMPTS) return { action: 'cancel' };
+        prompt = `Your answer did not fit the form: ${read.problems.join('; ')}. Please answer again.\n\n${form.prompt}`;
+      }
+    }
+  }
+}
+
 /** Runs `command` as the wrapped MCP server until either side ends; resolves to the exit code. */
 export async function runBridge(command: [string, ...string[]], io: CliIO): Promise<number> {
   silenceSqliteExperimentalWarning();
@@ -116,34 +148,6 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
 
   const serverLabel = () => serverInfo.title || serverInfo.name || path.basename(command[0]);
 
-  const askHuman = async (form: ElicitationForm, signal: AbortSignal): Promise<ElicitResult | undefined> => {
-    const mailbox = link.mailbox();
-    agentId ??= join(mailbox, serverInfo.name || path.basename(command[0]).replace(/\.[cm]?[jt]s$|\.exe$/i, '') || 'mcp', { env: io.env, cwd: io.cwd }).agentId;
-    let prompt = form.prompt;
-    for (let attempt = 1; ; attempt++) {
-      const outcome = await link.track(signal, (interrupt) =>
-        cueAndWait(mailbox, { mode: 'cue', agentId: agentId!, prompt, payloadJson: form.payloadJson, timeoutMs, interrupt, subscribe: link.subscribe }),
-      );
-      switch (outcome.kind) {
-        case 'interrupted':
-          // Cancelled by the server: it wants no answer. Belay stopping: the server may still read one.
-          return signal.aborted ? undefined : { action: 'cancel' };
-        case 'cancelled':
-          return { action: 'decline' };
-        case 'empty':
-        case 'timeout':
-          return { action: 'cancel' };
-        case 'answered': {
-          if (form.fields.length === 0) return { action: 'accept', content: {} };
-          const read = readFormAnswer(form, outcome.response?.text ?? '');
-          if ('content' in read) return { action: 'accept', content: read.content };
-          if (attempt >= MAX_ATTEMPTS) return { action: 'cancel' };
-          prompt = `Your answer did not fit the form: ${read.problems.join('; ')}. Please answer again.\n\n${form.prompt}`;
-        }
-      }
-    }
-  };
-
   const elicit = async (id: string | number, params: unknown, line: string) => {
     const form = elicitationForm(params, serverLabel());
     if (!form) return toClient(line);
@@ -151,7 +155,9 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
     const cancelled = new AbortController();
     asking.set(key, cancelled);
     try {
-      const result = await askHuman(form, cancelled.signal);
+      const mailbox = link.mailbox();
+      agentId ??= join(mailbox, serverInfo.name || path.basename(command[0]).replace(/\.[cm]?[jt]s$|\.exe$/i, '') || 'mcp', { env: io.env, cwd: io.cwd }).agentId;
+      const result = await askHuman(link, form, { agentId, timeoutMs, signal: cancelled.signal });
       if (result) child.write(`${JSON.stringify({ jsonrpc: '2.0', id, result })}\n`);
     } catch (error) {
       io.stderr.write(`belay mcp: cannot ask through the cue mailbox (${errorMessage(error)}); the elicitation goes to the client\n`);
