@@ -9,7 +9,7 @@ import { Mailbox } from '../src/cues/core/store.ts';
 import { parseMailboxTime } from '../src/cues/core/time.ts';
 
 const CUES = 100;
-const PUBLIC_POLL_MS = 500;
+export const PUBLIC_POLL_MS = 500;
 
 /** Wall-clock milliseconds with sub-millisecond resolution, comparable with the mailbox timestamps. */
 const now = () => performance.timeOrigin + performance.now();
@@ -33,7 +33,7 @@ async function bundleCueme(ctx: BenchContext): Promise<string> {
  * The public cueme's way of waiting: look at the tables every 500 ms. It runs beside Belay's
  * watch on the same file and records when it would have seen each request and each answer.
  */
-function startPoller(dbPath: string, answerStarted: ReadonlyMap<string, number>) {
+export function startPoller(dbPath: string, answerStarted: ReadonlyMap<string, number>) {
   const db = new (loadSqlite().DatabaseSync)(dbPath, { enableForeignKeyConstraints: false });
   db.exec('PRAGMA busy_timeout = 5000');
   const requestLatency: number[] = [];

@@ -3,7 +3,7 @@
 // README (marketplace/README.md, with its screenshots) in place of the developers' README.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { cp, mkdir, rm } from 'node:fs/promises';
+import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { cacheDir, repoRoot } from './paths.ts';
 
@@ -44,6 +44,11 @@ async function stage(): Promise<string> {
     const from = path.join(repoRoot, source);
     if (existsSync(from)) await cp(from, path.join(staging, entry), { recursive: true });
   }
+  // `files` is the npm package's list (`npm pack`: the two command lines); vsce refuses it beside
+  // .vscodeignore, and the staging folder already holds only what the .vsix ships.
+  const manifest = JSON.parse(await readFile(path.join(staging, 'package.json'), 'utf8')) as Record<string, unknown>;
+  delete manifest.files;
+  await writeFile(path.join(staging, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   execFileSync(process.execPath, ['scripts/build.ts', '--production', '--dist', path.join(staging, 'dist')], { cwd: repoRoot, stdio: 'inherit' });
   return staging;
 }

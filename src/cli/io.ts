@@ -19,3 +19,46 @@ export async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
   for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
   return Buffer.concat(chunks).toString('utf8');
 }
+
+/**
+ * How the client of a stdio server went away: `ended` closed stdin (an MCP client's way to end a
+ * stdio server), `broken` a pipe failed (for stdout: the reader closed it, EPIPE). Later write
+ * errors stay handled: nobody is there to tell.
+ */
+export function clientGone(stdin: NodeJS.ReadableStream, stdout: NodeJS.WritableStream): Promise<'ended' | 'broken'> {
+  return new Promise((resolve) => {
+    stdin.once('end', () => resolve('ended')).once('close', () => resolve('ended'));
+    stdin.on('error', () => resolve('broken'));
+    stdout.on('error', () => resolve('broken'));
+  });
+}
+
+/** Resolves when the process is asked to stop (SIGINT, SIGTERM, SIGHUP) until `dispose` is called. */
+export function stopRequested(): { promise: Promise<void>; dispose(): void } {
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  let stop = () => undefined as void;
+  const promise = new Promise<void>((resolve) => (stop = resolve));
+  for (const signal of signals) process.on(signal, stop);
+  return { promise, dispose: () => signals.forEach((signal) => process.off(signal, stop)) };
+}
+
+/** How often a server whose client closed stdin checks that the client is still there. */
+export const ORPHAN_CHECK_MS = 1000;
+
+/**
+ * Resolves when this process's parent is gone: a process whose parent dies is re-parented, so its
+ * ppid changes (POSIX; on Windows nothing is re-parented and this never resolves). Checked every
+ * ORPHAN_CHECK_MS without keeping the process alive; `dispose` stops checking.
+ */
+export function orphaned(): { promise: Promise<void>; dispose(): void } {
+  const parent = process.ppid;
+  let timer: NodeJS.Timeout | undefined;
+  const promise = new Promise<void>((resolve) => {
+    timer = setInterval(() => {
+      if (process.ppid === parent) return;
+      clearInterval(timer);
+      resolve();
+    }, ORPHAN_CHECK_MS).unref();
+  });
+  return { promise, dispose: () => clearInterval(timer) };
+}

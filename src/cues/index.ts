@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
 import { registerCueCommands } from './commands.ts';
 import { registerNotifications } from './notify.ts';
+import { registerMcpServer } from './mcp.ts';
 import { CuesViewProvider } from './provider.ts';
 import { CuesService } from './service.ts';
 import { registerTerminalPath } from './terminal.ts';
@@ -22,4 +23,5 @@ export function registerCues(ctx: BelayContext): void {
   registerCueCommands(ctx, service);
   registerTerminalPath(ctx);
   registerCueTools(ctx, service);
+  registerMcpServer(ctx);
 }

@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
-import * as path from 'node:path';
 import { PAUSE_DEFAULT_PROMPT, PAUSE_PAYLOAD_JSON } from './payload.ts';
+import { detectTerminal } from './platform.ts';
 import type { CueResponse, Mailbox } from './store.ts';
 import { answerText, cancelledText, emptyAnswerText, joinText, recallText, timeoutText, type CueMode } from './texts.ts';
 import { waitForChange } from './watch.ts';
@@ -31,15 +31,8 @@ export function normalizeRuntime(raw: string): string {
   return value || 'unknown';
 }
 
-/** The agent's shell, from SHELL (or ComSpec on Windows). */
-export function detectTerminal(env: NodeJS.ProcessEnv): string {
-  const shell = env.SHELL || env.ComSpec || env.COMSPEC || '';
-  const name = path.basename(shell.replace(/\\/g, '/')).toLowerCase().replace(/\.exe$/, '');
-  if (['zsh', 'bash', 'fish', 'cmd'].includes(name)) return name;
-  if (name === 'nu' || name === 'nushell') return 'nushell';
-  if (name === 'pwsh' || name === 'powershell') return 'powershell';
-  return 'unknown';
-}
+/** The agent's shell (platform.ts: SHELL, PowerShell, or ComSpec on Windows). */
+export { detectTerminal };
 
 export function join(mailbox: Mailbox, runtime: string, context: { env: NodeJS.ProcessEnv; cwd: string }): { agentId: string; text: string } {
   const agentId = newAgentId();

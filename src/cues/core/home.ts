@@ -1,5 +1,5 @@
-import * as path from 'node:path';
 import { MailboxError } from './errors.ts';
+import { defaultMailboxHint, pathsOf, userHomeOf } from './platform.ts';
 
 export interface MailboxPaths {
   /** The mailbox folder: CUE_HOME, else ~/.cue. */
@@ -15,26 +15,29 @@ export interface MailboxPaths {
 export const DB_FILE_NAME = 'cue.db';
 
 /**
- * Where the mailbox is. The public tools always use `~/.cue`; Belay also reads `CUE_HOME` (the
- * folder itself, not its parent) so tests and people who want a separate mailbox can move it.
- * Without CUE_HOME, HOME (USERPROFILE on Windows) must be set: guessing another home would give a
- * mailbox no other tool reads.
+ * Where the mailbox is. The public tools always use `~/.cue` (the user's home as platform.ts finds
+ * it: USERPROFILE on Windows, HOME elsewhere); Belay also reads `CUE_HOME` (the folder itself, not
+ * its parent) so tests and people who want a separate mailbox can move it. Without CUE_HOME the
+ * home must be known: guessing another one would give a mailbox no other tool reads.
  */
-export function mailboxPaths(options: { home?: string; env?: NodeJS.ProcessEnv } = {}): MailboxPaths {
+export function mailboxPaths(options: { home?: string; env?: NodeJS.ProcessEnv; platform?: NodeJS.Platform } = {}): MailboxPaths {
   const env = options.env ?? process.env;
+  const platform = options.platform ?? process.platform;
+  const paths = pathsOf(platform);
   let home = options.home ?? (env.CUE_HOME?.trim() || undefined);
   if (home === undefined) {
-    const userHome = env.HOME?.trim() || env.USERPROFILE?.trim();
-    if (!userHome) {
+    const user = userHomeOf(env, platform);
+    if (user.home === undefined) {
+      const also = user.missing === 'HOME' ? ' (USERPROFILE on Windows)' : '';
       throw new MailboxError(
         'no-home',
-        'cannot find the cue mailbox: HOME is not set (USERPROFILE on Windows). Set HOME, or set CUE_HOME to the folder that holds cue.db (normally ~/.cue)',
+        `cannot find the cue mailbox: ${user.missing} is not set${also}. Set ${user.missing}, or set CUE_HOME to the folder that holds cue.db (normally ${defaultMailboxHint(platform)})`,
       );
     }
-    home = path.join(userHome, '.cue');
+    home = paths.join(user.home, '.cue');
   }
-  home = path.resolve(home);
-  return { home, dbPath: path.join(home, DB_FILE_NAME), filesDir: path.join(home, 'files'), dbFileName: DB_FILE_NAME };
+  home = paths.resolve(home);
+  return { home, dbPath: paths.join(home, DB_FILE_NAME), filesDir: paths.join(home, 'files'), dbFileName: DB_FILE_NAME };
 }
 
 /** Expands a leading `~` of the `belay.cues.home` setting; empty stays empty (CUE_HOME or ~/.cue, as above). */

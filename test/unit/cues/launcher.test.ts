@@ -1,7 +1,7 @@
 // The cueme launcher Belay puts on integrated terminals' PATH, run for real by sh: it starts the
 // given runtime as plain Node on the given script, whatever the paths hold.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -20,6 +20,23 @@ test("the launcher runs the script with the editor's runtime as plain Node, pass
     const out = execFileSync(path.join(bin, 'cueme'), ['cue', 'agent one', '-'], { encoding: 'utf8' });
     assert.deepEqual(JSON.parse(out), { args: ['cue', 'agent one', '-'], asNode: '1' });
     assert.match(readFileSync(path.join(bin, 'cueme.cmd'), 'utf8'), /^@echo off\r\n[\s\S]*set ELECTRON_RUN_AS_NODE=1\r\n/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("both launchers are written: the POSIX one passes the program's exit code, the .cmd quotes what cmd would expand", () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'belay-launcher-'));
+  try {
+    const odd = path.join(dir, '100% sure');
+    mkdirSync(odd);
+    const script = path.join(odd, 'cueme.js');
+    writeFileSync(script, 'process.exitCode = Number(process.argv[2]);\n');
+    const bin = writeLaunchers(path.join(dir, 'bin'), process.execPath, script);
+    assert.equal(spawnSync(path.join(bin, 'cueme'), ['3']).status, 3);
+    const cmd = readFileSync(path.join(bin, 'cueme.cmd'), 'utf8');
+    assert.ok(cmd.includes(`"${script.replace(/%/g, '%%')}" %*\r\n`), cmd);
+    assert.match(cmd, /\r\nsetlocal DisableDelayedExpansion\r\n[\s\S]*\r\nexit \/b %ERRORLEVEL%\r\n$/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -60,6 +60,7 @@ const actions: Record<string, string[]> = {
   run: [],
   nanobot: [],
   cues: ['list', 'answer'],
+  mcp: [],
 };
 
 const home = mkdtempSync(path.join(os.tmpdir(), 'belay-cli-home-'));

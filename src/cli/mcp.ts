@@ -1,0 +1,40 @@
+// `belay mcp`: the HAP mailbox as an MCP server (./mcpServer.ts), or another MCP server run behind
+// Belay so that its elicitations reach the human as cues (./mcpBridge.ts). Each is loaded only
+// when used.
+import { parseCommandLine } from '../shared/args.ts';
+import { UsageError, type CliIO } from './io.ts';
+
+/** Printed by `belay mcp --help`. */
+export const usage = `Usage:
+  belay mcp
+      A stdio MCP server with the Human Agent Protocol tools of the public cuemcp:
+        join()                             your agent_id
+        recall(hints)                      the agent_id of an earlier conversation
+        cue(prompt, agent_id, payload?)    ask the human and wait; payload is a JSON
+                                           string (choice, confirm or form) or null
+        pause(agent_id, prompt?)           wait until the human clicks Continue
+      Answers come from the Belay panel, "belay cues answer" or any HAP console, as the
+      texts cueme prints (attached images also as MCP image content).
+
+  belay mcp --wrap [--] COMMAND [ARG]...
+      Runs the MCP server COMMAND behind Belay: Belay tells it that elicitation is
+      supported and turns each of its form elicitations (text, number, boolean,
+      single and multiple choice) into a cue; the human's answer goes back as accept,
+      decline (the cue was ended) or cancel (no answer, or it timed out). Every other
+      message passes through unchanged.
+
+The mailbox is ~/.cue/cue.db (%USERPROFILE%\\.cue on Windows); CUE_HOME moves it.
+A cue gives up after 600 s (CUEME_TIMEOUT_SECONDS changes that); pause waits without limit.
+Add it to an MCP client, e.g.: claude mcp add belay -- belay mcp
+`;
+
+export async function run(args: string[], io: CliIO): Promise<number> {
+  const at = args.indexOf('--wrap');
+  // Belay's own options come before --wrap; everything after it (and an optional --) is the command.
+  parseCommandLine(at < 0 ? args : args.slice(0, at), { wrap: { type: 'boolean' } }, { positionals: false });
+  if (at < 0) return (await import('./mcpServer.ts')).runServer(io);
+  const command = args.slice(at + 1);
+  if (command[0] === '--') command.shift();
+  if (command.length === 0) throw new UsageError('--wrap needs the MCP server to run: belay mcp --wrap -- COMMAND [ARG]...');
+  return (await import('./mcpBridge.ts')).runBridge(command as [string, ...string[]], io);
+}
