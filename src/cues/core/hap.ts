@@ -88,7 +88,7 @@ export interface CueOptions {
  * first, which is then delivered.
  */
 export async function cueAndWait(mailbox: Mailbox, options: CueOptions): Promise<CueOutcome> {
-  const { requestId } = mailbox.createRequest({ agentId: options.agentId, prompt: options.prompt, payloadJson: options.payloadJson });
+  const { requestId } = mailbox.createRequest({ agentId: options.agentId, prompt: options.prompt, payloadJson: options.payloadJson, timeoutMs: options.timeoutMs });
   options.onRequest?.(requestId);
   const stop = new AbortController();
   let timedOut = false;
