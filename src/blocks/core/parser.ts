@@ -2,6 +2,9 @@
 // strings. Lines that do not start with `[` (after blanks) are looked at once and skipped, so a
 // large answer costs little more than finding its line breaks. It never throws: whatever the
 // input, the result is a list of commands and a list of errors, each with exact ranges.
+// Every step is linear in the text, whatever the text: each character is looked at a bounded
+// number of times (no search runs past the line it is about, none starts over), and a hostile
+// answer cannot make it build more than a bounded number of errors or attributes per tag.
 import { errorMessage } from '../../shared/errors.ts';
 import {
   COMMAND_TYPES,
@@ -79,6 +82,21 @@ const FENCE_OPEN = /^\s*(?:(`{3,})[^`]*|(~{3,}).*)$/;
 const FENCE_CLOSE = /^\s*(`{3,}|~{3,})\s*$/;
 const INTEGER = /^[+-]?\d+$/;
 
+/**
+ * Errors listed per answer; the rest are counted in one last error. An answer with more is not an
+ * answer to the protocol, and thousands of diagnostics help nobody (each block with an error is
+ * left out whether or not its error is listed).
+ */
+export const MAX_LISTED_ERRORS = 1000;
+/**
+ * Attributes and problems kept per tag: a command takes at most three attributes, so a tag with
+ * more is one parse error (and its block is left out), not thousands.
+ */
+export const MAX_TAG_ATTRIBUTES = 32;
+/** Tag names shorter or longer than these are neither a command nor taken for a misspelt one. */
+const MIN_TAG_NAME = 3;
+const MAX_TAG_NAME = 40;
+
 /** Blanks inside a line: what `String.prototype.trim` removes, line breaks aside (a BOM is one). */
 function isBlank(c: number): boolean {
   return (
@@ -118,7 +136,12 @@ class Parser {
   private readonly errors: ParseError[] = [];
   /** Position of the next `\r` at or after the current line; -1 once there is none. */
   private cr: number;
+  /** Position of the next `\n` at or after the current line; -1 once there is none. */
+  private lf: number;
   private readonly hasCR: boolean;
+  /** Errors found beyond MAX_LISTED_ERRORS, and where the first of them was. */
+  private unlisted = 0;
+  private firstUnlisted: Position | undefined;
   /** The current line: its number, where it starts, where its content ends, where the next starts. */
   private ln = 0;
   private ls = 0;
@@ -130,20 +153,45 @@ class Parser {
   /** Content lines of the block being read, reused from block to block. */
   private readonly contentStarts: number[] = [];
   private readonly contentEnds: number[] = [];
+  private readonly lookalikes = new Lookalikes();
   /** Standalone closing tags by name, built on first need (only for unknown commands). */
-  private closerIndex: Map<string, number[]> | undefined;
+  private closerIndex: Map<string, Closers> | undefined;
 
   constructor(text: string) {
     this.text = text;
     this.len = text.length;
     this.cr = text.indexOf('\r');
+    this.lf = text.indexOf('\n');
     this.hasCR = this.cr !== -1;
     this.measure();
   }
 
   result(): ParseResult {
-    const errors = this.errors.length > 1 ? stableSortByStart(this.errors) : this.errors;
+    if (this.unlisted > 0) {
+      const at = this.firstUnlisted!;
+      this.errors.push({
+        code: 'too-many-errors',
+        message: `${this.unlisted} more parse error${this.unlisted === 1 ? '' : 's'} from line ${at.line + 1} on ${this.unlisted === 1 ? 'is' : 'are'} not listed (only the first ${MAX_LISTED_ERRORS} are); blocks with errors are not executed`,
+        range: { start: at, end: at },
+      });
+    }
+    const errors = this.errors.length > 1 ? sortByStart(this.errors) : this.errors;
     return { commands: this.commands, errors };
+  }
+
+  /** Whether the list of errors is full: what comes now is only counted (see MAX_LISTED_ERRORS). */
+  private get full(): boolean {
+    return this.errors.length >= MAX_LISTED_ERRORS;
+  }
+
+  /** Lists an error, or once the list is full, counts it. */
+  private report(error: ParseError): void {
+    if (this.full) this.countUnlisted(error.range.start);
+    else this.errors.push(error);
+  }
+
+  private countUnlisted(at: Position): void {
+    if (this.unlisted++ === 0) this.firstUnlisted = at;
   }
 
   fail(error: unknown): void {
@@ -157,11 +205,44 @@ class Parser {
 
   run(): void {
     while (this.ls <= this.len) {
+      if (!this.skipToBracketLine()) return;
       this.topLevelLine();
       this.prevLs = this.ls;
       this.prevLe = this.le;
       this.advance();
     }
+  }
+
+  /**
+   * Moves to the next line that has a `[` (a tag can only start there), counting the lines in
+   * between in one pass over their characters; false when no line has one. Prose costs a scan,
+   * not a step per line, whatever its line breaks.
+   */
+  private skipToBracketLine(): boolean {
+    const text = this.text;
+    const k = text.indexOf('[', this.ls);
+    if (k === -1) return false;
+    if (k < this.nx) return true;
+    let line = this.ln;
+    let start = this.ls;
+    let prevStart = this.prevLs;
+    let prevEnd = this.prevLe;
+    for (let i = this.ls; i < k; i++) {
+      const c = text.charCodeAt(i);
+      if (c === 10 || c === 13) {
+        prevStart = start;
+        prevEnd = i;
+        if (c === 13 && text.charCodeAt(i + 1) === 10) i++;
+        start = i + 1;
+        line++;
+      }
+    }
+    this.ln = line;
+    this.ls = start;
+    this.prevLs = prevStart;
+    this.prevLe = prevEnd;
+    this.measure();
+    return true;
   }
 
   // --- lines ---------------------------------------------------------------------------------
@@ -171,7 +252,9 @@ class Parser {
     const start = this.ls;
     if (start > this.len) return;
     const text = this.text;
-    let nl = text.indexOf('\n', start);
+    // Both searches resume where they stopped: text with only \r (or only \n) stays linear.
+    let nl = this.lf;
+    if (nl !== -1 && nl < start) nl = this.lf = text.indexOf('\n', start);
     if (nl === -1) nl = this.len;
     let cr = this.cr;
     if (cr !== -1 && cr < start) cr = this.cr = text.indexOf('\r', start);
@@ -225,7 +308,8 @@ class Parser {
     const nameStart = s + 1;
     let nameEnd = nameStart;
     while (nameEnd < e && isNameChar(text.charCodeAt(nameEnd))) nameEnd++;
-    if (nameEnd === nameStart) return;
+    // Neither a command nor like one (see Lookalikes): nothing to build.
+    if (nameEnd - nameStart < MIN_TAG_NAME || nameEnd - nameStart > MAX_TAG_NAME) return;
     if (nameEnd < e) {
       const c = text.charCodeAt(nameEnd);
       if (c !== 93 /* ] */ && !isBlank(c)) return;
@@ -241,20 +325,24 @@ class Parser {
     const nameStart = s + 2;
     let nameEnd = nameStart;
     while (nameEnd < e && isNameChar(text.charCodeAt(nameEnd))) nameEnd++;
-    if (nameEnd === nameStart || nameEnd + 1 !== e || text.charCodeAt(nameEnd) !== 93) return;
+    if (nameEnd - nameStart < MIN_TAG_NAME || nameEnd - nameStart > MAX_TAG_NAME || nameEnd + 1 !== e || text.charCodeAt(nameEnd) !== 93) return;
     const name = text.slice(nameStart, nameEnd);
     const type = COMMAND_BY_NAME.get(name);
+    if (this.full) {
+      if (type !== undefined || this.lookalikes.get(name) !== undefined) this.countUnlisted(this.at(this.ln, this.ls, s));
+      return;
+    }
     const range = this.span(this.ln, this.ls, s, e);
     if (type !== undefined) {
       const message = SELF_CLOSING.has(type)
         ? `Stray closing tag [/${type}]: ${type} is a single line and takes no closing tag except right after it`
         : `Stray closing tag [/${type}] with no [${type}] block open`;
-      this.errors.push({ code: 'stray-closing-tag', message, range, command: type });
+      this.report({ code: 'stray-closing-tag', message, range, command: type });
       return;
     }
-    const suggestion = lookalike(name);
+    const suggestion = this.lookalikes.get(name);
     if (suggestion === undefined) return;
-    this.errors.push({
+    this.report({
       code: 'unknown-command',
       message: `Unknown closing tag [/${name}]; did you mean [/${suggestion}]?`,
       range,
@@ -263,7 +351,7 @@ class Parser {
   }
 
   private unknownTag(name: string, s: number, nameEnd: number, e: number): void {
-    const suggestion = lookalike(name);
+    const suggestion = this.lookalikes.get(name);
     if (suggestion === undefined) return;
     const line = this.ln;
     const ls = this.ls;
@@ -275,7 +363,11 @@ class Parser {
       while (this.nx <= closer && this.ls <= this.len) this.advance();
       end = this.at(this.ln, this.ls, closer + name.length + 3);
     }
-    this.errors.push({
+    if (this.full) {
+      this.countUnlisted(nameRange.start);
+      return;
+    }
+    this.report({
       code: 'unknown-command',
       message: `Unknown command ${name}; did you mean ${suggestion}?`,
       range: nameRange,
@@ -287,15 +379,17 @@ class Parser {
   /** Where the next line that is exactly `[/name]` (blanks aside) starts its tag, or -1. */
   private standaloneCloserAfter(name: string, from: number): number {
     if (this.closerIndex === undefined) this.closerIndex = this.indexStandaloneClosers(from);
-    const offsets = this.closerIndex.get(name);
-    if (offsets === undefined) return -1;
-    for (const offset of offsets) if (offset >= from) return offset;
-    return -1;
+    const closers = this.closerIndex.get(name);
+    if (closers === undefined) return -1;
+    // `from` only grows during a parse: each list is walked once, however many tags use it.
+    const { offsets } = closers;
+    while (closers.next < offsets.length && offsets[closers.next]! < from) closers.next++;
+    return closers.next < offsets.length ? offsets[closers.next]! : -1;
   }
 
-  private indexStandaloneClosers(from: number): Map<string, number[]> {
+  private indexStandaloneClosers(from: number): Map<string, Closers> {
     const text = this.text;
-    const index = new Map<string, number[]>();
+    const index = new Map<string, Closers>();
     let k = text.indexOf('[/', from);
     while (k !== -1) {
       let before = k - 1;
@@ -303,15 +397,16 @@ class Parser {
       const startsLine = before < 0 || text.charCodeAt(before) === 10 || text.charCodeAt(before) === 13;
       let nameEnd = k + 2;
       while (nameEnd < this.len && isNameChar(text.charCodeAt(nameEnd))) nameEnd++;
-      if (startsLine && nameEnd > k + 2 && text.charCodeAt(nameEnd) === 93) {
+      const nameLength = nameEnd - k - 2;
+      if (startsLine && nameLength >= MIN_TAG_NAME && nameLength <= MAX_TAG_NAME && text.charCodeAt(nameEnd) === 93) {
         let after = nameEnd + 1;
         while (after < this.len && isBlank(text.charCodeAt(after))) after++;
         const c = text.charCodeAt(after);
         if (after === this.len || c === 10 || c === 13) {
           const name = text.slice(k + 2, nameEnd);
-          const list = index.get(name);
-          if (list) list.push(k);
-          else index.set(name, [k]);
+          const closers = index.get(name);
+          if (closers) closers.offsets.push(k);
+          else index.set(name, { offsets: [k], next: 0 });
         }
       }
       k = text.indexOf('[/', k + 2);
@@ -325,10 +420,12 @@ class Parser {
     const text = this.text;
     const line = this.ln;
     const ls = this.ls;
-    const problems: ParseError[] = [];
+    let problems: ParseError[] = [];
     const attributes: Attribute[] = [];
-    /** Attributes written but unreadable: reported as such, not also as missing. */
-    const broken = new Set<string>();
+    /** Names (lower case) of attributes written but unreadable: reported as such, not also as missing. */
+    const broken: string[] = [];
+    /** Attributes and problems past MAX_TAG_ATTRIBUTES: counted, not built. */
+    let excess = 0;
     let tagEnd = -1;
     let p = nameEnd;
     while (p < e) {
@@ -341,12 +438,14 @@ class Parser {
       }
       if (!isNameChar(c)) {
         const junkEnd = this.skipWord(p, e);
-        problems.push({
-          code: 'malformed-attribute',
-          message: `${type} tag has unexpected text '${text.slice(p, junkEnd)}'`,
-          range: this.span(line, ls, p, junkEnd),
-          command: type,
-        });
+        if (attributes.length + problems.length < MAX_TAG_ATTRIBUTES) {
+          problems.push({
+            code: 'malformed-attribute',
+            message: `${type} tag has unexpected text '${text.slice(p, junkEnd)}'`,
+            range: this.span(line, ls, p, junkEnd),
+            command: type,
+          });
+        } else excess++;
         p = junkEnd;
         continue;
       }
@@ -356,26 +455,30 @@ class Parser {
       const key = text.slice(keyStart, keyEnd);
       let q = this.firstNonBlank(p, e);
       if (text.charCodeAt(q) !== 61 /* = */ || q >= e) {
-        broken.add(key.toLowerCase());
-        problems.push({
-          code: 'malformed-attribute',
-          message: `${type} attribute ${key} has no value; write ${key}="…"`,
-          range: this.span(line, ls, keyStart, keyEnd),
-          command: type,
-        });
+        if (attributes.length + problems.length < MAX_TAG_ATTRIBUTES) {
+          broken.push(key.toLowerCase());
+          problems.push({
+            code: 'malformed-attribute',
+            message: `${type} attribute ${key} has no value; write ${key}="…"`,
+            range: this.span(line, ls, keyStart, keyEnd),
+            command: type,
+          });
+        } else excess++;
         continue;
       }
       q = this.firstNonBlank(q + 1, e);
       const quote = text.charCodeAt(q);
       if (q >= e || (quote !== 34 && quote !== 39)) {
         const valueEnd = q >= e ? q : this.skipWord(q, e);
-        broken.add(key.toLowerCase());
-        problems.push({
-          code: 'malformed-attribute',
-          message: `${type} attribute ${key} must have its value in quotes: ${key}="${text.slice(q, valueEnd)}"`,
-          range: this.span(line, ls, keyStart, valueEnd),
-          command: type,
-        });
+        if (attributes.length + problems.length < MAX_TAG_ATTRIBUTES) {
+          broken.push(key.toLowerCase());
+          problems.push({
+            code: 'malformed-attribute',
+            message: `${type} attribute ${key} must have its value in quotes: ${key}="${text.slice(q, valueEnd)}"`,
+            range: this.span(line, ls, keyStart, valueEnd),
+            command: type,
+          });
+        } else excess++;
         p = valueEnd;
         continue;
       }
@@ -402,24 +505,28 @@ class Parser {
         v++;
       }
       if (closed === -1) {
-        broken.add(key.toLowerCase());
-        problems.push({
-          code: 'malformed-attribute',
-          message: `${type} attribute ${key} has no closing quote`,
-          range: this.span(line, ls, keyStart, e),
-          command: type,
-        });
+        broken.push(key.toLowerCase());
+        if (attributes.length + problems.length < MAX_TAG_ATTRIBUTES) {
+          problems.push({
+            code: 'malformed-attribute',
+            message: `${type} attribute ${key} has no closing quote`,
+            range: this.span(line, ls, keyStart, e),
+            command: type,
+          });
+        } else excess++;
         tagEnd = e;
         break;
       }
-      value += text.slice(chunk, closed);
-      attributes.push({
-        name: key,
-        value,
-        range: this.span(line, ls, keyStart, closed + 1),
-        nameRange: this.span(line, ls, keyStart, keyEnd),
-        valueRange: this.span(line, ls, valueStart, closed),
-      });
+      if (attributes.length + problems.length < MAX_TAG_ATTRIBUTES) {
+        value += text.slice(chunk, closed);
+        attributes.push({
+          name: key,
+          value,
+          range: this.span(line, ls, keyStart, closed + 1),
+          nameRange: this.span(line, ls, keyStart, keyEnd),
+          valueRange: this.span(line, ls, valueStart, closed),
+        });
+      } else excess++;
       p = closed + 1;
     }
     if (tagEnd === -1) {
@@ -432,9 +539,22 @@ class Parser {
       });
     }
     const openTag: Tag = { range: this.span(line, ls, s, tagEnd), nameRange: this.span(line, ls, s + 1, nameEnd) };
-    const byName = new Map<string, Attribute>();
-    for (const attribute of attributes) byName.set(attribute.name.toLowerCase(), attribute);
-    const values = this.validate(type, openTag, byName, broken, problems);
+    let values: CommandValues;
+    if (excess > 0) {
+      // A pathological tag: one error for all of it, and its block (body included) is left out.
+      const count = attributes.length + problems.length + excess;
+      problems = [
+        {
+          code: 'oversized-tag',
+          message: `${type} tag has ${count} attributes or words where it takes ${describeAttributes(type)}; this block was not executed`,
+          range: openTag.range,
+          command: type,
+        },
+      ];
+      values = { path: attributeNamed(attributes, 'path')?.value.trim() ?? '', startLine: Number.NaN, endLine: Number.NaN };
+    } else {
+      values = this.validate(type, openTag, attributes, broken, problems);
+    }
 
     if (SELF_CLOSING.has(type)) {
       const closeTag = this.selfClosingCloser(type, tagEnd, e);
@@ -451,8 +571,8 @@ class Parser {
     let closeTag: Tag | undefined;
     const r = this.firstNonBlank(tagEnd, e);
     if (r < e) {
-      const k = text.indexOf(closer, r);
-      if (k !== -1 && k + closer.length <= e) {
+      const k = indexWithin(text, closer, r, e);
+      if (k !== -1) {
         // One-line form: [DONE]All good[/DONE]
         const contentEnd = this.trimmedEnd(r, k);
         if (contentEnd > r) {
@@ -509,7 +629,7 @@ class Parser {
       return { range: this.span(this.ln, this.ls, r, r + closer.length), nameRange: this.span(this.ln, this.ls, r + 2, r + closer.length - 1) };
     }
     if (r < e) return undefined;
-    const saved = [this.ln, this.ls, this.le, this.nx, this.cr, this.prevLs, this.prevLe] as const;
+    const saved = [this.ln, this.ls, this.le, this.nx, this.cr, this.lf, this.prevLs, this.prevLe] as const;
     this.prevLs = this.ls;
     this.prevLe = this.le;
     this.advance();
@@ -526,7 +646,7 @@ class Parser {
       this.prevLe = this.le;
       this.advance();
     }
-    [this.ln, this.ls, this.le, this.nx, this.cr, this.prevLs, this.prevLe] = saved;
+    [this.ln, this.ls, this.le, this.nx, this.cr, this.lf, this.prevLs, this.prevLe] = saved;
     return undefined;
   }
 
@@ -613,9 +733,11 @@ class Parser {
   }
 
   /** Checks the attributes a command requires; what is wrong goes into `problems`. */
-  private validate(type: CommandType, openTag: Tag, byName: Map<string, Attribute>, broken: ReadonlySet<string>, problems: ParseError[]): CommandValues {
+  private validate(type: CommandType, openTag: Tag, attributes: readonly Attribute[], broken: readonly string[], problems: ParseError[]): CommandValues {
     const required = REQUIRED_ATTRIBUTES[type];
-    const missing = required.filter((name) => !byName.has(name) && !broken.has(name));
+    if (required.length === 0) return { path: '', startLine: 0, endLine: 0 };
+    const missing: string[] = [];
+    for (const name of required) if (attributeNamed(attributes, name) === undefined && !broken.includes(name)) missing.push(name);
     if (missing.length > 0) {
       const message =
         required.length === 1
@@ -625,14 +747,14 @@ class Parser {
             : `${type} missing required attribute${missing.length > 1 ? 's' : ''} ${missing.join(', ')} (needs ${required.join(', ')})`;
       problems.push({ code: 'missing-attribute', message, range: openTag.range, command: type });
     }
-    const pathAttribute = required.includes('path') ? byName.get('path') : undefined;
+    const pathAttribute = required.includes('path') ? attributeNamed(attributes, 'path') : undefined;
     const path = pathAttribute?.value.trim() ?? '';
     if (pathAttribute && path === '') {
       problems.push({ code: 'empty-path', message: `${type} path is empty`, range: pathAttribute.range, command: type });
     }
     if (type !== 'EDIT_FILE') return { path, startLine: 0, endLine: 0 };
-    const start = byName.get('start_line');
-    const end = byName.get('end_line');
+    const start = attributeNamed(attributes, 'start_line');
+    const end = attributeNamed(attributes, 'end_line');
     const startLine = start ? this.lineNumber(type, start, problems) : Number.NaN;
     const endLine = end ? this.lineNumber(type, end, problems) : Number.NaN;
     if (end && endLine < startLine) {
@@ -649,28 +771,25 @@ class Parser {
   /** Records the block: as a command when nothing is wrong with it, otherwise as its errors (and nothing of it runs). */
   private emit(type: CommandType, problems: ParseError[], common: Omit<Command, 'type'>, values: CommandValues, body: Body | undefined): void {
     if (problems.length > 0) {
-      for (const problem of problems) problem.blockRange = common.range;
-      this.errors.push(...problems);
+      for (const problem of problems) {
+        problem.blockRange = common.range;
+        this.report(problem);
+      }
       return;
     }
     const { path, startLine, endLine } = values;
-    switch (type) {
-      case 'CREATE_FILE':
-        this.commands.push({ type, ...common, path, body: body! });
-        return;
-      case 'EDIT_FILE':
-        this.commands.push({ type, ...common, path, startLine, endLine, body: body! });
-        return;
-      case 'DELETE_FILE':
-      case 'READ_FILE':
-        this.commands.push({ type, ...common, path });
-        return;
-      case 'RUN_COMMAND':
-      case 'MESSAGE':
-      case 'DONE':
-        this.commands.push({ type, ...common, body: body! });
-        return;
-    }
+    const { range, openTag, attributes } = common;
+    // Built field by field (no spread): these objects are what a large answer is made of.
+    const command =
+      type === 'CREATE_FILE'
+        ? { type, range, openTag, attributes, path, body: body! }
+        : type === 'EDIT_FILE'
+          ? { type, range, openTag, attributes, path, startLine, endLine, body: body! }
+          : type === 'DELETE_FILE' || type === 'READ_FILE'
+            ? { type, range, openTag, attributes, path }
+            : { type, range, openTag, attributes, body: body! };
+    if (common.closeTag !== undefined) (command as Command).closeTag = common.closeTag;
+    this.commands.push(command);
   }
 
   /** A 1-based line number, or NaN after recording why the value is not one. */
@@ -704,10 +823,37 @@ class Parser {
   }
 }
 
+/** Where the standalone closing tags of one name are, and the first not passed yet. */
+interface Closers {
+  offsets: number[];
+  next: number;
+}
+
 interface CommandValues {
   path: string;
   startLine: number;
   endLine: number;
+}
+
+function describeAttributes(type: CommandType): string {
+  const required = REQUIRED_ATTRIBUTES[type];
+  return required.length === 0 ? 'none' : required.join(', ');
+}
+
+/** The attribute of that name (lower case; names are matched without regard to case): the last one written wins. */
+function attributeNamed(attributes: readonly Attribute[], name: string): Attribute | undefined {
+  for (let i = attributes.length - 1; i >= 0; i--) {
+    const candidate = attributes[i]!.name;
+    if (candidate.length === name.length && (candidate === name || candidate.toLowerCase() === name)) return attributes[i];
+  }
+  return undefined;
+}
+
+/** The first `needle` entirely within text[from, to), or -1; never looks past `to`. */
+function indexWithin(text: string, needle: string, from: number, to: number): number {
+  if (to - from < needle.length) return -1;
+  const k = text.slice(from, to).indexOf(needle);
+  return k === -1 ? -1 : from + k;
 }
 
 function removesFences(type: CommandType, path: string): boolean {
@@ -723,53 +869,79 @@ function closesFence(line: string, fence: string): boolean {
   return close !== null && close[1]![0] === fence[0] && close[1]!.length >= fence.length;
 }
 
-/** The command an unknown tag name probably meant, or undefined when it does not look like one. */
-function lookalike(name: string): CommandType | undefined {
-  if (name.length < 3 || name.length > 40) return undefined;
-  const upper = name.toUpperCase();
-  const exact = COMMAND_BY_NAME.get(upper);
-  if (exact !== undefined) return exact;
-  const synonym = SYNONYMS.get(upper);
-  if (synonym !== undefined && (name === upper || name.includes('_'))) return synonym;
-  if (name !== upper) return undefined;
-  const allowed = name.length <= 5 ? 1 : 2;
-  let best: CommandType | undefined;
-  let bestDistance = allowed + 1;
-  for (const type of COMMAND_TYPES) {
-    const d = editDistance(upper, type, allowed);
-    if (d < bestDistance) {
-      best = type;
-      bestDistance = d;
-    }
+/**
+ * The command an unknown tag name probably meant, or undefined when it does not look like one.
+ * One per parse: names already seen are remembered, and the distances reuse their rows, so a
+ * hostile answer of one near-miss tag per line costs a few hundred nanoseconds a line.
+ */
+class Lookalikes {
+  private readonly known = new Map<string, CommandType | null>();
+  private readonly rows = [new Int32Array(48), new Int32Array(48), new Int32Array(48)];
+
+  get(name: string): CommandType | undefined {
+    const known = this.known.get(name);
+    if (known !== undefined) return known ?? undefined;
+    const found = this.compute(name);
+    // Bounded: distinct names past this many are computed each time (still a bounded cost each).
+    if (this.known.size < 4096) this.known.set(name, found ?? null);
+    return found;
   }
-  return best;
+
+  private compute(name: string): CommandType | undefined {
+    if (name.length < MIN_TAG_NAME || name.length > MAX_TAG_NAME) return undefined;
+    const upper = name.toUpperCase();
+    const exact = COMMAND_BY_NAME.get(upper);
+    if (exact !== undefined) return exact;
+    const synonym = SYNONYMS.get(upper);
+    if (synonym !== undefined && (name === upper || name.includes('_'))) return synonym;
+    if (name !== upper) return undefined;
+    const allowed = name.length <= 5 ? 1 : 2;
+    let best: CommandType | undefined;
+    let bestDistance = allowed + 1;
+    for (const type of COMMAND_TYPES) {
+      const d = this.distance(upper, type, bestDistance - 1);
+      if (d < bestDistance) {
+        best = type;
+        bestDistance = d;
+      }
+    }
+    return best;
+  }
+
+  /**
+   * Optimal string alignment distance (transpositions count as one), or `limit + 1` when it is
+   * more: only the cells within `limit` of the diagonal are computed, and a row past the limit ends it.
+   */
+  private distance(a: string, b: string, limit: number): number {
+    const n = a.length;
+    const m = b.length;
+    const over = limit + 1;
+    if (limit < 0 || Math.abs(n - m) > limit) return over;
+    let [before, previous, current] = this.rows as [Int32Array, Int32Array, Int32Array];
+    for (let j = 0; j <= m; j++) previous[j] = j <= limit ? j : over;
+    for (let i = 1; i <= n; i++) {
+      const low = Math.max(1, i - limit);
+      const high = Math.min(m, i + limit);
+      current[low - 1] = low === 1 ? Math.min(i, over) : over;
+      let rowMin = current[low - 1]!;
+      const ca = a.charCodeAt(i - 1);
+      for (let j = low; j <= high; j++) {
+        const cb = b.charCodeAt(j - 1);
+        let d = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (ca === cb ? 0 : 1));
+        if (i > 1 && j > 1 && ca === b.charCodeAt(j - 2) && a.charCodeAt(i - 2) === cb) d = Math.min(d, before[j - 2]! + 1);
+        if (d > over) d = over;
+        current[j] = d;
+        if (d < rowMin) rowMin = d;
+      }
+      if (high < m) current[high + 1] = over;
+      if (rowMin > limit) return over;
+      [before, previous, current] = [previous, current, before];
+    }
+    return previous[m]!;
+  }
 }
 
-/** Optimal string alignment distance (transpositions count as one), capped at `limit + 1`. */
-function editDistance(a: string, b: string, limit: number): number {
-  if (Math.abs(a.length - b.length) > limit) return limit + 1;
-  let previous2: number[] = [];
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    let rowMin = i;
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      let d = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, previous2[j - 2]! + 1);
-      current.push(d);
-      if (d < rowMin) rowMin = d;
-    }
-    if (rowMin > limit) return limit + 1;
-    previous2 = previous;
-    previous = current;
-  }
-  return previous[b.length]!;
-}
-
-function stableSortByStart(errors: ParseError[]): ParseError[] {
-  return errors
-    .map((error, index) => ({ error, index }))
-    .sort((x, y) => x.error.range.start.line - y.error.range.start.line || x.error.range.start.character - y.error.range.start.character || x.index - y.index)
-    .map((entry) => entry.error);
+/** Errors in the order they appear; `sort` is stable, and fast on a list found nearly in order. */
+function sortByStart(errors: ParseError[]): ParseError[] {
+  return errors.sort((x, y) => x.range.start.line - y.range.start.line || x.range.start.character - y.range.start.character);
 }
