@@ -34,6 +34,12 @@ export type FailureCode =
   | 'unresolvable'
   | 'not-found'
   | 'is-folder'
+  /** A FIFO, socket or device where a file was expected: never opened, replaced or deleted. */
+  | 'not-regular'
+  /** EDIT_FILE of a file larger than Belay edits as text (the summary names the limit). */
+  | 'too-large'
+  /** A folder on the way (or the target) was replaced or moved while the block was carried out: nothing written. */
+  | 'changed'
   /** EDIT_FILE of a file that is not UTF-8 text. */
   | 'not-text'
   /** EDIT_FILE from a line past the end of the file. */
