@@ -4,7 +4,9 @@
 // Writes and deletes go through a confined root (src/shared/confined.ts): whatever a command left
 // running does to the folders meanwhile, nothing is written, replaced or deleted outside the
 // workspace, and nothing but a regular file (or a link, for a delete) is replaced or deleted.
+import { randomBytes } from 'node:crypto';
 import { ConfinedError, ConfinedRoot } from '../../shared/confined.ts';
+import { containedArgv, detectContainment, RUN_MARK_VARIABLE, sweepMarked, type Containment } from '../../shared/containment.ts';
 import { runBounded, shellCommand } from '../../shared/process.ts';
 import { notRegularSummary } from './files.ts';
 import { AnswerState, planAnswer, type AnswerItem, type Plan } from './plan.ts';
@@ -28,6 +30,11 @@ export interface ApplyOptions {
   env?: NodeJS.ProcessEnv;
   /** Stops a running command (its process tree is killed). */
   signal?: AbortSignal;
+  /**
+   * How RUN_COMMAND is kept from leaving processes behind (src/shared/containment.ts); detected
+   * when absent (a few milliseconds: executeAnswer detects it once per answer).
+   */
+  containment?: Containment | Promise<Containment>;
 }
 
 /** Carries out a plan: all or nothing, files written atomically. Records it in `state` when it succeeds. */
@@ -96,18 +103,28 @@ function commandLabel(command: string): string {
   return more ? `${label} …` : label;
 }
 
-/** RUN_COMMAND: `/bin/sh -c` (`cmd.exe /c` on Windows) in the workspace, in its own process group, bounded in time and memory. */
+/**
+ * RUN_COMMAND: `/bin/sh -c` (`cmd.exe /c` on Windows) in the workspace, bounded in time and memory.
+ * Nothing it starts outlives it: on Linux it runs in its own PID namespace, elsewhere its process
+ * tree is killed when it ends (see src/shared/containment.ts).
+ */
 export async function runCommand(workspace: Workspace, command: string, options: ApplyOptions = {}): Promise<Outcome> {
   const timeoutMs = options.runTimeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
   const limit = options.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
   const label = commandLabel(command);
+  const containment = await (options.containment ?? detectContainment());
+  const shell = shellCommand(command);
+  // Without a namespace, every process of the run carries a mark the sweep below looks for.
+  const mark = containment.kind === 'tree' ? randomBytes(8).toString('hex') : undefined;
+  const env = options.env ?? process.env;
   let stdout = '';
   let stderr = '';
   let total = 0;
   const run = await runBounded({
-    ...shellCommand(command),
+    argv: containedArgv(containment, shell.argv),
+    windowsVerbatimArguments: shell.windowsVerbatimArguments,
     cwd: workspace.realRoot,
-    env: options.env ?? process.env,
+    env: mark === undefined ? env : { ...env, [RUN_MARK_VARIABLE]: mark },
     timeoutMs,
     maxOutputChars: limit,
     onStdout: (chunk) => {
@@ -120,6 +137,7 @@ export async function runCommand(workspace: Workspace, command: string, options:
     },
     ...(options.signal ? { signal: options.signal } : {}),
   });
+  if (mark !== undefined) await sweepMarked(mark);
   let output = stdout + stderr;
   if (total > limit) output = `${output.slice(0, limit)}\n${OUTPUT_TRUNCATED_MARKER}`;
   output = output.trimEnd();
@@ -164,10 +182,13 @@ export async function executeAnswer(workspace: Workspace, answer: string | Parse
   const state = new AnswerState();
   const items: ExecutedItem[] = [];
   const executed = (item: AnswerItem): ExecutedItem => ('error' in item ? { error: item.error, ...item.outcome } : { command: item.command, ...item.outcome! });
+  // Detected on the first RUN_COMMAND, once for the answer.
+  let containment: Promise<Containment> | undefined;
+  const contained = () => (containment ??= options.containment ? Promise.resolve(options.containment) : detectContainment());
   await ConfinedRoot.with(workspace.realRoot, (confined) =>
     planAnswer(workspace, answer, {
       state,
-      carryOut: (block) => applyPlan(workspace, block.plan, state, { ...options, confined }),
+      carryOut: (block) => applyPlan(workspace, block.plan, state, { ...options, confined, ...(block.plan.kind === 'run' ? { containment: contained() } : {}) }),
       onItem: (item) => {
         items.push(executed(item));
         options.onResult?.(items.at(-1)!);
