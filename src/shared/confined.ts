@@ -335,23 +335,25 @@ export class ConfinedRoot {
     const expected = path.join(folder.path, name);
     // A folder that another process keeps swapping is refused after a few tries.
     for (let attempt = 0; attempt < 3; attempt++) {
+      let made = false;
       try {
+        if (create && entryKind(await lstatOrUndefined(entry)) === 'missing') {
+          try {
+            await fs.mkdir(entry);
+            made = true;
+          } catch (error) {
+            if (errno(error) !== 'EEXIST') throw error;
+          }
+        }
         const next = await this.openFolder(entry, expected);
+        if (made) created.push({ parent: folder, name, folder: next });
         this.folders.set(next.path, next);
         return next;
       } catch (error) {
         const code = errno(error);
-        if (code === 'ENOENT' && create) {
-          try {
-            await fs.mkdir(entry);
-          } catch (mkdirError) {
-            if (errno(mkdirError) === 'EEXIST') continue;
-            throw mkdirError;
-          }
-          const made = await this.openFolder(entry, expected);
-          created.push({ parent: folder, name, folder: made });
-          this.folders.set(made.path, made);
-          return made;
+        if (code === 'ENOENT') {
+          if (!create) throw new ConfinedError('ENOENT', `'${expected}' does not exist`, { kind: 'missing' });
+          continue;
         }
         if (code === 'ENOTDIR' || code === 'ELOOP') {
           const kind = entryKind(await lstatOrUndefined(entry));

@@ -99,7 +99,7 @@ describe('hostile answers: a folder swapped for a link while blocks are applied'
     for (const file of before) assert.equal(await readFile(file, 'utf8'), 'outside\n');
     const codes = new Map<string, number>();
     for (const item of report.items) codes.set(item.code ?? 'ok', (codes.get(item.code ?? 'ok') ?? 0) + 1);
-    for (const code of codes.keys()) assert.ok(['ok', 'changed', 'outside-workspace', 'not-found', 'through-file'].includes(code), `unexpected ${code}`);
+    for (const code of codes.keys()) assert.ok(['ok', 'changed', 'outside-workspace', 'not-found', 'through-file'].includes(code), `unexpected ${code}: ${report.items.find((item) => item.code === code)?.result.summary}`);
     assert.ok(report.items[1]!.result.success, 'the racer ran');
     assert.ok((codes.get('changed') ?? 0) + (codes.get('outside-workspace') ?? 0) > 0, `the racer got in the way: ${JSON.stringify([...codes])}`);
     // What succeeded is inside, with its content: in the folder, wherever the racer left it
