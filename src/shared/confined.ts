@@ -169,8 +169,15 @@ export class ConfinedRoot {
 
   /** The entry itself (a link is not followed), or undefined when it does not exist. */
   async lstat(real: string): Promise<Stats | undefined> {
-    const { folder, name } = await this.parent(real, false);
-    return lstatOrUndefined(this.entryPath(folder, name));
+    let found;
+    try {
+      found = await this.parent(real, false);
+    } catch (error) {
+      // No folder, no entry.
+      if (error instanceof ConfinedError && error.code === 'ENOENT') return undefined;
+      throw error;
+    }
+    return lstatOrUndefined(this.entryPath(found.folder, found.name));
   }
 
   /**
