@@ -17,7 +17,7 @@ export type Containment =
   /** The process group is killed, then (on Linux) the processes carrying the run's mark. */
   | { kind: 'tree' };
 
-/** The environment variable that marks every process of one run (for the sweep). */
+/** The environment variable that marks every process of one run (for the sweep, whatever the containment). */
 export const RUN_MARK_VARIABLE = 'BELAY_RUN_ID';
 
 /** Where `program` is on the PATH, if it is. */
@@ -84,15 +84,19 @@ export function containedArgv(containment: Containment, argv: readonly [string, 
 /**
  * Kills every process whose environment carries `RUN_MARK_VARIABLE=mark`; Linux only, a no-op
  * elsewhere. Each one found is stopped at once (SIGSTOP: it forks no more), the processes are
- * looked for again until a few rounds in a row find no new one (a process caught in the middle of
- * a fork or an exec shows up in the next), then all are killed (SIGKILL). Returns how many.
+ * looked for again until `quietRounds` rounds in a row (default 3) find no new one (a process
+ * caught in the middle of a fork or an exec shows up in the next), then all are killed (SIGKILL),
+ * and waited for until they are gone. After a PID namespace ended, one round is enough: its
+ * processes were all killed by the kernel and fork no more; the sweep then only waits until the
+ * last of them is gone. Returns how many it found.
  */
-export async function sweepMarked(mark: string, platform: NodeJS.Platform = process.platform): Promise<number> {
-  if (platform !== 'linux') return 0;
+export async function sweepMarked(mark: string, options: { quietRounds?: number; platform?: NodeJS.Platform } = {}): Promise<number> {
+  if ((options.platform ?? process.platform) !== 'linux') return 0;
+  const quietRounds = options.quietRounds ?? 3;
   const needle = Buffer.from(`\0${RUN_MARK_VARIABLE}=${mark}\0`);
   const first = Buffer.from(`${RUN_MARK_VARIABLE}=${mark}\0`);
   const stopped = new Set<number>();
-  for (let quiet = 0, round = 0; quiet < 3 && round < 50; round++) {
+  for (let quiet = 0, round = 0; quiet < quietRounds && round < 50; round++) {
     let names: string[];
     try {
       names = await readdir('/proc');
@@ -120,7 +124,7 @@ export async function sweepMarked(mark: string, platform: NodeJS.Platform = proc
       }),
     );
     quiet = stopped.size === before ? quiet + 1 : 0;
-    if (quiet > 0 && quiet < 3) await new Promise((resolve) => setTimeout(resolve, 10));
+    if (quiet > 0 && quiet < quietRounds) await new Promise((resolve) => setTimeout(resolve, 10));
   }
   for (const pid of stopped) {
     try {

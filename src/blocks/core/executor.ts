@@ -114,8 +114,9 @@ export async function runCommand(workspace: Workspace, command: string, options:
   const label = commandLabel(command);
   const containment = await (options.containment ?? detectContainment());
   const shell = shellCommand(command);
-  // Without a namespace, every process of the run carries a mark the sweep below looks for.
-  const mark = containment.kind === 'tree' ? randomBytes(8).toString('hex') : undefined;
+  // Every process of the run carries a mark the sweep below looks for: without a namespace, to
+  // find what escaped the tree; with one, to wait until the kernel has finished killing it.
+  const mark = randomBytes(8).toString('hex');
   const env = options.env ?? process.env;
   let stdout = '';
   let stderr = '';
@@ -124,7 +125,7 @@ export async function runCommand(workspace: Workspace, command: string, options:
     argv: containedArgv(containment, shell.argv),
     windowsVerbatimArguments: shell.windowsVerbatimArguments,
     cwd: workspace.realRoot,
-    env: mark === undefined ? env : { ...env, [RUN_MARK_VARIABLE]: mark },
+    env: { ...env, [RUN_MARK_VARIABLE]: mark },
     timeoutMs,
     maxOutputChars: limit,
     onStdout: (chunk) => {
@@ -137,7 +138,7 @@ export async function runCommand(workspace: Workspace, command: string, options:
     },
     ...(options.signal ? { signal: options.signal } : {}),
   });
-  if (mark !== undefined) await sweepMarked(mark);
+  await sweepMarked(mark, { quietRounds: containment.kind === 'namespace' ? 1 : 3 });
   let output = stdout + stderr;
   if (total > limit) output = `${output.slice(0, limit)}\n${OUTPUT_TRUNCATED_MARKER}`;
   output = output.trimEnd();
