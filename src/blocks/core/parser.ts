@@ -93,6 +93,15 @@ export const MAX_LISTED_ERRORS = 1000;
  * more is one parse error (and its block is left out), not thousands.
  */
 export const MAX_TAG_ATTRIBUTES = 32;
+/** Stands for a problem found once the error list is full: counted, never shown. */
+const UNLISTED: ParseError = Object.freeze({
+  code: 'too-many-errors',
+  message: '',
+  range: Object.freeze({ start: Object.freeze({ line: 0, character: 0 }), end: Object.freeze({ line: 0, character: 0 }) }),
+}) as ParseError;
+/** Names of unknown tags searched for one by one; past this many, every closing tag is indexed at once. */
+const MAX_SEARCHED_NAMES = 2;
+const UNLISTED_TAG: Tag = Object.freeze({ range: UNLISTED.range, nameRange: UNLISTED.range });
 /** Tag names shorter or longer than these are neither a command nor taken for a misspelt one. */
 const MIN_TAG_NAME = 3;
 const MAX_TAG_NAME = 40;
@@ -154,8 +163,11 @@ class Parser {
   private readonly contentStarts: number[] = [];
   private readonly contentEnds: number[] = [];
   private readonly lookalikes = new Lookalikes();
-  /** Standalone closing tags by name, built on first need (only for unknown commands). */
-  private closerIndex: Map<string, Closers> | undefined;
+  /** The last opening tag name read (see topLevelLine). */
+  private lastName = '';
+  /** Standalone closing tags found by name (only for unknown commands); `indexed` once all are. */
+  private readonly closers = new Map<string, Closers>();
+  private indexed = false;
 
   constructor(text: string) {
     this.text = text;
@@ -192,6 +204,10 @@ class Parser {
 
   private countUnlisted(at: Position): void {
     if (this.unlisted++ === 0) this.firstUnlisted = at;
+  }
+
+  private countUnlistedAt(line: number, lineStart: number, offset: number): void {
+    if (this.unlisted++ === 0) this.firstUnlisted = this.at(line, lineStart, offset);
   }
 
   fail(error: unknown): void {
@@ -314,7 +330,9 @@ class Parser {
       const c = text.charCodeAt(nameEnd);
       if (c !== 93 /* ] */ && !isBlank(c)) return;
     }
-    const name = text.slice(nameStart, nameEnd);
+    // The same tag name as the last one (answers repeat them) is compared in place, not sliced.
+    const last = this.lastName;
+    const name = sameAt(text, nameStart, nameEnd, last) ? last : (this.lastName = text.slice(nameStart, nameEnd));
     const type = COMMAND_BY_NAME.get(name);
     if (type !== undefined) this.block(type, s, nameEnd, e);
     else this.unknownTag(name, s, nameEnd, e);
@@ -376,42 +394,72 @@ class Parser {
     });
   }
 
-  /** Where the next line that is exactly `[/name]` (blanks aside) starts its tag, or -1. */
+  /**
+   * Where the next line that is exactly `[/name]` (blanks aside) starts its tag, or -1. `from` only
+   * grows during a parse. The first few names are each searched for with indexOf, resuming where
+   * the last search for that name stopped (a lookalike tag per line costs a short search each);
+   * past MAX_SEARCHED_NAMES names, one pass indexes every standalone closing tag, so that many
+   * names cannot make the searches quadratic.
+   */
   private standaloneCloserAfter(name: string, from: number): number {
-    if (this.closerIndex === undefined) this.closerIndex = this.indexStandaloneClosers(from);
-    const closers = this.closerIndex.get(name);
-    if (closers === undefined) return -1;
-    // `from` only grows during a parse: each list is walked once, however many tags use it.
+    let closers = this.closers.get(name);
+    if (closers === undefined) {
+      if (this.closers.size >= MAX_SEARCHED_NAMES && !this.indexed) {
+        this.indexStandaloneClosers(from);
+        closers = this.closers.get(name);
+      }
+      if (closers === undefined) {
+        if (this.indexed) return -1;
+        closers = { offsets: [], next: 0, searchedTo: from };
+        this.closers.set(name, closers);
+      }
+    }
     const { offsets } = closers;
     while (closers.next < offsets.length && offsets[closers.next]! < from) closers.next++;
-    return closers.next < offsets.length ? offsets[closers.next]! : -1;
+    if (closers.next < offsets.length || closers.searchedTo === -1) return closers.next < offsets.length ? offsets[closers.next]! : -1;
+    // Searched by name: find the next standalone one from where the last search stopped.
+    const needle = (closers.needle ??= `[/${name}]`);
+    let k = this.text.indexOf(needle, Math.max(from, closers.searchedTo));
+    while (k !== -1 && !this.isStandalone(k, k + needle.length)) k = this.text.indexOf(needle, k + 1);
+    if (k === -1) {
+      closers.searchedTo = -1;
+      return -1;
+    }
+    offsets.push(k);
+    closers.searchedTo = k + 1;
+    return k;
   }
 
-  private indexStandaloneClosers(from: number): Map<string, Closers> {
+  /** Whether text[from, to) is alone on its line, blanks aside. */
+  private isStandalone(from: number, to: number): boolean {
     const text = this.text;
-    const index = new Map<string, Closers>();
+    let before = from - 1;
+    while (before >= 0 && isBlank(text.charCodeAt(before))) before--;
+    if (before >= 0 && text.charCodeAt(before) !== 10 && text.charCodeAt(before) !== 13) return false;
+    let after = to;
+    while (after < this.len && isBlank(text.charCodeAt(after))) after++;
+    return after === this.len || text.charCodeAt(after) === 10 || text.charCodeAt(after) === 13;
+  }
+
+  /** Indexes every standalone closing tag from `from` on, by name (replacing what the searches found). */
+  private indexStandaloneClosers(from: number): void {
+    const text = this.text;
+    const index = this.closers;
+    index.clear();
+    this.indexed = true;
     let k = text.indexOf('[/', from);
     while (k !== -1) {
-      let before = k - 1;
-      while (before >= 0 && isBlank(text.charCodeAt(before))) before--;
-      const startsLine = before < 0 || text.charCodeAt(before) === 10 || text.charCodeAt(before) === 13;
       let nameEnd = k + 2;
       while (nameEnd < this.len && isNameChar(text.charCodeAt(nameEnd))) nameEnd++;
       const nameLength = nameEnd - k - 2;
-      if (startsLine && nameLength >= MIN_TAG_NAME && nameLength <= MAX_TAG_NAME && text.charCodeAt(nameEnd) === 93) {
-        let after = nameEnd + 1;
-        while (after < this.len && isBlank(text.charCodeAt(after))) after++;
-        const c = text.charCodeAt(after);
-        if (after === this.len || c === 10 || c === 13) {
-          const name = text.slice(k + 2, nameEnd);
-          const closers = index.get(name);
-          if (closers) closers.offsets.push(k);
-          else index.set(name, { offsets: [k], next: 0 });
-        }
+      if (nameLength >= MIN_TAG_NAME && nameLength <= MAX_TAG_NAME && text.charCodeAt(nameEnd) === 93 && this.isStandalone(k, nameEnd + 1)) {
+        const name = text.slice(k + 2, nameEnd);
+        const closers = index.get(name);
+        if (closers) closers.offsets.push(k);
+        else index.set(name, { offsets: [k], next: 0, searchedTo: -1 });
       }
       k = text.indexOf('[/', k + 2);
     }
-    return index;
   }
 
   // --- blocks --------------------------------------------------------------------------------
@@ -422,6 +470,8 @@ class Parser {
     const ls = this.ls;
     let problems: ParseError[] = [];
     const attributes: Attribute[] = [];
+    /** The error list is full: a problem is only counted, so none is described (see UNLISTED). */
+    const dry = this.full;
     /** Names (lower case) of attributes written but unreadable: reported as such, not also as missing. */
     const broken: string[] = [];
     /** Attributes and problems past MAX_TAG_ATTRIBUTES: counted, not built. */
@@ -439,7 +489,7 @@ class Parser {
       if (!isNameChar(c)) {
         const junkEnd = this.skipWord(p, e);
         if (attributes.length + problems.length < MAX_TAG_ATTRIBUTES) {
-          problems.push({
+          problems.push(dry ? UNLISTED : {
             code: 'malformed-attribute',
             message: `${type} tag has unexpected text '${text.slice(p, junkEnd)}'`,
             range: this.span(line, ls, p, junkEnd),
@@ -457,7 +507,7 @@ class Parser {
       if (text.charCodeAt(q) !== 61 /* = */ || q >= e) {
         if (attributes.length + problems.length < MAX_TAG_ATTRIBUTES) {
           broken.push(key.toLowerCase());
-          problems.push({
+          problems.push(dry ? UNLISTED : {
             code: 'malformed-attribute',
             message: `${type} attribute ${key} has no value; write ${key}="…"`,
             range: this.span(line, ls, keyStart, keyEnd),
@@ -472,7 +522,7 @@ class Parser {
         const valueEnd = q >= e ? q : this.skipWord(q, e);
         if (attributes.length + problems.length < MAX_TAG_ATTRIBUTES) {
           broken.push(key.toLowerCase());
-          problems.push({
+          problems.push(dry ? UNLISTED : {
             code: 'malformed-attribute',
             message: `${type} attribute ${key} must have its value in quotes: ${key}="${text.slice(q, valueEnd)}"`,
             range: this.span(line, ls, keyStart, valueEnd),
@@ -507,7 +557,7 @@ class Parser {
       if (closed === -1) {
         broken.push(key.toLowerCase());
         if (attributes.length + problems.length < MAX_TAG_ATTRIBUTES) {
-          problems.push({
+          problems.push(dry ? UNLISTED : {
             code: 'malformed-attribute',
             message: `${type} attribute ${key} has no closing quote`,
             range: this.span(line, ls, keyStart, e),
@@ -531,20 +581,21 @@ class Parser {
     }
     if (tagEnd === -1) {
       tagEnd = e;
-      problems.push({
+      problems.push(dry ? UNLISTED : {
         code: 'unterminated-tag',
         message: `${type} opening tag has no closing ']'`,
         range: this.span(line, ls, s, e),
         command: type,
       });
     }
-    const openTag: Tag = { range: this.span(line, ls, s, tagEnd), nameRange: this.span(line, ls, s + 1, nameEnd) };
+    // Past the listed errors an erroneous block needs no ranges: a stand-in until it proves valid.
+    let openTag: Tag = dry ? UNLISTED_TAG : { range: this.span(line, ls, s, tagEnd), nameRange: this.span(line, ls, s + 1, nameEnd) };
     let values: CommandValues;
     if (excess > 0) {
       // A pathological tag: one error for all of it, and its block (body included) is left out.
       const count = attributes.length + problems.length + excess;
       problems = [
-        {
+        dry ? UNLISTED : {
           code: 'oversized-tag',
           message: `${type} tag has ${count} attributes or words where it takes ${describeAttributes(type)}; this block was not executed`,
           range: openTag.range,
@@ -553,7 +604,20 @@ class Parser {
       ];
       values = { path: attributeNamed(attributes, 'path')?.value.trim() ?? '', startLine: Number.NaN, endLine: Number.NaN };
     } else {
-      values = this.validate(type, openTag, attributes, broken, problems);
+      values = this.validate(type, openTag, attributes, broken, problems, dry);
+    }
+
+    if (dry && problems.length > 0) {
+      // Past the listed errors: the block is skipped as before, its errors only counted.
+      let count = problems.length;
+      if (SELF_CLOSING.has(type)) this.selfClosingCloser(type, tagEnd, e);
+      else if (indexWithin(text, CLOSER[type], this.firstNonBlank(tagEnd, e), e) === -1 && this.scanToCloser(CLOSER[type]) === undefined) count++;
+      for (let i = 0; i < count; i++) this.countUnlistedAt(line, ls, s);
+      return;
+    }
+    if (openTag === UNLISTED_TAG) {
+      // A valid block after all: it gets its real ranges.
+      openTag = { range: this.span(line, ls, s, tagEnd), nameRange: this.span(line, ls, s + 1, nameEnd) };
     }
 
     if (SELF_CLOSING.has(type)) {
@@ -566,8 +630,8 @@ class Parser {
     const closer = CLOSER[type];
     const starts = this.contentStarts;
     const ends = this.contentEnds;
-    starts.length = 0;
-    ends.length = 0;
+    if (starts.length > 0) starts.length = 0;
+    if (ends.length > 0) ends.length = 0;
     let closeTag: Tag | undefined;
     const r = this.firstNonBlank(tagEnd, e);
     if (r < e) {
@@ -592,7 +656,7 @@ class Parser {
     closeTag ??= this.scanToCloser(closer);
     if (closeTag === undefined) {
       const what = values.path ? `${type} for '${values.path}'` : type;
-      problems.push({
+      problems.push(dry ? UNLISTED : {
         code: 'unclosed-block',
         message: `${what} missing closing tag ${closer}; it and everything after it were not executed`,
         range: openTag.range,
@@ -629,7 +693,8 @@ class Parser {
       return { range: this.span(this.ln, this.ls, r, r + closer.length), nameRange: this.span(this.ln, this.ls, r + 2, r + closer.length - 1) };
     }
     if (r < e) return undefined;
-    const saved = [this.ln, this.ls, this.le, this.nx, this.cr, this.lf, this.prevLs, this.prevLe] as const;
+    // Saved one by one: this runs once per self-closing tag, and a hostile answer has 100k of them.
+    const { ln, ls, le, nx, cr, lf, prevLs, prevLe } = this;
     this.prevLs = this.ls;
     this.prevLe = this.le;
     this.advance();
@@ -646,7 +711,14 @@ class Parser {
       this.prevLe = this.le;
       this.advance();
     }
-    [this.ln, this.ls, this.le, this.nx, this.cr, this.lf, this.prevLs, this.prevLe] = saved;
+    this.ln = ln;
+    this.ls = ls;
+    this.le = le;
+    this.nx = nx;
+    this.cr = cr;
+    this.lf = lf;
+    this.prevLs = prevLs;
+    this.prevLe = prevLe;
     return undefined;
   }
 
@@ -733,12 +805,13 @@ class Parser {
   }
 
   /** Checks the attributes a command requires; what is wrong goes into `problems`. */
-  private validate(type: CommandType, openTag: Tag, attributes: readonly Attribute[], broken: readonly string[], problems: ParseError[]): CommandValues {
+  private validate(type: CommandType, openTag: Tag, attributes: readonly Attribute[], broken: readonly string[], problems: ParseError[], dry: boolean): CommandValues {
     const required = REQUIRED_ATTRIBUTES[type];
     if (required.length === 0) return { path: '', startLine: 0, endLine: 0 };
-    const missing: string[] = [];
-    for (const name of required) if (attributeNamed(attributes, name) === undefined && !broken.includes(name)) missing.push(name);
-    if (missing.length > 0) {
+    let missing: string[] | undefined;
+    for (const name of required) if (attributeNamed(attributes, name) === undefined && !broken.includes(name)) (missing ??= []).push(name);
+    if (missing !== undefined && dry) problems.push(UNLISTED);
+    else if (missing !== undefined) {
       const message =
         required.length === 1
           ? `${type} missing ${missing[0]} attribute`
@@ -750,15 +823,15 @@ class Parser {
     const pathAttribute = required.includes('path') ? attributeNamed(attributes, 'path') : undefined;
     const path = pathAttribute?.value.trim() ?? '';
     if (pathAttribute && path === '') {
-      problems.push({ code: 'empty-path', message: `${type} path is empty`, range: pathAttribute.range, command: type });
+      problems.push(dry ? UNLISTED : { code: 'empty-path', message: `${type} path is empty`, range: pathAttribute.range, command: type });
     }
     if (type !== 'EDIT_FILE') return { path, startLine: 0, endLine: 0 };
     const start = attributeNamed(attributes, 'start_line');
     const end = attributeNamed(attributes, 'end_line');
-    const startLine = start ? this.lineNumber(type, start, problems) : Number.NaN;
-    const endLine = end ? this.lineNumber(type, end, problems) : Number.NaN;
+    const startLine = start ? this.lineNumber(type, start, problems, dry) : Number.NaN;
+    const endLine = end ? this.lineNumber(type, end, problems, dry) : Number.NaN;
     if (end && endLine < startLine) {
-      problems.push({
+      problems.push(dry ? UNLISTED : {
         code: 'line-range-reversed',
         message: `${type} end_line ${endLine} is before start_line ${startLine}`,
         range: end.valueRange,
@@ -772,6 +845,10 @@ class Parser {
   private emit(type: CommandType, problems: ParseError[], common: Omit<Command, 'type'>, values: CommandValues, body: Body | undefined): void {
     if (problems.length > 0) {
       for (const problem of problems) {
+        if (problem === UNLISTED) {
+          this.countUnlisted(common.range.start);
+          continue;
+        }
         problem.blockRange = common.range;
         this.report(problem);
       }
@@ -793,11 +870,11 @@ class Parser {
   }
 
   /** A 1-based line number, or NaN after recording why the value is not one. */
-  private lineNumber(type: CommandType, attribute: Attribute, problems: ParseError[]): number {
+  private lineNumber(type: CommandType, attribute: Attribute, problems: ParseError[], dry: boolean): number {
     const raw = attribute.value.trim();
     const name = attribute.name.toLowerCase();
     if (!INTEGER.test(raw)) {
-      problems.push({
+      problems.push(dry ? UNLISTED : {
         code: 'invalid-line-number',
         message: `${type} ${name} must be an integer, got '${attribute.value}'`,
         range: attribute.valueRange,
@@ -807,11 +884,11 @@ class Parser {
     }
     const value = Number(raw);
     if (!Number.isSafeInteger(value)) {
-      problems.push({ code: 'invalid-line-number', message: `${type} ${name} is too large: '${raw}'`, range: attribute.valueRange, command: type });
+      problems.push(dry ? UNLISTED : { code: 'invalid-line-number', message: `${type} ${name} is too large: '${raw}'`, range: attribute.valueRange, command: type });
       return Number.NaN;
     }
     if (value < 1) {
-      problems.push({
+      problems.push(dry ? UNLISTED : {
         code: 'invalid-line-number',
         message: `${type} ${name} must be 1 or more (lines count from 1), got '${raw}'`,
         range: attribute.valueRange,
@@ -823,10 +900,12 @@ class Parser {
   }
 }
 
-/** Where the standalone closing tags of one name are, and the first not passed yet. */
+/** Where the standalone closing tags of one name are, the first not passed yet, and where to search on (-1: all found). */
 interface Closers {
   offsets: number[];
   next: number;
+  searchedTo: number;
+  needle?: string;
 }
 
 interface CommandValues {
@@ -838,6 +917,13 @@ interface CommandValues {
 function describeAttributes(type: CommandType): string {
   const required = REQUIRED_ATTRIBUTES[type];
   return required.length === 0 ? 'none' : required.join(', ');
+}
+
+/** Whether text[from, to) is `name`, compared in place. */
+function sameAt(text: string, from: number, to: number, name: string): boolean {
+  if (to - from !== name.length) return false;
+  for (let i = 0; i < name.length; i++) if (text.charCodeAt(from + i) !== name.charCodeAt(i)) return false;
+  return true;
 }
 
 /** The attribute of that name (lower case; names are matched without regard to case): the last one written wins. */

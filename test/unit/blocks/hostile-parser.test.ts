@@ -4,7 +4,20 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { MAX_LISTED_ERRORS, MAX_TAG_ATTRIBUTES, parseAnswer } from '../../../src/blocks/core/parser.ts';
+import type { ParseResult } from '../../../src/blocks/core/syntax.ts';
+import { fixture } from './helpers.ts';
 import { pathologicalAnswers, repeatTo, SURVIVOR } from './hostileAnswers.ts';
+
+/** Every error the parse found, listed or only counted. */
+function totalErrors(result: ParseResult): number {
+  const summary = result.errors.find((e) => e.code === 'too-many-errors');
+  return result.errors.length - (summary ? 1 : 0) + (summary ? Number(/^(\d+) more/.exec(summary.message)![1]) : 0);
+}
+
+/** The blocks found, with their lines counted from `offset`. */
+function blocks(result: ParseResult, offset = 0) {
+  return result.commands.map((c) => ({ type: c.type, line: c.openTag.range.start.line - offset, path: 'path' in c ? c.path : '', body: 'body' in c ? c.body.text : '' }));
+}
 
 const SIZE = 256 * 1024;
 
@@ -71,6 +84,21 @@ describe('hostile answers: the parser', () => {
       result.commands.map((c) => c.type),
       ['DONE'],
     );
+  });
+
+  it('once the error list is full, the same blocks are found and every error is still counted', { timeout: 60_000 }, async () => {
+    const flood = '[/DONE]\n'.repeat(MAX_LISTED_ERRORS);
+    const texts = [
+      ...(await Promise.all(['every-command.txt', 'errors.txt', 'fenced-answer.txt', 'crlf-answer.txt'].map(fixture))),
+      ...Object.values(pathologicalAnswers(16 * 1024)),
+      '[EDIT_FILE path="a" start_line="x" end_line="0"]\nbody\n[/EDIT_FILE]\n[EDIT_FILE start_line="2"]\n[DELETE_FILE path=""]\n[READ_FILE path="a" junk]\n[CREATE_FILE path="b"]\nunclosed',
+    ];
+    for (const text of texts) {
+      const plain = parseAnswer(text);
+      const flooded = parseAnswer(flood + text);
+      assert.deepEqual(blocks(flooded, MAX_LISTED_ERRORS), blocks(plain), text.slice(0, 40));
+      assert.equal(totalErrors(flooded), totalErrors(plain) + MAX_LISTED_ERRORS, text.slice(0, 40));
+    }
   });
 
   it('a misspelt block keeps its body from running even after the error list is full', { timeout: 30_000 }, () => {
