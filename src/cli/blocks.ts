@@ -1,13 +1,16 @@
 // `belay blocks parse|apply`: the command-block parser and executor on the command line. The
-// output formats are a contract: scripts and checks read them.
+// output formats are a contract: scripts and checks read them. Everything printed that comes from
+// the answer or from the commands it ran is neutralised (src/shared/terminalText.ts): an escape
+// sequence in a path or in a command's output prints as text and does nothing to the terminal.
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { DEFAULT_RUN_TIMEOUT_MS, executeAnswer, type ExecutedItem } from '../blocks/core/executor.ts';
 import { parseAnswer } from '../blocks/core/parser.ts';
-import { formatResult } from '../blocks/core/results.ts';
+import { formatResult, type CommandResult } from '../blocks/core/results.ts';
 import { openWorkspace } from '../blocks/core/sandbox.ts';
 import { inOrder, type Command, type ParseError } from '../blocks/core/syntax.ts';
 import { parseCommandLine, splitAction } from '../shared/args.ts';
+import { neutraliseControls, neutraliseJson } from '../shared/terminalText.ts';
 import { readAll, UsageError, type CliIO } from './io.ts';
 
 /** Printed by `belay blocks --help` (and when no action is given). */
@@ -89,21 +92,33 @@ export function errorJson(error: ParseError): { line: number; message: string } 
   return { line: error.range.start.line + 1, message: error.message };
 }
 
+/** JSON for a terminal: `JSON.stringify`, with what it leaves raw of the control characters escaped too. */
+export function printableJson(value: unknown): string {
+  return neutraliseJson(JSON.stringify(value));
+}
+
+/** A result with its summary and output neutralised, so that its formatted lines are safe to print. */
+export function printableResult(result: CommandResult): CommandResult {
+  const printable = { ...result, summary: neutraliseControls(result.summary) };
+  if (result.output !== undefined) printable.output = neutraliseControls(result.output);
+  return printable;
+}
+
 function parse(answer: string, json: boolean, io: CliIO): number {
   const parsed = parseAnswer(answer);
   if (json) {
-    io.stdout.write(`${JSON.stringify({ commands: parsed.commands.map(commandJson), errors: parsed.errors.map(errorJson) })}\n`);
+    io.stdout.write(`${printableJson({ commands: parsed.commands.map(commandJson), errors: parsed.errors.map(errorJson) })}\n`);
   } else {
     for (const item of inOrder(parsed)) {
       if ('error' in item) {
-        io.stdout.write(`line ${item.error.range.start.line + 1}: error: ${item.error.message}\n`);
+        io.stdout.write(`line ${item.error.range.start.line + 1}: error: ${neutraliseControls(item.error.message)}\n`);
         continue;
       }
       const c = item.command;
       const what = 'path' in c ? ` ${c.path}` : '';
       const lines = c.type === 'EDIT_FILE' ? ` lines ${c.startLine}-${c.endLine}` : '';
       const body = 'body' in c ? ` (${c.body.lineCount} line${c.body.lineCount === 1 ? '' : 's'})` : '';
-      io.stdout.write(`line ${c.openTag.range.start.line + 1}: ${c.type}${what}${lines}${body}\n`);
+      io.stdout.write(`line ${c.openTag.range.start.line + 1}: ${c.type}${neutraliseControls(what)}${lines}${body}\n`);
     }
     io.stdout.write(`${parsed.commands.length} command${parsed.commands.length === 1 ? '' : 's'}, ${parsed.errors.length} error${parsed.errors.length === 1 ? '' : 's'}\n`);
   }
@@ -124,11 +139,11 @@ async function apply(answer: string, workspaceDir: string, json: boolean, runTim
   const report = await executeAnswer(workspace, answer, {
     runTimeoutMs,
     env: io.env,
-    onResult: json ? undefined : (item) => io.stdout.write(`${formatResult(item.result)}\n`),
+    onResult: json ? undefined : (item) => io.stdout.write(`${formatResult(printableResult(item.result))}\n`),
   });
   if (json) {
     const results = report.items.map((item) => ({ line: itemLine(item), ...item.result }));
-    io.stdout.write(`${JSON.stringify({ results, done: report.done, readFileRequests: report.readFileRequests })}\n`);
+    io.stdout.write(`${printableJson({ results, done: report.done, readFileRequests: report.readFileRequests })}\n`);
   }
   return report.success ? 0 : 1;
 }

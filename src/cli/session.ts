@@ -1,10 +1,12 @@
 // `belay session start|step|watch|list`: the outbox/inbox loop on the command line. Standard
 // output carries only what scripts need (outbox paths); results and notes go to standard error.
+// What comes from an answer, a command's output or a task is neutralised before it is printed.
 import * as path from 'node:path';
 import { formatResults } from '../blocks/core/results.ts';
 import { listSessions, SessionError, startSession, stepSession, watchSession, type StepOutcome } from '../blocks/core/session.ts';
 import { parseCommandLine, splitAction } from '../shared/args.ts';
-import { readAnswer, timeoutMs } from './blocks.ts';
+import { neutraliseControls, neutraliseJson } from '../shared/terminalText.ts';
+import { printableResult, readAnswer, timeoutMs } from './blocks.ts';
 import { readAll, UsageError, type CliIO } from './io.ts';
 
 /** Printed by `belay session --help` (and when no action is given). */
@@ -81,7 +83,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
             signal: controller.signal,
             ...(values.session !== undefined ? { sessionId: values.session } : {}),
             onStep: (outcome, file) => {
-              io.stderr.write(`processed ${file}\n`);
+              io.stderr.write(`processed ${neutraliseControls(file)}\n`);
               report(outcome, io);
             },
           });
@@ -95,10 +97,10 @@ export async function run(args: string[], io: CliIO): Promise<number> {
         expectPositionals(positionals, 0, action);
         const sessions = await listSessions(root);
         if (values.json) {
-          io.stdout.write(`${JSON.stringify(sessions)}\n`);
+          io.stdout.write(`${neutraliseJson(JSON.stringify(sessions))}\n`);
         } else {
           for (const s of sessions) {
-            io.stdout.write(`${s.sessionId}  seq ${s.sequenceNumber}  ${s.isComplete ? 'complete' : 'open    '}  ${s.task.split('\n', 1)[0]}\n`);
+            io.stdout.write(`${s.sessionId}  seq ${s.sequenceNumber}  ${s.isComplete ? 'complete' : 'open    '}  ${neutraliseControls(s.task.split(/\r?\n|\r/, 1)[0]!)}\n`);
           }
         }
         return 0;
@@ -106,7 +108,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     }
   } catch (error) {
     if (error instanceof SessionError) {
-      io.stderr.write(`belay session ${action}: ${error.message}\n`);
+      io.stderr.write(`belay session ${action}: ${neutraliseControls(error.message)}\n`);
       return 1;
     }
     throw error;
@@ -117,7 +119,7 @@ function report(outcome: StepOutcome, io: CliIO): void {
   if (outcome.kind === 'duplicate') {
     io.stderr.write('this answer was applied before; it was not applied again\n');
   } else if (outcome.report) {
-    io.stderr.write(`${formatResults(outcome.report.results) || '(no command blocks in the answer)'}\n`);
+    io.stderr.write(`${formatResults(outcome.report.results.map(printableResult)) || '(no command blocks in the answer)'}\n`);
   }
   if (outcome.outboxPath !== undefined) io.stdout.write(`${outcome.outboxPath}\n`);
   else io.stderr.write(`session ${outcome.state.sessionId} is complete\n`);

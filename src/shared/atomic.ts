@@ -16,10 +16,12 @@ export interface AtomicWriteOptions {
 /**
  * Writes a file so that readers see either the old content or the new one, never a part:
  * the data goes to a temporary file in the same folder, then is renamed over the target.
+ * The temporary name is short and fixed in length, so any name the file system allows for the
+ * target works (a suffix on the target's own name would fail past 231 bytes).
  */
 export async function writeFileAtomic(target: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
   const dir = path.dirname(target);
-  const tmp = path.join(dir, `.${path.basename(target)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  const tmp = path.join(dir, `.belay-${randomBytes(6).toString('hex')}.tmp`);
   const handle = await fs.open(tmp, 'wx', options.mode ?? 0o666);
   try {
     await handle.writeFile(data);

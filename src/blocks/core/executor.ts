@@ -1,10 +1,14 @@
 // Carries out planned blocks (plan.ts): one atomic write, a delete, a shell command. The editor
 // carries plans out through its own edits instead; `belay blocks apply` and the session loop
 // execute a whole answer here. Both report the same result lines.
-import { promises as fs } from 'node:fs';
-import * as path from 'node:path';
-import { writeFileAtomic } from '../../shared/atomic.ts';
+// Writes and deletes go through a confined root (src/shared/confined.ts): whatever a command left
+// running does to the folders meanwhile, nothing is written, replaced or deleted outside the
+// workspace, and nothing but a regular file (or a link, for a delete) is replaced or deleted.
+import { randomBytes } from 'node:crypto';
+import { ConfinedError, ConfinedRoot } from '../../shared/confined.ts';
+import { containedArgv, detectContainment, RUN_MARK_VARIABLE, sweepMarked, type Containment } from '../../shared/containment.ts';
 import { runBounded, shellCommand } from '../../shared/process.ts';
+import { notRegularSummary } from './files.ts';
 import { AnswerState, planAnswer, type AnswerItem, type Plan } from './plan.ts';
 import { DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_RUN_TIMEOUT_SECONDS } from './protocol.ts';
 import { failure, ok, OUTPUT_TRUNCATED_MARKER, type CommandResult, type Outcome } from './results.ts';
@@ -14,6 +18,11 @@ import type { Command, ParseError, ParseResult } from './syntax.ts';
 export const DEFAULT_RUN_TIMEOUT_MS = DEFAULT_RUN_TIMEOUT_SECONDS * 1000;
 
 export interface ApplyOptions {
+  /**
+   * The workspace opened for confined writes, shared by the blocks of one answer (executeAnswer
+   * opens one); without it, each write or delete opens its own.
+   */
+  confined?: ConfinedRoot;
   /** RUN_COMMAND timeout (default 30 s): the command's whole process tree is killed after it. */
   runTimeoutMs?: number;
   /** RUN_COMMAND output kept, stdout then stderr (default 4000 characters). */
@@ -21,6 +30,11 @@ export interface ApplyOptions {
   env?: NodeJS.ProcessEnv;
   /** Stops a running command (its process tree is killed). */
   signal?: AbortSignal;
+  /**
+   * How RUN_COMMAND is kept from leaving processes behind (src/shared/containment.ts); detected
+   * when absent (a few milliseconds: executeAnswer detects it once per answer).
+   */
+  containment?: Containment | Promise<Containment>;
 }
 
 /** Carries out a plan: all or nothing, files written atomically. Records it in `state` when it succeeds. */
@@ -33,19 +47,20 @@ export async function applyPlan(workspace: Workspace, plan: Plan, state: AnswerS
       return runCommand(workspace, plan.command.body.text, options);
     case 'write': {
       try {
-        await writeCreatingFolders(plan.target.real, plan.after, plan.mode);
+        // Not flushed per file (`durable: false`): an answer may create hundreds of files, and the
+        // editor's own saves promise no more. A crash still never leaves a half-written file.
+        await confinedTo(workspace, options, (confined) => confined.writeAtomic(plan.target.real, plan.after, { mode: plan.mode, durable: false, createFolders: true }));
       } catch (error) {
-        return failure('write-failed', plan.command.type, `Could not write '${plan.command.path}': ${errorText(error)}`);
+        return fileFailure(error, plan.command.type, plan.command.path, 'write-failed', `Could not write '${plan.command.path}'`);
       }
       state.record(plan);
       return { result: plan.result };
     }
     case 'delete':
       try {
-        await fs.unlink(plan.target.real);
+        await confinedTo(workspace, options, (confined) => confined.unlink(plan.target.real));
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return failure('not-found', plan.command.type, `File '${plan.command.path}' not found`);
-        return failure('delete-failed', plan.command.type, `Could not delete '${plan.command.path}': ${errorText(error)}`);
+        return fileFailure(error, plan.command.type, plan.command.path, 'delete-failed', `Could not delete '${plan.command.path}'`);
       }
       state.record(plan);
       return { result: plan.result };
@@ -55,25 +70,29 @@ export async function applyPlan(workspace: Workspace, plan: Plan, state: AnswerS
   }
 }
 
-/**
- * Writes atomically; missing parent folders are created, and removed again if the write fails.
- * Not flushed per file (`durable: false`): an answer may create hundreds of files, and the editor's
- * own saves promise no more.
- */
-async function writeCreatingFolders(real: string, text: string, mode: number | undefined): Promise<void> {
-  try {
-    await writeFileAtomic(real, text, { mode, durable: false });
-    return;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+function confinedTo<T>(workspace: Workspace, options: ApplyOptions, work: (confined: ConfinedRoot) => Promise<T>): Promise<T> {
+  return options.confined ? work(options.confined) : ConfinedRoot.with(workspace.realRoot, work);
+}
+
+/** A write or delete that failed, as the protocol reports it: what was refused, and why. */
+function fileFailure(error: unknown, type: Plan['command']['type'], given: string, otherwise: 'write-failed' | 'delete-failed', doing: string): Outcome {
+  if (error instanceof ConfinedError) {
+    switch (error.code) {
+      case 'ENOENT':
+        return failure('not-found', type, `File '${given}' not found`);
+      case 'EISDIR':
+        return failure('is-folder', type, `'${given}' is a folder`);
+      case 'ENOTDIR':
+        return failure('through-file', type, `Path '${given}' goes through a file as if it were a folder`);
+      case 'ENOTREG':
+        return failure('not-regular', type, notRegularSummary(given, error.kind ?? 'device'));
+      case 'ECHANGED':
+        return failure('changed', type, `${doing}: a folder on its path was replaced or moved while the answer was applied (another process is changing the workspace); nothing was written there`);
+      default:
+        break;
+    }
   }
-  const created = await fs.mkdir(path.dirname(real), { recursive: true });
-  try {
-    await writeFileAtomic(real, text, { mode, durable: false });
-  } catch (error) {
-    if (created !== undefined) await fs.rm(created, { recursive: true, force: true });
-    throw error;
-  }
+  return failure(otherwise, type, `${doing}: ${errorText(error)}`);
 }
 
 /** How a shell command is shown in a result line: its first line, shortened. */
@@ -84,18 +103,29 @@ function commandLabel(command: string): string {
   return more ? `${label} …` : label;
 }
 
-/** RUN_COMMAND: `/bin/sh -c` (`cmd.exe /c` on Windows) in the workspace, in its own process group, bounded in time and memory. */
+/**
+ * RUN_COMMAND: `/bin/sh -c` (`cmd.exe /c` on Windows) in the workspace, bounded in time and memory.
+ * Nothing it starts outlives it: on Linux it runs in its own PID namespace, elsewhere its process
+ * tree is killed when it ends (see src/shared/containment.ts).
+ */
 export async function runCommand(workspace: Workspace, command: string, options: ApplyOptions = {}): Promise<Outcome> {
   const timeoutMs = options.runTimeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
   const limit = options.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
   const label = commandLabel(command);
+  const containment = await (options.containment ?? detectContainment());
+  const shell = shellCommand(command);
+  // Every process of the run carries a mark the sweep below looks for: without a namespace, to
+  // find what escaped the tree; with one, to wait until the kernel has finished killing it.
+  const mark = randomBytes(8).toString('hex');
+  const env = options.env ?? process.env;
   let stdout = '';
   let stderr = '';
   let total = 0;
   const run = await runBounded({
-    ...shellCommand(command),
+    argv: containedArgv(containment, shell.argv),
+    windowsVerbatimArguments: shell.windowsVerbatimArguments,
     cwd: workspace.realRoot,
-    env: options.env ?? process.env,
+    env: { ...env, [RUN_MARK_VARIABLE]: mark },
     timeoutMs,
     maxOutputChars: limit,
     onStdout: (chunk) => {
@@ -108,6 +138,7 @@ export async function runCommand(workspace: Workspace, command: string, options:
     },
     ...(options.signal ? { signal: options.signal } : {}),
   });
+  await sweepMarked(mark, { quietRounds: containment.kind === 'namespace' ? 1 : 3 });
   let output = stdout + stderr;
   if (total > limit) output = `${output.slice(0, limit)}\n${OUTPUT_TRUNCATED_MARKER}`;
   output = output.trimEnd();
@@ -148,17 +179,23 @@ export interface ExecuteOptions extends ApplyOptions {
 
 /** Executes an answer (text or parse result) in order: each parse error is a PARSE_ERROR result, each command planned and carried out. */
 export async function executeAnswer(workspace: Workspace, answer: string | ParseResult, options: ExecuteOptions = {}): Promise<ExecutionReport> {
-  const state = new AnswerState({ cacheFolders: true });
+  // No folder cache: between two blocks, a process the answer started may change any folder.
+  const state = new AnswerState();
   const items: ExecutedItem[] = [];
   const executed = (item: AnswerItem): ExecutedItem => ('error' in item ? { error: item.error, ...item.outcome } : { command: item.command, ...item.outcome! });
-  await planAnswer(workspace, answer, {
-    state,
-    carryOut: (block) => applyPlan(workspace, block.plan, state, options),
-    onItem: (item) => {
-      items.push(executed(item));
-      options.onResult?.(items.at(-1)!);
-    },
-  });
+  // Detected on the first RUN_COMMAND, once for the answer.
+  let containment: Promise<Containment> | undefined;
+  const contained = () => (containment ??= options.containment ? Promise.resolve(options.containment) : detectContainment());
+  await ConfinedRoot.with(workspace.realRoot, (confined) =>
+    planAnswer(workspace, answer, {
+      state,
+      carryOut: (block) => applyPlan(workspace, block.plan, state, { ...options, confined, ...(block.plan.kind === 'run' ? { containment: contained() } : {}) }),
+      onItem: (item) => {
+        items.push(executed(item));
+        options.onResult?.(items.at(-1)!);
+      },
+    }),
+  );
   const results = items.map((item) => item.result);
   return { items, results, done: state.done, readFileRequests: state.readFileRequests, success: results.every((r) => r.success) };
 }

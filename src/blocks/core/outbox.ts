@@ -1,5 +1,5 @@
 // The outbox file: everything the LLM needs in one message (HEADER, PROTOCOL, CONTEXT, PROMPT).
-import { promises as fs } from 'node:fs';
+import { readFileHead } from './files.ts';
 import { CONTINUATION_PROMPT, protocolText, SECTION, type ProtocolOptions } from './protocol.ts';
 import { formatResults, type CommandResult } from './results.ts';
 import { resolveInWorkspace, type Workspace } from './sandbox.ts';
@@ -84,24 +84,26 @@ async function readRequestedFiles(workspace: Workspace, paths: readonly string[]
       requested.push({ path, content: { note: resolution.summary } });
       continue;
     }
-    let data: Buffer;
-    try {
-      data = await fs.readFile(resolution.path.real);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      requested.push({ path, content: { note: code === 'ENOENT' ? 'file not found' : code === 'EISDIR' ? 'a folder, not a file' : `could not read: ${code ?? String(error)}` } });
+    // Only the head of a large file is read (a character is at most 4 bytes); a FIFO, socket or
+    // device is named, never opened.
+    const head = await readFileHead(workspace, resolution.path.real, MAX_REQUESTED_CHARS * 4);
+    if (!head.ok) {
+      requested.push({ path, content: { note: head.note } });
       continue;
     }
+    const { data, size } = head;
     if (data.includes(0)) {
-      requested.push({ path, content: { note: `binary file, ${data.length} bytes, not shown` } });
+      requested.push({ path, content: { note: `binary file, ${size} bytes, not shown` } });
       continue;
     }
     const text = data.toString('utf8');
+    const whole = data.length === size;
     requested.push({
       path,
       content: {
-        text:
-          text.length > MAX_REQUESTED_CHARS
+        text: !whole
+          ? `${text.slice(0, MAX_REQUESTED_CHARS)}\n... (file truncated: ${size} bytes, only the first ${MAX_REQUESTED_CHARS} characters shown)`
+          : text.length > MAX_REQUESTED_CHARS
             ? `${text.slice(0, MAX_REQUESTED_CHARS)}\n... (file truncated: ${text.length - MAX_REQUESTED_CHARS} more characters not shown)`
             : text,
       },

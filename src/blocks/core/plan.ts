@@ -5,6 +5,7 @@
 // `belay blocks apply` (through executor.ts, which carries each plan out) all go through it.
 import { promises as fs } from 'node:fs';
 import { repliedOutboxTime, type AnswerTarget } from './answerTarget.ts';
+import { entryAt, formatBytes, MAX_TEXT_BYTES, notRegularSummary, readFailureCode, readFileState as readFileOnDisk, type FileState } from './files.ts';
 import { countFileLines, joinFileLines, replaceLines, splitFileLines } from './lines.ts';
 import { parseAnswer } from './parser.ts';
 import { failed, ok, parseErrorOutcome, type CommandResult, type FailureCode, type Outcome } from './results.ts';
@@ -137,34 +138,12 @@ export class AnswerState {
   }
 }
 
-type FileState =
-  | { kind: 'missing' }
-  | { kind: 'directory' }
-  /** `text` is undefined for a file that is not UTF-8 text. */
-  | { kind: 'file'; text: string | undefined; mode: number | undefined };
-
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
-async function readFileState(state: AnswerState, real: string): Promise<FileState> {
+/** The file as the blocks before this one leave it: planned in a simulation, else on disk. */
+async function readFileState(workspace: Workspace, state: AnswerState, real: string): Promise<FileState> {
   const planned = state.simulated(real);
   if (planned === null) return { kind: 'missing' };
-  if (planned !== undefined) return { kind: 'file', text: planned, mode: undefined };
-  let data: Buffer;
-  try {
-    data = await fs.readFile(real);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return { kind: 'missing' };
-    if (code === 'EISDIR') return { kind: 'directory' };
-    throw error;
-  }
-  const mode = (await fs.stat(real)).mode & 0o7777;
-  if (data.includes(0)) return { kind: 'file', text: undefined, mode };
-  try {
-    return { kind: 'file', text: utf8.decode(data), mode };
-  } catch {
-    return { kind: 'file', text: undefined, mode };
-  }
+  if (planned !== undefined) return { kind: 'file', text: planned, mode: undefined, size: planned.length, tooLarge: false };
+  return readFileOnDisk(workspace, real);
 }
 
 /** Computes what a command would do, touching nothing. */
@@ -187,7 +166,7 @@ async function planCommand(workspace: Workspace, command: Command, state: Answer
         return { kind: 'done', command, result: ok('DONE', command.body.text || 'Task complete') };
     }
   } catch (error) {
-    return failPlan(command, 'unreadable', `Could not use '${'path' in command ? command.path : ''}': ${errorText(error)}`);
+    return failPlan(command, readFailureCode(error), `Could not use '${'path' in command ? command.path : ''}': ${errorText(error)}`);
   }
 }
 
@@ -204,8 +183,9 @@ function failPlan(command: Command, code: FailureCode, summary: string): Plan {
 async function planCreate(workspace: Workspace, command: CreateFileCommand, state: AnswerState): Promise<Plan> {
   const target = await resolveOrFail(workspace, command, state);
   if ('kind' in target) return target;
-  const file: FileState = target.exists || state.simulated(target.real) !== undefined ? await readFileState(state, target.real) : { kind: 'missing' };
+  const file: FileState = target.exists || state.simulated(target.real) !== undefined ? await readFileState(workspace, state, target.real) : { kind: 'missing' };
   if (file.kind === 'directory') return failPlan(command, 'is-folder', `'${command.path}' is a folder`);
+  if (file.kind === 'special') return failPlan(command, 'not-regular', notRegularSummary(command.path, file.what));
   return {
     kind: 'write',
     command,
@@ -221,9 +201,16 @@ async function planEdit(workspace: Workspace, command: EditFileCommand, state: A
   const target = await resolveOrFail(workspace, command, state);
   if ('kind' in target) return target;
   const fail = (code: FailureCode, summary: string) => failPlan(command, code, summary);
-  const file = await readFileState(state, target.real);
+  const file = await readFileState(workspace, state, target.real);
   if (file.kind === 'missing') return fail('not-found', `File '${command.path}' not found`);
   if (file.kind === 'directory') return fail('is-folder', `'${command.path}' is a folder`);
+  if (file.kind === 'special') return fail('not-regular', notRegularSummary(command.path, file.what));
+  if (file.tooLarge) {
+    return fail(
+      'too-large',
+      `File '${command.path}' is ${formatBytes(file.size)}, larger than the ${formatBytes(MAX_TEXT_BYTES)} EDIT_FILE edits; replace it with CREATE_FILE or change it with RUN_COMMAND`,
+    );
+  }
   if (file.text === undefined) return fail('not-text', `File '${command.path}' is not UTF-8 text; replace it with CREATE_FILE instead`);
   const lines = splitFileLines(file.text);
   const history = state.history(target.real);
@@ -266,20 +253,16 @@ async function planDelete(workspace: Workspace, command: PathOnlyCommand, state:
   const planned = state.simulated(target.real);
   if (planned === null) return failPlan(command, 'not-found', `File '${command.path}' not found`);
   if (planned === undefined) {
-    let stats;
-    try {
-      stats = await fs.lstat(target.real);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return failPlan(command, 'not-found', `File '${command.path}' not found`);
-      throw error;
-    }
-    if (stats.isDirectory()) return failPlan(command, 'is-folder', `'${command.path}' is a folder; DELETE_FILE deletes files only`);
-    if (stats.isSymbolicLink()) {
+    const entry = await entryAt(workspace, target.real);
+    if (entry === 'missing') return failPlan(command, 'not-found', `File '${command.path}' not found`);
+    if (entry === 'directory') return failPlan(command, 'is-folder', `'${command.path}' is a folder; DELETE_FILE deletes files only`);
+    if (entry === 'symlink') {
       // Deleting removes the link itself, never what it points to.
       return { kind: 'delete', command, target, before: undefined, result: ok(command.type, `Deleted '${command.path}'`) };
     }
+    if (entry !== 'file') return failPlan(command, 'not-regular', notRegularSummary(command.path, entry));
   }
-  const file = await readFileState(state, target.real);
+  const file = await readFileState(workspace, state, target.real);
   return {
     kind: 'delete',
     command,
@@ -295,13 +278,10 @@ async function planRead(workspace: Workspace, command: PathOnlyCommand, state: A
   const planned = state.simulated(target.real);
   if (planned === null) return failPlan(command, 'not-found', `File '${command.path}' not found`);
   if (planned === undefined) {
-    try {
-      const stats = await fs.stat(target.real);
-      if (stats.isDirectory()) return failPlan(command, 'is-folder', `'${command.path}' is a folder`);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return failPlan(command, 'not-found', `File '${command.path}' not found`);
-      throw error;
-    }
+    const entry = await entryAt(workspace, target.real);
+    if (entry === 'missing') return failPlan(command, 'not-found', `File '${command.path}' not found`);
+    if (entry === 'directory') return failPlan(command, 'is-folder', `'${command.path}' is a folder`);
+    if (entry !== 'file') return failPlan(command, 'not-regular', notRegularSummary(command.path, entry));
   }
   return { kind: 'read', command, target, result: ok(command.type, `Queued '${command.path}' for next outbox`) };
 }

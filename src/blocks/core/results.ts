@@ -34,6 +34,12 @@ export type FailureCode =
   | 'unresolvable'
   | 'not-found'
   | 'is-folder'
+  /** A FIFO, socket or device where a file was expected: never opened, replaced or deleted. */
+  | 'not-regular'
+  /** EDIT_FILE of a file larger than Belay edits as text (the summary names the limit). */
+  | 'too-large'
+  /** A folder on the way (or the target) was replaced or moved while the block was carried out: nothing written. */
+  | 'changed'
   /** EDIT_FILE of a file that is not UTF-8 text. */
   | 'not-text'
   /** EDIT_FILE from a line past the end of the file. */
@@ -93,12 +99,13 @@ export function parseErrorOutcome(error: ParseError): Outcome {
 /**
  * The result as text: `[OK] TYPE: summary`, continuation lines of a summary indented by two
  * spaces, and for RUN_COMMAND the output under `  Output:` (indented, so that no output line can
- * pass for a result line).
+ * pass for a result line: a lone CR ends a line too, as editors show it). Control characters are
+ * left as they are: a terminal gets the result through `neutraliseControls` (src/shared/terminalText.ts).
  */
 export function formatResult(result: CommandResult): string {
   const head = `[${result.success ? 'OK' : 'FAILED'}] ${result.commandType}: ${indentContinuation(result.summary, '  ')}`;
   if (result.output === undefined || result.output === '') return head;
-  const lines = result.output.split('\n');
+  const lines = result.output.split(LINE_BREAK);
   if (lines.length === 1) return `${head}\n  Output: ${lines[0]}`;
   return `${head}\n  Output:\n${lines.map((line) => `    ${line}`.trimEnd()).join('\n')}`;
 }
@@ -107,6 +114,8 @@ export function formatResults(results: readonly CommandResult[]): string {
   return results.map(formatResult).join('\n');
 }
 
+const LINE_BREAK = /\r\n|\r|\n/;
+
 function indentContinuation(text: string, indent: string): string {
-  return text.includes('\n') ? text.replace(/\r?\n/g, `\n${indent}`) : text;
+  return /[\r\n]/.test(text) ? text.replace(/\r\n|\r|\n/g, `\n${indent}`) : text;
 }

@@ -58,7 +58,7 @@ function rejected(given: string): Resolution {
 
 export type Resolution =
   | { ok: true; path: ResolvedPath }
-  | { ok: false; code: Extract<FailureCode, 'outside-workspace' | 'empty-path' | 'workspace-folder' | 'through-file' | 'unresolvable'>; summary: string };
+  | { ok: false; code: Extract<FailureCode, 'outside-workspace' | 'empty-path' | 'workspace-folder' | 'through-file' | 'unresolvable' | 'changed'>; summary: string };
 
 export interface ResolveOptions {
   /**
@@ -85,20 +85,26 @@ export async function resolveInWorkspace(workspace: Workspace, given: string, op
   }
   const relative = check.segments.join('/');
   const joined = path.join(workspace.realRoot, ...check.segments);
-  let real: string;
+  if (options.final === 'entry' && check.segments.length === 0) return { ok: false, code: 'workspace-folder', summary: `'${given}' is the workspace folder itself` };
+  let real = '';
   let exists = false;
-  try {
-    if (options.final === 'entry') {
-      if (check.segments.length === 0) return { ok: false, code: 'workspace-folder', summary: `'${given}' is the workspace folder itself` };
-      real = path.join((await realTarget(path.dirname(joined), options.folders)).real, path.basename(joined));
-    } else {
-      ({ real, exists } = await realTarget(joined, options.folders));
+  // A link that is gone (or no longer a link) between its lstat and its readlink, a folder gone
+  // before its realpath: another process is changing the path; it is resolved again, a few times.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      if (options.final === 'entry') real = path.join((await realTarget(path.dirname(joined), options.folders)).real, path.basename(joined));
+      else ({ real, exists } = await realTarget(joined, options.folders));
+      break;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOTDIR') return { ok: false, code: 'through-file', summary: `Path '${given}' goes through a file as if it were a folder` };
+      if (code === 'ELOOP') return rejected(given);
+      if (code !== 'ENOENT' && code !== 'EINVAL') return { ok: false, code: 'unresolvable', summary: `Could not resolve '${given}': ${errorText(error)}` };
+      options.folders?.clear();
+      if (attempt === 2) {
+        return { ok: false, code: 'changed', summary: `Path '${given}' kept changing while Belay resolved it (another process is changing the workspace); nothing was done` };
+      }
     }
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOTDIR') return { ok: false, code: 'through-file', summary: `Path '${given}' goes through a file as if it were a folder` };
-    if (code === 'ELOOP') return rejected(given);
-    return { ok: false, code: 'unresolvable', summary: `Could not resolve '${given}': ${errorText(error)}` };
   }
   if (!isInside(workspace.realRoot, real)) return rejected(given);
   return { ok: true, path: { given, relative, real, exists } };

@@ -107,6 +107,10 @@ export type ParseErrorCode =
   | 'unclosed-block'
   | 'stray-closing-tag'
   | 'unknown-command'
+  /** An opening tag with more attributes or words than any command takes: one error for all of it. */
+  | 'oversized-tag'
+  /** Stands for the errors past the listed ones (an answer cannot make Belay build thousands). */
+  | 'too-many-errors'
   /** A defect in Belay's parser: the rest of the answer was not parsed. */
   | 'internal';
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
@@ -8,7 +8,7 @@ import { parseAnswer } from '../../../src/blocks/core/parser.ts';
 import { AnswerState, planAnswer } from '../../../src/blocks/core/plan.ts';
 import { formatResult, formatResults } from '../../../src/blocks/core/results.ts';
 import { openWorkspace, type Workspace } from '../../../src/blocks/core/sandbox.ts';
-import { fixture, tempDir } from './helpers.ts';
+import { fixture, markedEnv, processesMarked, tempDir } from './helpers.ts';
 
 let ws: string;
 let cleanup: () => Promise<void>;
@@ -239,35 +239,23 @@ describe('executor: RUN_COMMAND', () => {
     assert.equal(result!.output, `${'x'.repeat(4000)}\n... (output truncated)`);
   });
 
+  // The children are found by a mark in their environment: in a PID namespace, `$!` is not the host's PID.
   it('kills the whole process tree at the timeout, even when a child keeps the pipe open', { timeout: 20_000 }, async () => {
-    const report = await executeAnswer(workspace, '[RUN_COMMAND]\n(sleep 30; echo late) &\necho $! > child.pid\necho started\nsleep 30\n[/RUN_COMMAND]', { runTimeoutMs: 2000 });
+    const mark = `tree-${process.pid}-${Date.now()}`;
+    const report = await executeAnswer(workspace, '[RUN_COMMAND]\n(sleep 30; echo late) &\necho started\nsleep 30\n[/RUN_COMMAND]', { runTimeoutMs: 2000, env: markedEnv(mark) });
     const [result] = report.results;
     assert.equal(result!.success, false);
     assert.match(result!.summary, /timed out after 2 s, process tree killed/);
     assert.equal(result!.output, 'started');
-    const pid = Number((await read('child.pid')).trim());
-    assert.ok(isGone(pid), `background child ${pid} still runs`);
+    const left = await processesMarked(mark);
+    assert.deepEqual(left, [], `background children ${left.join(', ')} still run`);
   });
 
   it('does not wait for a background child after the command itself ends', { timeout: 20_000 }, async () => {
-    const [result] = (await executeAnswer(workspace, '[RUN_COMMAND]sleep 30 & echo $! > bg.pid; echo done[/RUN_COMMAND]')).results;
+    const mark = `bg-${process.pid}-${Date.now()}`;
+    const [result] = (await executeAnswer(workspace, '[RUN_COMMAND]sleep 30 & echo done[/RUN_COMMAND]', { env: markedEnv(mark) })).results;
     assert.equal(result!.success, true);
     assert.equal(result!.output, 'done');
-    assert.ok(isGone(Number((await read('bg.pid')).trim())));
+    assert.deepEqual(await processesMarked(mark), []);
   });
 });
-
-/** The process has exited (or is a zombie waiting to be reaped by an init that does not reap). */
-function isGone(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return true;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
-  } catch {
-    return true;
-  }
-}

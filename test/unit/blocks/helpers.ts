@@ -1,5 +1,5 @@
 // Shared by the command-block tests (not a test file itself).
-import { mkdir, mkdtemp, readFile, realpath, rm, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, realpath, rm, utimes, writeFile } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -51,4 +51,32 @@ export async function sessionWithChangedFile(parent: string): Promise<{ root: st
   await utimes(outbox, past, past);
   await utimes(path.join(root, 'workspace', 'old.txt'), older, older);
   return { root, outbox };
+}
+
+/** The variable `markedEnv` adds, by which `processesMarked` finds every process a command started. */
+const TEST_MARK = 'BELAY_TEST_MARK';
+
+/** An environment whose processes `processesMarked(mark)` finds (a PID inside a namespace is not the host's). */
+export function markedEnv(mark: string): NodeJS.ProcessEnv {
+  return { ...process.env, [TEST_MARK]: mark };
+}
+
+/** The live processes (not zombies) whose environment carries the mark; Linux only ([] elsewhere). */
+export async function processesMarked(mark: string): Promise<number[]> {
+  if (process.platform !== 'linux') return [];
+  const needle = `${TEST_MARK}=${mark}`;
+  const found: number[] = [];
+  for (const name of await readdir('/proc')) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    try {
+      const environ = (await readFile(`/proc/${pid}/environ`, 'latin1')).split('\0');
+      if (!environ.includes(needle)) continue;
+      const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+      if (!stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) found.push(pid);
+    } catch {
+      // Gone meanwhile, or not ours to read.
+    }
+  }
+  return found;
 }
