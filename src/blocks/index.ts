@@ -5,7 +5,7 @@ import type { BlockApplier } from './apply.ts';
 import { looksLikeAnswer } from './core/answerTarget.ts';
 import { EXPLAIN_UNTRUSTED, LENS_COMMANDS } from './core/lenses.ts';
 import { PLAN_SCHEME, PlannedContents } from './preview.ts';
-import { SessionsView } from './sessions.ts';
+import { readClipboard, SessionsView } from './sessions.ts';
 
 /**
  * Command blocks in the editor: the CodingAgent language (its client and server started on the
@@ -42,14 +42,14 @@ export function registerBlocks(ctx: BelayContext): void {
   // A locked lens: says why (the one wording per capability), with a way to manage trust.
   ctx.registerCommand(EXPLAIN_UNTRUSTED, (action) => ctx.trust.require(action === 'runCommands' ? 'runCommands' : 'applyBlocks'));
   ctx.registerCommand('belay.blocks.openFromClipboard', async () => {
-    const text = await vscode.env.clipboard.readText();
-    if (text.trim() === '') throw new Error('The clipboard is empty: copy the LLM\'s whole answer first.');
+    const text = await readClipboard();
+    if (text === undefined) return undefined;
     const document = await vscode.workspace.openTextDocument({ language: 'codingagent', content: text });
     await vscode.window.showTextDocument(document, { preview: false });
     return document.uri.toString();
   });
   ctx.registerCommand('belay.blocks.startSession', (task) => sessions.startSession(task));
-  ctx.registerCommand('belay.blocks.pasteAnswer', (text) => sessions.pasteAnswer(text));
+  ctx.registerCommand('belay.blocks.pasteAnswer', (text, options) => sessions.pasteAnswer(text, options));
   ctx.registerCommand('belay.blocks.openOutbox', (sessionId) => sessions.openOutbox(sessionId));
   ctx.registerCommand('belay.sessions.refresh', () => sessions.refresh());
 

@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { cp, mkdtemp, readdir, readFile, rm, stat, utimes } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -192,6 +192,32 @@ suite('Belay command blocks', () => {
       assert.equal(await vscode.env.clipboard.readText(), await readFile(outcome.outboxPath, 'utf8'));
       assert.match(await readFile(outcome.outboxPath, 'utf8'), /\[OK\] CREATE_FILE: Created 'hello.txt'/);
       assert.deepEqual(await readdir(path.join(folder(), 'loop-root', 'inbox')), ['processed']);
+    } finally {
+      await vscode.workspace.getConfiguration('belay').update('blocks.sessionRoot', undefined, vscode.ConfigurationTarget.Workspace);
+    }
+  });
+
+  test('Paste LLM Answer acts on the session of the focused answer, and a completed one takes nothing', async () => {
+    await vscode.workspace.getConfiguration('belay').update('blocks.sessionRoot', 'focus-root', vscode.ConfigurationTarget.Workspace);
+    try {
+      const root = path.join(folder(), 'focus-root');
+      const older = await vscode.commands.executeCommand<{ sessionId: string }>('belay.blocks.startSession', 'Older session');
+      const newer = await vscode.commands.executeCommand<{ sessionId: string }>('belay.blocks.startSession', 'Newer session');
+      assert.ok(older && newer);
+      // An answer to the older session, open in the editor (where Send to Model or a person put it).
+      const answerFile = path.join(root, 'inbox', `${older.sessionId}_answer0001_1.txt`);
+      await writeFile(answerFile, '[CREATE_FILE path="older.txt"]\nfor the older session\n[/CREATE_FILE]\n');
+      await openAnswer(answerFile);
+      const first = await vscode.commands.executeCommand<{ state: { sessionId: string; sequenceNumber: number } }>('belay.blocks.pasteAnswer', '[CREATE_FILE path="older.txt"]\nfor the older session\n[/CREATE_FILE]\n[DONE]\nok\n[/DONE]\n');
+      assert.equal(first?.state.sessionId, older.sessionId, 'the answer went to the newest session, not the focused one');
+      const newerState = () => readFile(path.join(root, 'sessions', `${newer.sessionId}.json`), 'utf8').then((t) => JSON.parse(t) as { sequenceNumber: number; isComplete: boolean });
+      assert.equal((await newerState()).sequenceNumber, 1);
+      // The older session is complete now: with its outbox focused, nothing is applied anywhere.
+      await openAnswer(path.join(root, 'outbox', `${older.sessionId}_seq0001.txt`));
+      const second = await vscode.commands.executeCommand('belay.blocks.pasteAnswer', '[CREATE_FILE path="stray.txt"]\nx\n[/CREATE_FILE]\n');
+      assert.equal(second, undefined);
+      assert.deepEqual(await newerState().then((s) => [s.sequenceNumber, s.isComplete]), [1, false]);
+      await assert.rejects(stat(path.join(root, 'workspace', 'stray.txt')), /ENOENT/);
     } finally {
       await vscode.workspace.getConfiguration('belay').update('blocks.sessionRoot', undefined, vscode.ConfigurationTarget.Workspace);
     }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { readdir, stat, utimes } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { readdir, readFile, stat, utimes } from 'node:fs/promises';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { runPaletteCommand } from '../../scripts/lib/workbench.ts';
@@ -122,5 +123,92 @@ describe('the session loop from the keyboard (dark theme)', () => {
     await sessions.locator('.monaco-list-row', { hasText: 'Write a word-count script in Python' }).first().waitFor();
     assert.match((await sessions.locator('.monaco-list-row', { hasText: 'Add a --lines flag' }).first().textContent()) ?? '', /#1 · open/);
     await wb.screenshot('blocks-sessions-dark');
+  });
+});
+
+describe('Paste LLM Answer acts on the session you are looking at (dark theme)', () => {
+  let wb: Workbench;
+  const sessionsDir = () => path.join(wb.workspace, 'blocks', 'sessions');
+  const sessionOf = async (task: string) => {
+    for (const name of await readdir(sessionsDir())) {
+      if (!name.endsWith('.json')) continue;
+      const state = JSON.parse(await readFile(path.join(sessionsDir(), name), 'utf8')) as { sessionId: string; task: string; sequenceNumber: number; isComplete: boolean };
+      if (state.task === task) return state;
+    }
+    throw new Error(`no session for ${task}`);
+  };
+  const copy = (text: string) => wb.page.evaluate((t) => navigator.clipboard.writeText(t), text);
+  const start = async (task: string) => {
+    const outboxTabs = wb.page.locator('.tabs-container .tab', { hasText: /_seq0001\.txt/ });
+    const before = await outboxTabs.count();
+    await runPaletteCommand(wb.page, 'Belay: Start Session');
+    const input = wb.page.locator('.quick-input-widget input.input');
+    await input.waitFor();
+    await input.fill(task);
+    await wb.page.keyboard.press('Enter');
+    // The new session's outbox opens in a tab of its own.
+    await outboxTabs.nth(before).waitFor();
+    return sessionOf(task);
+  };
+  const focusTab = async (name: string) => {
+    await wb.page.locator('.tabs-container .tab', { hasText: name }).first().click();
+    await wb.page.locator('.tabs-container .tab.active', { hasText: name }).first().waitFor();
+    // Into the text, as a person clicks (focusing the hidden textarea is not enough for keybindings).
+    await wb.page.locator('.editor-instance .monaco-editor .view-line').nth(3).click();
+  };
+  const toast = (text: string | RegExp) => wb.page.locator('.notifications-toasts .notification-toast', { hasText: text }).first();
+
+  before(async () => {
+    wb = await openWorkbench({ theme: 'dark', settings: { 'belay.blocks.sessionRoot': 'blocks' } });
+    await wb.browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: wb.host.origin });
+  });
+  after(async () => {
+    await wb?.close();
+  });
+
+  test('a completed session never takes a new answer, not even the newest open one through it', async () => {
+    const { page } = wb;
+    const a = await start('Session A: say hello');
+    await copy('[CREATE_FILE path="a.txt"]\nfrom A\n[/CREATE_FILE]\n[DONE]\nA is done\n[/DONE]\n');
+    await focusTab(`${a.sessionId}_seq0001.txt`);
+    await page.keyboard.press('Control+Alt+V');
+    await toast(`Session ${a.sessionId} is complete`).waitFor();
+    assert.equal((await sessionOf('Session A: say hello')).isComplete, true);
+    await page.keyboard.press('Escape');
+    const b = await start('Session B: say goodbye');
+    // Back to A's outbox: the answer is meant for A, which is complete; B must stay untouched.
+    await copy('[CREATE_FILE path="wrong.txt"]\nmeant for A\n[/CREATE_FILE]\n');
+    await focusTab(`${a.sessionId}_seq0001.txt`);
+    await page.keyboard.press('Control+Alt+V');
+    await toast(new RegExp(`Session ${a.sessionId} is complete: it takes no new answer`)).waitFor();
+    await wb.screenshot('blocks-paste-completed-session');
+    const afterB = await sessionOf('Session B: say goodbye');
+    assert.equal(afterB.sequenceNumber, 1, 'the answer went to session B');
+    assert.equal(afterB.isComplete, false);
+    assert.equal(existsSync(path.join(wb.workspace, 'blocks', 'workspace', 'wrong.txt')), false, 'the answer was applied');
+    assert.equal(b.sessionId, afterB.sessionId);
+  });
+
+  test('with no session document focused, it asks which open session the answer is for', async () => {
+    const { page } = wb;
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Control+P');
+    const input = page.locator('.quick-input-widget input.input');
+    await input.fill('example.agent');
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'example.agent' }).first().click();
+    await focusTab('example.agent');
+    await copy('[CREATE_FILE path="bye.txt"]\ngoodbye\n[/CREATE_FILE]\n');
+    await page.keyboard.press('Control+Alt+V');
+    const picker = page.locator('.quick-input-widget');
+    await picker.locator('.monaco-list-row', { hasText: 'Session B: say goodbye' }).first().waitFor();
+    await picker.locator('.monaco-list-row', { hasText: 'Write a word-count script in Python' }).first().waitFor();
+    assert.equal(await picker.locator('.monaco-list-row', { hasText: 'Session A' }).count(), 0, 'a completed session is offered');
+    await wb.screenshot('blocks-paste-pick-session');
+    await picker.locator('.monaco-list-row', { hasText: 'Session B: say goodbye' }).first().click();
+    const b = await sessionOf('Session B: say goodbye');
+    await page.locator('.tabs-container .tab.active', { hasText: `${b.sessionId}_seq0002.txt` }).first().waitFor();
+    assert.equal((await sessionOf('Session B: say goodbye')).sequenceNumber, 2);
+    assert.equal(await readFile(path.join(wb.workspace, 'blocks', 'workspace', 'bye.txt'), 'utf8'), 'goodbye');
+    assert.equal((await sessionOf('Write a word-count script in Python, document it in README.md, and clean up the workspace.')).sequenceNumber, 1);
   });
 });

@@ -14,7 +14,7 @@ import { writeFileAtomic } from '../../shared/atomic.ts';
 import { errorMessage } from '../../shared/errors.ts';
 import { executeAnswer, type ExecuteOptions, type ExecutionReport } from './executor.ts';
 import { collectOutbox, outboxFileName, renderOutbox } from './outbox.ts';
-import { DEFAULT_RUN_TIMEOUT_SECONDS } from './protocol.ts';
+import { DEFAULT_RUN_TIMEOUT_SECONDS, SECTION } from './protocol.ts';
 import { RESULT_TYPES, type CommandResult } from './results.ts';
 import { openWorkspace } from './sandbox.ts';
 
@@ -143,6 +143,50 @@ export async function findSession(root: string, sessionId?: string): Promise<Ses
   const open = (await listSessions(root)).filter((s) => !s.isComplete);
   if (open.length === 0) throw new SessionError(`no open session under ${layout.root}; start one with 'belay session start'`);
   return open[0]!;
+}
+
+/** Where a document belongs in a session root: the session it is an outbox of, or an answer to. */
+export interface DocumentSession {
+  /** The session root, when the document's place says it (`root/outbox/…`, `root/inbox/…`). */
+  root?: string;
+  sessionId: string;
+  /** The outbox sequence it is, or answers. */
+  sequence?: number;
+}
+
+const OUTBOX_NAME = /^([0-9a-f]{8})_seq(\d{4,})\.txt$/;
+const ANSWER_NAME = /^([0-9a-f]{8})_answer(\d{4,})(?:_[^/\\]*)?\.(?:txt|agent)$/;
+
+/** The name an answer to outbox `sequence` of a session gets in `inbox/`. */
+export function answerFileName(sessionId: string, sequence: number, at = Date.now()): string {
+  return `${sessionId}_answer${String(sequence).padStart(4, '0')}_${at}.txt`;
+}
+
+/**
+ * The session a document belongs to, from its place (an outbox under `outbox/`, an answer under
+ * `inbox/` or `inbox/processed/` named after its session), else from an outbox's own HEADER.
+ * Undefined for any other document: the caller must ask, never guess.
+ */
+export function sessionOfDocument(documentPath: string | undefined, text: string | undefined): DocumentSession | undefined {
+  if (documentPath !== undefined) {
+    const absolute = path.resolve(documentPath);
+    const name = path.basename(absolute);
+    const folder = path.dirname(absolute);
+    const outbox = OUTBOX_NAME.exec(name);
+    if (outbox && path.basename(folder) === 'outbox') return { root: path.dirname(folder), sessionId: outbox[1]!, sequence: Number(outbox[2]) };
+    const answer = ANSWER_NAME.exec(name);
+    if (answer) {
+      const inbox = path.basename(folder) === 'processed' && path.basename(path.dirname(folder)) === 'inbox' ? path.dirname(folder) : path.basename(folder) === 'inbox' ? folder : undefined;
+      if (inbox !== undefined) return { root: path.dirname(inbox), sessionId: answer[1]!, sequence: Number(answer[2]) };
+    }
+  }
+  const header = text?.trimStart().slice(0, 2000);
+  if (header?.startsWith(SECTION.header)) {
+    const id = /^Session: ([0-9a-f]{8})\s*$/m.exec(header);
+    const sequence = /^Sequence: (\d+)\s*$/m.exec(header);
+    if (id) return { sessionId: id[1]!, ...(sequence ? { sequence: Number(sequence[1]) } : {}) };
+  }
+  return undefined;
 }
 
 /** How a step executes the answer; the RUN_COMMAND timeout is the session's own. */

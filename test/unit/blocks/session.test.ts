@@ -8,7 +8,9 @@ import { CONTINUATION_PROMPT, protocolText } from '../../../src/blocks/core/prot
 import {
   loadSession,
   SessionError,
+  answerFileName,
   sessionLayout,
+  sessionOfDocument,
   sessionStateSchema,
   startSession,
   stepSession,
@@ -210,5 +212,28 @@ describe('outbox rendering', () => {
     const text = renderOutbox({ sessionId: 'abcdef01', sequence: 2, task: 't', files, requested: [], notice: 'interrupted' });
     assert.match(text, /\n {2}f01999 \(1 bytes\)\n {2}\.\.\. and 5 more files\n/);
     assert.match(text, /## Previous Command Results\ninterrupted\n/);
+  });
+});
+
+describe('session: which session a document belongs to', () => {
+  it('an outbox by its place, an answer in inbox/ or inbox/processed/ by its name, an outbox elsewhere by its HEADER', () => {
+    const root = path.join(path.sep, 'w', 'root');
+    assert.deepEqual(sessionOfDocument(path.join(root, 'outbox', '0123abcd_seq0003.txt'), ''), { root, sessionId: '0123abcd', sequence: 3 });
+    const answer = answerFileName('0123abcd', 2, 1700000000000);
+    assert.equal(answer, '0123abcd_answer0002_1700000000000.txt');
+    assert.deepEqual(sessionOfDocument(path.join(root, 'inbox', answer), 'anything'), { root, sessionId: '0123abcd', sequence: 2 });
+    assert.deepEqual(sessionOfDocument(path.join(root, 'inbox', 'processed', answer), 'anything'), { root, sessionId: '0123abcd', sequence: 2 });
+    const outboxText = renderOutbox({ sessionId: 'feedbeef', sequence: 4, task: 't', files: [], requested: [] });
+    assert.deepEqual(sessionOfDocument(path.join(root, 'copy.txt'), `\ufeff${outboxText}`), { sessionId: 'feedbeef', sequence: 4 });
+    assert.deepEqual(sessionOfDocument(undefined, outboxText), { sessionId: 'feedbeef', sequence: 4 });
+  });
+
+  it('anything else belongs to no session: the caller asks rather than guesses', () => {
+    const root = path.join(path.sep, 'w', 'root');
+    assert.equal(sessionOfDocument(path.join(root, 'answers', 'x.agent'), '[CREATE_FILE path="a"]\n[/CREATE_FILE]'), undefined);
+    assert.equal(sessionOfDocument(path.join(root, 'workspace', 'outbox', 'notes.txt'), 'Session: 0123abcd'), undefined);
+    assert.equal(sessionOfDocument(path.join(root, 'inbox', 'my-answer.txt'), ''), undefined);
+    assert.equal(sessionOfDocument(path.join(root, 'elsewhere', '0123abcd_seq0001.txt'), ''), undefined);
+    assert.equal(sessionOfDocument(undefined, 'Session: 0123abcd'), undefined);
   });
 });
