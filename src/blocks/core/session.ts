@@ -355,6 +355,9 @@ export async function watchSession(root: string, options: WatchOptions = {}): Pr
   while (!state.isComplete && !options.signal?.aborted) {
     let wait = pollMs;
     for (const { file, mtimeMs } of await pendingInboxFiles(layout)) {
+      // An answer named after another session is that session's: never applied to this one.
+      const named = sessionOfDocument(file, undefined);
+      if (named !== undefined && named.sessionId !== state.sessionId) continue;
       const age = Date.now() - mtimeMs;
       if (age < settleMs) {
         wait = Math.min(wait, settleMs - age + 10);

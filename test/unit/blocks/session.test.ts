@@ -174,6 +174,8 @@ describe('session: watch', () => {
     await writeFile(path.join(inbox, 'b.txt'), '[RUN_COMMAND]echo second >> order.txt[/RUN_COMMAND]');
     await writeFile(path.join(inbox, 'a.txt'), '[RUN_COMMAND]echo first >> order.txt[/RUN_COMMAND]');
     await writeFile(path.join(inbox, 'ignored.md'), '[DONE]not an answer[/DONE]');
+    // Named after another session: that session's answer, never this one's.
+    await writeFile(path.join(inbox, '0000beef_answer0001_1.txt'), '[RUN_COMMAND]echo other >> order.txt[/RUN_COMMAND]');
     await utimes(path.join(inbox, 'b.txt'), now - 50, now - 50);
     await utimes(path.join(inbox, 'a.txt'), now - 100, now - 100);
     const seen: string[] = [];
@@ -193,7 +195,7 @@ describe('session: watch', () => {
     assert.equal(final.isComplete, true);
     assert.deepEqual(seen, [`a.txt:${state.sessionId}_seq0002.txt`, `b.txt:${state.sessionId}_seq0003.txt`, 'c.txt:complete']);
     assert.equal(await readFile(inWorkspace('order.txt'), 'utf8'), 'first\nsecond\nthird\n');
-    assert.deepEqual((await readdir(inbox)).sort(), ['ignored.md', 'processed']);
+    assert.deepEqual((await readdir(inbox)).sort(), ['0000beef_answer0001_1.txt', 'ignored.md', 'processed']);
   });
 
   it('stops when its signal aborts', { timeout: 30_000 }, async () => {
