@@ -13,6 +13,7 @@ import {
   serverSettingsSchema,
   type ServerSettings,
 } from '../blocks/core/lsp.ts';
+import type { Replay } from '../blocks/core/plan.ts';
 
 /** How long after the last keystroke diagnostics are recomputed. */
 const SETTLE_MS = 150;
@@ -26,7 +27,7 @@ export function startServer(connection: Connection): void {
   const timers = new Map<string, NodeJS.Timeout>();
   const listings = new ListingCache();
   const plans = new PlanCache();
-  const handled = new Map<string, Set<string>>();
+  const handled = new Map<string, Map<string, Replay | null>>();
 
   const filePath = (uri: string) => (uri.startsWith('file:') ? fileURLToPath(uri) : undefined);
 
@@ -94,7 +95,8 @@ export function startServer(connection: Connection): void {
   connection.onNotification(HandledBlocksNotification, (params: unknown) => {
     const parsed = handledBlocksSchema.safeParse(params);
     if (!parsed.success) return;
-    handled.set(parsed.data.uri, new Set(parsed.data.keys));
+    const replays = parsed.data.replays;
+    handled.set(parsed.data.uri, new Map(parsed.data.keys.map((key, i) => [key, replays?.[i] ?? null])));
     analyses.delete(parsed.data.uri);
     const document = documents.get(parsed.data.uri);
     if (document) schedule(document, 0);

@@ -52,10 +52,11 @@ for (const theme of (process.env.BELAY_UI_THEMES?.split(',') ?? ['dark', 'light'
       await page.locator('.monaco-editor .view-line', { hasText: '[CREATE_FILE path="../escape.txt"]' }).first().waitFor();
       // Content detection switched the language.
       await page.locator('.statusbar-item', { hasText: 'CodingAgent' }).first().waitFor();
-      // A lens above each block, and Apply All above the first.
+      // A lens above each block, and Apply All above the first: it counts only what can be applied.
       const lenses = page.locator('.monaco-editor .codelens-decoration');
-      await lenses.filter({ hasText: 'Apply All (2)' }).first().waitFor();
-      await page.locator('.monaco-editor .codelens-decoration a', { hasText: /^Preview$/ }).nth(1).waitFor();
+      await lenses.filter({ hasText: 'Apply All (1)' }).first().waitFor();
+      await page.locator('.monaco-editor .codelens-decoration a', { hasText: /^Preview$/ }).first().waitFor();
+      await lenses.filter({ hasText: "REJECTED: Path '../escape.txt' is outside workspace" }).first().waitFor();
       await lenses.filter({ hasText: 'Not executable: EDIT_FILE start_line must be an integer' }).first().waitFor();
       // Squiggles: the bad line number and the path outside the workspace.
       await page.locator('.monaco-editor .squiggly-error').nth(1).waitFor();

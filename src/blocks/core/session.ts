@@ -43,8 +43,21 @@ export const sessionStateSchema = z.object({
   interrupted: z.boolean().optional(),
   /** RUN_COMMAND timeout chosen when the session started (the PROTOCOL text states it). */
   runTimeoutSeconds: z.number().positive().optional(),
+  /**
+   * The latest answers applied, each with the outbox it answered and its results in order (parse
+   * errors among them): what the editor shows on an answer the session processed.
+   */
+  answers: z.array(z.object({ sha256: z.string(), sequence: z.number().int(), results: z.array(commandResultSchema) })).default([]),
 });
 export type SessionState = z.infer<typeof sessionStateSchema>;
+
+/** Answers whose results a session file keeps (the digests of all are kept). */
+const MAX_ANSWERS_KEPT = 100;
+
+/** SHA-256 of an answer's text: how a session knows an answer it applied. */
+export function answerDigest(answer: string): string {
+  return createHash('sha256').update(answer).digest('hex');
+}
 
 export interface SessionLayout {
   root: string;
@@ -226,6 +239,7 @@ export async function startSession(root: string, task: string, options: { runTim
     lastResults: [],
     readFileRequests: [],
     processedAnswers: [],
+    answers: [],
     ...(options.runTimeoutSeconds !== undefined ? { runTimeoutSeconds: options.runTimeoutSeconds } : {}),
   };
   const file = await writeOutboxFor(layout, state);
@@ -251,7 +265,7 @@ export async function stepSession(root: string, answer: string, options: Session
   const found = await findSession(root, options.sessionId);
   return withLock(layout, found.sessionId, async () => {
     let state = await loadSession(layout, found.sessionId);
-    const sha256 = createHash('sha256').update(answer).digest('hex');
+    const sha256 = answerDigest(answer);
     let outcome: StepOutcome;
     if (state.pendingAnswer) state = await recoverInterrupted(layout, state);
     if (state.processedAnswers.includes(sha256)) {
@@ -274,6 +288,7 @@ async function apply(layout: SessionLayout, state: SessionState, answer: string,
   state.lastResults = report.results;
   state.readFileRequests = report.readFileRequests;
   state.processedAnswers.push(sha256);
+  state.answers = [...state.answers, { sha256, sequence: state.sequenceNumber, results: report.results }].slice(-MAX_ANSWERS_KEPT);
   delete state.interrupted;
   let next: string | undefined;
   if (report.done) {
