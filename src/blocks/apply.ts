@@ -182,6 +182,13 @@ export class BlockApplier implements vscode.Disposable {
     const previewUri = uri instanceof vscode.Uri ? uri : editor?.document.uri.scheme === PLAN_SCHEME ? editor.document.uri : undefined;
     const lens = previewUri && this.previews.blockOf(previewUri);
     if (!previewUri || !lens) throw new Error('Open a block\'s preview (its Preview lens) first.');
+    const outcome = await this.applyFromPreview(previewUri, lens, how, editor);
+    // The preview showed what was to be written: once written, it has nothing left to show.
+    if (outcome?.status === 'applied') await closeDiffOf(previewUri);
+    return outcome;
+  }
+
+  private async applyFromPreview(previewUri: vscode.Uri, lens: LensArguments, how: 'all' | 'pick' | 'cursor', editor: vscode.TextEditor | undefined): Promise<BlockOutcome | undefined> {
     if (how === 'all') return this.apply(lens);
     const { view, index } = await this.locate(lens);
     if (view.settled.has(index)) return this.apply(lens);
@@ -203,7 +210,8 @@ export class BlockApplier implements vscode.Disposable {
     if (hunks.length === 0) return this.apply(lens);
     let chosen: Set<number>;
     if (how === 'cursor') {
-      const line = editor?.document.uri.toString() === previewUri.toString() ? editor.selection.active.line : -1;
+      const shown = editor?.document.uri.toString() === previewUri.toString() ? editor : vscode.window.visibleTextEditors.find((e) => e.document.uri.toString() === previewUri.toString());
+      const line = shown ? shown.selection.active.line : -1;
       const at = hunks.findIndex((h) => line >= h.afterStart && line < Math.max(h.afterEnd, h.afterStart + 1));
       if (at === -1) throw new Error('Put the cursor on a change of the preview (its right side) first.');
       chosen = new Set([at]);
@@ -376,7 +384,7 @@ export class BlockApplier implements vscode.Disposable {
     void vscode.window.showWarningMessage(this.ctx.trust.refusal('applyBlocks') ?? '', 'Manage Workspace Trust').then((choice) => {
       if (choice) void vscode.commands.executeCommand('workbench.trust.manage');
     });
-    await vscode.commands.executeCommand('vscode.changes', `Preview All: ${plural(finals.size, 'file')} (read-only: untrusted workspace)`, resources);
+    await vscode.commands.executeCommand('vscode.changes', 'Preview All (read-only: untrusted workspace)', resources);
   }
 
   /**
@@ -533,6 +541,12 @@ export class BlockApplier implements vscode.Disposable {
     editor.revealRange(new vscode.Range(start, start), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
     await vscode.commands.executeCommand('workbench.actions.view.problems');
   }
+}
+
+/** Closes the diff editors whose right side is this preview. */
+async function closeDiffOf(preview: vscode.Uri): Promise<void> {
+  const tabs = vscode.window.tabGroups.all.flatMap((group) => group.tabs).filter((tab) => tab.input instanceof vscode.TabInputTextDiff && tab.input.modified.toString() === preview.toString());
+  if (tabs.length > 0) await vscode.window.tabGroups.close(tabs);
 }
 
 function hunkLines(hunk: Hunk): string {

@@ -129,13 +129,16 @@ export async function analyze(input: AnalyzeInput): Promise<Analysis> {
   const parsed = parseAnswer(text);
   const keys = blockKeys(parsed.commands);
   const { target, workspace } = await resolveTarget(documentPath, settings, input.plans);
-  const diagnostics: Diagnostic[] = parsed.errors.map((error) => ({
-    range: error.range,
-    severity: ERROR,
-    source: 'belay',
-    code: error.code,
-    message: error.message,
-  }));
+  let lines: string[] | undefined;
+  const diagnostics: Diagnostic[] = parsed.errors.map((error) => {
+    const diagnostic: Diagnostic = { range: error.range, severity: ERROR, source: 'belay', code: error.code, message: error.message };
+    if (error.suggestion !== undefined) {
+      lines ??= text.split(/\r\n|\r|\n/);
+      const fix = renameFix(lines, error.range, error.blockRange, error.suggestion);
+      if (fix) diagnostic.data = fix;
+    }
+    return diagnostic;
+  });
   const failing = new Map<number, Failing>();
   if (workspace) {
     const handled = input.handled;
@@ -169,6 +172,35 @@ export async function analyze(input: AnalyzeInput): Promise<Analysis> {
     lenses.push({ range, command: { title: `$(warning) Not executable: ${error.message}`, command: 'workbench.actions.view.problems' } });
   }
   return { uri, outbox: false, parsed, keys, target, workspace, diagnostics, lenses };
+}
+
+/** The quick fix a "did you mean" diagnostic carries: the tag names to change (opening and closing). */
+export interface RenameFix {
+  suggestion: string;
+  edits: Array<{ range: Range; newText: string }>;
+}
+
+/**
+ * The edits that rename an unknown tag to the suggested one: the name in the opening tag and in
+ * its closing tag when the block has one, or the whole stray closing tag.
+ */
+function renameFix(lines: readonly string[], range: Range, blockRange: Range | undefined, suggestion: string): RenameFix | undefined {
+  if (range.start.line !== range.end.line) return undefined;
+  const line = lines[range.start.line] ?? '';
+  const written = line.slice(range.start.character, range.end.character);
+  const closing = /^\[\/([A-Za-z_]+)\]$/.exec(written);
+  if (closing) return { suggestion, edits: [{ range, newText: `[/${suggestion}]` }] };
+  if (!/^[A-Za-z_]+$/.test(written)) return undefined;
+  const edits = [{ range, newText: suggestion }];
+  if (blockRange && blockRange.end.line > range.start.line) {
+    const end = blockRange.end;
+    const closer = `[/${written}]`;
+    const closeLine = lines[end.line] ?? '';
+    if (closeLine.slice(end.character - closer.length, end.character) === closer) {
+      edits.push({ range: { start: { line: end.line, character: end.character - closer.length + 2 }, end: { line: end.line, character: end.character - 1 } }, newText: suggestion });
+    }
+  }
+  return { suggestion, edits };
 }
 
 /** Plans the whole answer as `belay blocks apply` would run it, touching nothing, and lists what would fail. */

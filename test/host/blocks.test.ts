@@ -181,6 +181,28 @@ suite('Belay command blocks', () => {
     }
   });
 
+  test('a preview applies the change under the cursor only; the lens says the block is applied in part', async () => {
+    const file = path.join(demo(), 'workspace', 'hunks.txt');
+    await writeFile(file, 'one\ntwo\nthree\nfour\nfive\n');
+    const answer = await vscode.workspace.openTextDocument({ language: 'codingagent', content: '[EDIT_FILE path="hunks.txt" start_line="1" end_line="5"]\none\nTWO\nthree\nFOUR\nfive\n[/EDIT_FILE]\n' });
+    await vscode.window.showTextDocument(answer);
+    try {
+      await waitForLens(answer.uri, /^Apply$/);
+      await vscode.commands.executeCommand('belay.blocks.preview', ...blockArgs(answer, 'EDIT_FILE'));
+      await waitFor('the preview', () => vscode.window.tabGroups.activeTabGroup.activeTab?.input instanceof vscode.TabInputTextDiff, [vscode.window.tabGroups.onDidChangeTabs]);
+      const preview = (vscode.window.tabGroups.activeTabGroup.activeTab!.input as vscode.TabInputTextDiff).modified;
+      await waitFor('the preview\'s editor', () => vscode.window.visibleTextEditors.some((e) => e.document.uri.toString() === preview.toString()), [vscode.window.onDidChangeVisibleTextEditors]);
+      const right = vscode.window.visibleTextEditors.find((e) => e.document.uri.toString() === preview.toString())!;
+      right.selection = new vscode.Selection(3, 0, 3, 0);
+      const outcome = await vscode.commands.executeCommand<{ status: string }>('belay.blocks.applyPreviewedChange', preview);
+      assert.equal(outcome?.status, 'applied');
+      assert.equal(await readFile(file, 'utf8'), 'one\ntwo\nthree\nFOUR\nfive\n');
+      await waitForLens(answer.uri, /^\$\(check\) Applied in part: 1 of 2 changes: Edited 'hunks\.txt' lines 1-5$/);
+    } finally {
+      await rm(file, { force: true });
+    }
+  });
+
   test('Apply All skips what cannot succeed and says why, applies files only when asked, and counts agree', async () => {
     const text = [
       '[CREATE_FILE path="counts/one.txt"]',

@@ -133,13 +133,16 @@ export function decorateLenses<R>(
   return result.flatMap((lens) => {
     const command = lens.command;
     if (command?.command === LENS_COMMANDS.applyAll) {
-      if (pending === 0) {
-        return undoable > 0 ? [{ range: lens.range, command: { title: '$(discard) Undo Answer', command: LENS_COMMANDS.undoAnswer, arguments: command.arguments ?? [], tooltip: 'Put back every file this answer\'s blocks changed' } }] : [];
-      }
       const why = refusal('applyBlocks');
-      const all = why === undefined ? { range: lens.range, command: { ...command, title: `$(check-all) Apply All (${pending})` } } : locked(lens, `Apply All (${pending})`, 'applyBlocks', why);
-      if (pendingRuns === 0 || pendingFiles === 0 || why !== undefined) return [all];
-      return [all, { range: lens.range, command: { title: `Apply Files Only (${pendingFiles})`, command: LENS_COMMANDS.applyFilesOnly, arguments: command.arguments ?? [], tooltip: 'Apply the file blocks; run no command' } }];
+      const top: Array<LensLike<R>> = [];
+      if (pending > 0) top.push(why === undefined ? { range: lens.range, command: { ...command, title: `$(check-all) Apply All (${pending})` } } : locked(lens, `Apply All (${pending})`, 'applyBlocks', why));
+      if (pendingRuns > 0 && pendingFiles > 0 && why === undefined) {
+        top.push({ range: lens.range, command: { title: `Apply Files Only (${pendingFiles})`, command: LENS_COMMANDS.applyFilesOnly, arguments: command.arguments ?? [], tooltip: 'Apply the file blocks; run no command' } });
+      }
+      if (undoable > 0 && why === undefined) {
+        top.push({ range: lens.range, command: { title: '$(discard) Undo Answer', command: LENS_COMMANDS.undoAnswer, arguments: command.arguments ?? [], tooltip: 'Put back every file this answer\'s blocks changed' } });
+      }
+      return top;
     }
     if (command?.command === LENS_COMMANDS.previewAll) return pendingFiles > 0 ? [{ range: lens.range, command: { ...command, title: '$(diff-multiple) Preview All' } }] : [];
     return [lens];

@@ -38,18 +38,19 @@ test('handled blocks show their state instead of Apply and Preview, and leave th
   // No file block is left to apply: no Preview All, no Apply Files Only.
   assert.deepEqual(titles(decorated), [
     '0:$(check-all) Apply All (1)',
+    '0:$(discard) Undo Answer',
     "0:$(check) Applied: Created 'a.txt'",
     '0:Undo',
     '3:Run',
     "4:$(error) Failed: File 'b.txt' not found",
   ]);
   // The applied lens opens the file it wrote; Undo names its block.
-  assert.deepEqual(decorated[1]!.command!.arguments, ['/ws/a.txt']);
-  assert.equal(decorated[2]!.command!.command, LENS_COMMANDS.undo);
-  assert.deepEqual(decorated[2]!.command!.arguments, lenses.find((l) => l.command?.command === LENS_COMMANDS.apply)!.command!.arguments);
+  assert.deepEqual(decorated[2]!.command!.arguments, ['/ws/a.txt']);
+  assert.equal(decorated[3]!.command!.command, LENS_COMMANDS.undo);
+  assert.deepEqual(decorated[3]!.command!.arguments, lenses.find((l) => l.command?.command === LENS_COMMANDS.apply)!.command!.arguments);
 });
 
-test('nothing left to apply: no Apply All (0), but Undo Answer when the editor applied something', () => {
+test('nothing left to apply: no Apply All (0); Undo Answer while the editor applied something', () => {
   const states = new Map([
     [keys[0]!, { status: 'applied' as const, summary: "Created 'a.txt'" }],
     [keys[1]!, { status: 'ran' as const, summary: "Ran 'ls' (exit code 0)" }],
