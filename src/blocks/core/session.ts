@@ -368,6 +368,7 @@ export async function watchSession(root: string, options: WatchOptions = {}): Pr
   const settleMs = options.settleMs ?? 300;
   const pollMs = options.pollMs ?? 1000;
   while (!state.isComplete && !options.signal?.aborted) {
+    const inbox = watchFolder(layout.inbox);
     let wait = pollMs;
     for (const { file, mtimeMs } of await pendingInboxFiles(layout)) {
       // An answer named after another session is that session's: never applied to this one.
@@ -383,32 +384,52 @@ export async function watchSession(root: string, options: WatchOptions = {}): Pr
       options.onStep?.(outcome, file);
       if (state.isComplete || options.signal?.aborted) break;
     }
-    if (state.isComplete || options.signal?.aborted) break;
-    await inboxChange(layout.inbox, wait, options.signal);
+    if (state.isComplete || options.signal?.aborted) {
+      inbox.close();
+      break;
+    }
+    await inbox.wait(wait, options.signal);
   }
   return state;
 }
 
-/** Resolves when something changes in the folder, after `ms`, or on abort, whichever comes first. */
-function inboxChange(folder: string, ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const watcher = (() => {
-      try {
-        return watch(folder, () => done());
-      } catch {
-        return undefined;
-      }
-    })();
-    const timer = setTimeout(() => done(), ms);
-    const done = () => {
-      clearTimeout(timer);
-      watcher?.close();
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    watcher?.on('error', () => done());
-    signal?.addEventListener('abort', done);
+/**
+ * Watches a folder from now on: `wait` resolves when something changed in it since the watch
+ * began (at once if it already did), after `ms`, or on abort, whichever comes first. Watching
+ * before looking at the folder means a file that arrives meanwhile is never missed.
+ */
+function watchFolder(folder: string): { wait(ms: number, signal: AbortSignal | undefined): Promise<void>; close(): void } {
+  let changed = false;
+  let wake: (() => void) | undefined;
+  const watcher = (() => {
+    try {
+      return watch(folder, () => {
+        changed = true;
+        wake?.();
+      });
+    } catch {
+      return undefined;
+    }
+  })();
+  watcher?.on('error', () => {
+    changed = true;
+    wake?.();
   });
+  return {
+    close: () => watcher?.close(),
+    wait: (ms, signal) =>
+      new Promise((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          watcher?.close();
+          signal?.removeEventListener('abort', done);
+          resolve();
+        };
+        const timer = setTimeout(done, changed ? 0 : ms);
+        wake = done;
+        signal?.addEventListener('abort', done);
+      }),
+  };
 }
 
 async function exists(file: string): Promise<boolean> {
