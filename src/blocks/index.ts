@@ -1,11 +1,12 @@
 import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
+import * as path from 'node:path';
 import { errorMessage } from '../shared/errors.ts';
-import type { BlockApplier } from './apply.ts';
+import { lazy } from '../shared/lazy.ts';
 import { looksLikeAnswer } from './core/answerTarget.ts';
 import { EXPLAIN_UNTRUSTED, LENS_COMMANDS } from './core/lenses.ts';
 import { PLAN_SCHEME, PlannedContents } from './preview.ts';
-import { SessionsView } from './sessions.ts';
+import { readClipboard, SessionsView } from './sessions.ts';
 
 /**
  * Command blocks in the editor: the CodingAgent language (its client and server started on the
@@ -16,40 +17,54 @@ import { SessionsView } from './sessions.ts';
 export function registerBlocks(ctx: BelayContext): void {
   const previews = ctx.own(new PlannedContents());
   ctx.own(vscode.workspace.registerTextDocumentContentProvider(PLAN_SCHEME, previews));
-  let applier: BlockApplier | undefined;
-  const blocks = (): BlockApplier => {
-    if (!applier) {
-      const { BlockApplier } = require('./apply.ts') as typeof import('./apply.ts');
-      applier = ctx.own(new BlockApplier(ctx, previews));
-    }
-    return applier;
-  };
+  // The block states (their ledger and parser) and the applier load with the first answer or block command.
+  const blocks = lazy(() => {
+    const { Ledger } = require('./core/ledger.ts') as typeof import('./core/ledger.ts');
+    const { BlockStates } = require('./states.ts') as typeof import('./states.ts');
+    const { BlockApplier } = require('./apply.ts') as typeof import('./apply.ts');
+    const storage = ctx.extension.storageUri ?? ctx.extension.globalStorageUri;
+    const states = ctx.own(new BlockStates(ctx, new Ledger(path.join(storage.fsPath, 'blocks-ledger'))));
+    return { states, applier: ctx.own(new BlockApplier(ctx, previews, states)) };
+  });
+  const applier = () => blocks().applier;
   const sessions = ctx.own(new SessionsView(ctx));
   ctx.own(vscode.window.createTreeView('belay.sessions', { treeDataProvider: sessions, showCollapseAll: true }));
 
-  ctx.registerCommand(LENS_COMMANDS.apply, (...args) => blocks().apply(args));
-  ctx.registerCommand(LENS_COMMANDS.preview, (...args) => blocks().preview(args));
-  ctx.registerCommand(LENS_COMMANDS.run, (...args) => blocks().run(args));
+  ctx.registerCommand(LENS_COMMANDS.apply, (...args) => applier().apply(args));
+  ctx.registerCommand(LENS_COMMANDS.preview, (...args) => applier().preview(args));
+  ctx.registerCommand(LENS_COMMANDS.run, (...args) => applier().run(args));
+  ctx.registerCommand(LENS_COMMANDS.runAgain, (...args) => applier().run(args, true));
   // `{ confirmed: true }` skips the questions about shell commands and stale files: only for
   // Belay's own tests (the extension host runs them in test mode). Lenses never pass it.
-  ctx.registerCommand(LENS_COMMANDS.applyAll, (uri, options) => blocks().applyAll(uri, isConfirmed(options) && ctx.extension.extensionMode === vscode.ExtensionMode.Test));
-  ctx.registerCommand(LENS_COMMANDS.previewAll, (uri) => blocks().previewAll(uri));
+  const testMode = ctx.extension.extensionMode === vscode.ExtensionMode.Test;
+  ctx.registerCommand(LENS_COMMANDS.applyAll, (uri, options) => applier().applyAll(uri, { confirmed: isConfirmed(options) && testMode, filesOnly: isFilesOnly(options) }));
+  ctx.registerCommand(LENS_COMMANDS.applyFilesOnly, (uri, options) => applier().applyAll(uri, { confirmed: isConfirmed(options) && testMode, filesOnly: true }));
+  ctx.registerCommand(LENS_COMMANDS.previewAll, (uri) => applier().previewAll(uri));
   ctx.registerCommand(LENS_COMMANDS.open, async (...args) => {
-    const target = await blocks().readTarget(args);
+    const target = await applier().readTarget(args);
     await vscode.window.showTextDocument(vscode.Uri.file(target), { preview: true });
   });
-  ctx.registerCommand(LENS_COMMANDS.show, (...args) => blocks().showMessage(args));
+  ctx.registerCommand(LENS_COMMANDS.show, (...args) => applier().showMessage(args));
+  ctx.registerCommand(LENS_COMMANDS.problem, (...args) => applier().showProblem(args));
+  ctx.registerCommand(LENS_COMMANDS.openApplied, async (file) => {
+    if (typeof file === 'string') await vscode.window.showTextDocument(vscode.Uri.file(file), { preview: true });
+  });
+  ctx.registerCommand(LENS_COMMANDS.undo, (...args) => applier().undoBlock(args));
+  ctx.registerCommand(LENS_COMMANDS.undoAnswer, (uri) => applier().undoAnswer(uri));
+  ctx.registerCommand('belay.blocks.applyPreviewed', (uri) => applier().applyPreviewed(uri, 'all'));
+  ctx.registerCommand('belay.blocks.applyPreviewedChanges', (uri) => applier().applyPreviewed(uri, 'pick'));
+  ctx.registerCommand('belay.blocks.applyPreviewedChange', (uri) => applier().applyPreviewed(uri, 'cursor'));
   // A locked lens: says why (the one wording per capability), with a way to manage trust.
   ctx.registerCommand(EXPLAIN_UNTRUSTED, (action) => ctx.trust.require(action === 'runCommands' ? 'runCommands' : 'applyBlocks'));
   ctx.registerCommand('belay.blocks.openFromClipboard', async () => {
-    const text = await vscode.env.clipboard.readText();
-    if (text.trim() === '') throw new Error('The clipboard is empty: copy the LLM\'s whole answer first.');
+    const text = await readClipboard();
+    if (text === undefined) return undefined;
     const document = await vscode.workspace.openTextDocument({ language: 'codingagent', content: text });
     await vscode.window.showTextDocument(document, { preview: false });
     return document.uri.toString();
   });
   ctx.registerCommand('belay.blocks.startSession', (task) => sessions.startSession(task));
-  ctx.registerCommand('belay.blocks.pasteAnswer', (text) => sessions.pasteAnswer(text));
+  ctx.registerCommand('belay.blocks.pasteAnswer', (text, options) => sessions.pasteAnswer(text, options));
   ctx.registerCommand('belay.blocks.openOutbox', (sessionId) => sessions.openOutbox(sessionId));
   ctx.registerCommand('belay.sessions.refresh', () => sessions.refresh());
 
@@ -58,7 +73,7 @@ export function registerBlocks(ctx: BelayContext): void {
   const startClient = (document: vscode.TextDocument) => {
     if (document.languageId !== 'codingagent' || client) return;
     const { startLanguageClient } = require(ctx.extension.asAbsolutePath('dist/languageClient.js')) as typeof import('./languageClient.ts');
-    client = startLanguageClient(ctx, blocks()).catch((error: unknown) => {
+    client = startLanguageClient(ctx, blocks().states).catch((error: unknown) => {
       ctx.log.error(`the CodingAgent language server did not start: ${errorMessage(error)}`);
       return undefined;
     });
@@ -77,11 +92,15 @@ export function registerBlocks(ctx: BelayContext): void {
   vscode.workspace.textDocuments.forEach(opened);
   ctx.own(vscode.workspace.onDidOpenTextDocument(opened));
   ctx.own(vscode.workspace.onDidChangeTextDocument((e) => detect(e.document)));
-  ctx.own(vscode.workspace.onDidCloseTextDocument((document) => applier?.forget(document.uri)));
   ctx.own(ctx.trust.onDidGrant(() => sessions.syncInboxWatcher()));
 }
 
 /** `{ confirmed: true }`: the caller has already asked about the answer's shell commands. */
 function isConfirmed(options: unknown): boolean {
   return typeof options === 'object' && options !== null && (options as { confirmed?: unknown }).confirmed === true;
+}
+
+/** `{ filesOnly: true }`: apply the file blocks, run no command. */
+function isFilesOnly(options: unknown): boolean {
+  return typeof options === 'object' && options !== null && (options as { filesOnly?: unknown }).filesOnly === true;
 }

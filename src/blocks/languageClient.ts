@@ -1,18 +1,18 @@
 // The CodingAgent language client, built as its own bundle (dist/languageClient.js) and loaded on
 // the first CodingAgent document: vscode-languageclient (and the JSON-RPC messages of lsp.ts) are
 // about half of what Belay would otherwise load at activation. Its server is dist/server.js, over
-// IPC. The CodeLenses come from the server; the client adds what only the editor knows: which
-// blocks were handled, and whether the workspace is trusted.
+// IPC. The CodeLenses come from the server; the client adds what only the editor knows: each
+// block's state (derived from the files and the records), and whether the workspace is trusted.
 import * as vscode from 'vscode';
 import { LanguageClient, TransportKind, type LanguageClientOptions } from 'vscode-languageclient/node';
 import type { BelayContext } from '../context.ts';
 import { errorMessage } from '../shared/errors.ts';
-import type { BlockApplier } from './apply.ts';
-import { decorateLenses } from './core/lenses.ts';
+import type { BlockStates } from './states.ts';
+import { decorateLenses, type LensState } from './core/lenses.ts';
 import { HandledBlocksNotification, RefreshLensesNotification, SettingsNotification, type ServerSettings } from './core/lsp.ts';
 
 /** Starts the client and its server; disposing stops both. */
-export async function startLanguageClient(ctx: BelayContext, applier: BlockApplier): Promise<vscode.Disposable> {
+export async function startLanguageClient(ctx: BelayContext, states: BlockStates): Promise<vscode.Disposable> {
   const settings = (): ServerSettings => ({
     workspaceFolders: (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath),
     sessionRoot: ctx.config.get('blocks.sessionRoot', vscode.workspace.workspaceFolders?.[0]),
@@ -26,9 +26,11 @@ export async function startLanguageClient(ctx: BelayContext, applier: BlockAppli
     middleware: {
       provideCodeLenses: async (document, token, next) => {
         const lenses = (await next(document, token)) ?? [];
-        const uri = document.uri.toString();
-        // Block states and trust on top of the server's lenses.
-        return decorateLenses(lenses, (key) => applier.outcome(uri, key), (action) => ctx.trust.refusal(action)).map((lens) =>
+        // Block states (derived from the files) and trust on top of the server's lenses.
+        const view = await states.view(document).catch(() => undefined);
+        const byKey = new Map<string, LensState>();
+        for (const [index, settled] of view?.settled ?? []) byKey.set(view!.keys[index]!, settled);
+        return decorateLenses(lenses, (key) => byKey.get(key), (action) => ctx.trust.refusal(action)).map((lens) =>
           lens instanceof vscode.CodeLens ? lens : new vscode.CodeLens(lens.range, lens.command as vscode.Command),
         );
       },
@@ -55,7 +57,14 @@ export async function startLanguageClient(ctx: BelayContext, applier: BlockAppli
   const notify = (sent: Promise<void>) => void sent.catch((error: unknown) => ctx.log.warn(`notifying the language server failed: ${errorMessage(error)}`));
   const sendSettings = () => notify(client.sendNotification(SettingsNotification, settings()));
   subscriptions.push(
-    applier.onDidChange((uri) => notify(client.sendNotification(HandledBlocksNotification, { uri: uri.toString(), keys: applier.handledKeys(uri.toString()) }))),
+    states.onDidChange((uri) => {
+      const document = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
+      if (!document) return;
+      void states.view(document).then((view) => {
+        const settled = [...view.settled];
+        notify(client.sendNotification(HandledBlocksNotification, { uri: uri.toString(), keys: settled.map(([i]) => view.keys[i]!), replays: settled.map(([, s]) => s.replay ?? null) }));
+      }, () => undefined);
+    }),
     ctx.trust.onDidGrant(() => notify(client.sendNotification(RefreshLensesNotification))),
     ctx.config.onDidChange('blocks.sessionRoot', sendSettings),
     vscode.workspace.onDidChangeWorkspaceFolders(sendSettings),

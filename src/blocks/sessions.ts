@@ -66,8 +66,7 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
       return item;
     }
     const s = node.session;
-    const firstLine = s.task.trim().split('\n', 1)[0] ?? '';
-    const item = new vscode.TreeItem(firstLine.length > 70 ? `${firstLine.slice(0, 67)}...` : firstLine, s.lastResults.length > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
+    const item = new vscode.TreeItem(firstLine(s.task, 70), s.lastResults.length > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
     const failed = s.lastResults.filter((r) => !r.success).length;
     item.description = `${s.sessionId} · #${s.sequenceNumber} · ${s.isComplete ? 'complete' : 'open'}${s.lastResults.length ? ` · ${s.lastResults.length - failed} OK, ${failed} failed` : ''}`;
     item.iconPath = new vscode.ThemeIcon(s.isComplete ? 'pass-filled' : 'comment-discussion');
@@ -123,30 +122,96 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
     return state;
   }
 
-  /** Saves the clipboard (or the given text) to the inbox, processes it, hands over the next outbox. */
-  async pasteAnswer(given?: unknown): Promise<StepOutcome | undefined> {
+  /**
+   * Saves the clipboard (or the given text) to the inbox of the session it answers, processes it,
+   * hands over the next outbox. The session is the one named (`{ sessionId }`, or a Sessions view
+   * item), else the one whose outbox or answer is in the active editor, else the person picks one:
+   * never a guess. A completed session takes no answer: the person is told, with a way on.
+   */
+  async pasteAnswer(given?: unknown, options?: unknown): Promise<StepOutcome | undefined> {
     if (!this.ctx.trust.require('continueSession')) return undefined;
     const root = this.requireRoot();
-    const answer = typeof given === 'string' ? given : await vscode.env.clipboard.readText();
-    const { findSession, sessionLayout, stepSession } = core();
+    const named = sessionIdOf(given) ?? sessionIdOf(options);
+    // Text given by a caller (Belay's tests) was confirmed there; the clipboard's is asked about.
+    const fromClipboard = typeof given !== 'string';
+    const answer = fromClipboard ? await readClipboard() : given;
+    if (answer === undefined) return undefined;
     const parsed = parser().parseAnswer(answer);
     if (parsed.commands.length === 0 && parsed.errors.length === 0) {
       throw new Error('The clipboard holds no command blocks: copy the LLM\'s whole answer, then run this again.');
     }
-    const session = await findSession(root);
-    const runs = parsed.commands.filter((c) => c.type === 'RUN_COMMAND');
-    if (runs.length > 0 && typeof given !== 'string') {
+    const { loadSession, sessionLayout, sessionOfDocument } = core();
+    let chosen: { root: string; session: SessionState } | undefined;
+    if (named !== undefined) {
+      chosen = { root, session: await loadSession(sessionLayout(root), named) };
+    } else {
+      const document = vscode.window.activeTextEditor?.document;
+      const place = document && sessionOfDocument(document.uri.scheme === 'file' ? document.uri.fsPath : undefined, document.getText());
+      if (place) chosen = { root: place.root ?? root, session: await loadSession(sessionLayout(place.root ?? root), place.sessionId) };
+      else chosen = await this.pickSession(root, 'Which session is this answer for?');
+    }
+    if (!chosen) return undefined;
+    if (chosen.session.isComplete) {
+      this.offerOtherSession(chosen, answer, fromClipboard);
+      return undefined;
+    }
+    return this.submit(chosen, answer, fromClipboard);
+  }
+
+  /** Says that a completed session took nothing; the person may pick an open one or start one. */
+  private offerOtherSession(completed: { root: string; session: SessionState }, answer: string, confirmRuns: boolean): void {
+    const id = completed.session.sessionId;
+    const other = 'Choose an Open Session…';
+    const fresh = 'Start a New Session';
+    void vscode.window.showWarningMessage(`Session ${id} is complete: it takes no new answer. Nothing was applied.`, other, fresh).then(async (choice) => {
+      try {
+        if (choice === fresh) await this.startSession();
+        if (choice !== other) return;
+        const chosen = await this.pickSession(completed.root, `Session ${id} is complete: which open session is this answer for?`);
+        if (chosen) await this.submit(chosen, answer, confirmRuns);
+      } catch (error) {
+        void vscode.window.showErrorMessage(`Belay: ${errorMessage(error)}`);
+      }
+    });
+  }
+
+  /** Applies an answer to an open session, after asking about its shell commands when `confirmRuns`. */
+  private async submit(chosen: { root: string; session: SessionState }, answer: string, confirmRuns: boolean): Promise<StepOutcome | undefined> {
+    const { session } = chosen;
+    const runs = parser().parseAnswer(answer).commands.filter((c) => c.type === 'RUN_COMMAND');
+    if (runs.length > 0 && confirmRuns) {
       const list = runs.map((c) => `$ ${'body' in c ? c.body.text : ''}`).join('\n');
-      const choice = await vscode.window.showWarningMessage(`This answer runs ${runs.length} command${runs.length === 1 ? '' : 's'} in the session workspace. Apply it?`, { modal: true, detail: list }, 'Apply and Run');
+      const choice = await vscode.window.showWarningMessage(
+        `This answer runs ${runs.length} command${runs.length === 1 ? '' : 's'} in the workspace of session ${session.sessionId}. Apply it?`,
+        { modal: true, detail: list },
+        'Apply and Run',
+      );
       if (choice !== 'Apply and Run') return undefined;
     }
-    const layout = sessionLayout(root);
-    const file = path.join(layout.inbox, `${session.sessionId}_answer${String(session.sequenceNumber).padStart(4, '0')}_${Date.now()}.txt`);
+    const { answerFileName, sessionLayout, stepSession } = core();
+    const layout = sessionLayout(chosen.root);
+    const file = path.join(layout.inbox, answerFileName(session.sessionId, session.sequenceNumber));
     await fs.mkdir(layout.inbox, { recursive: true });
     await writeFileAtomic(file, answer);
-    const outcome = await stepSession(root, answer, { sessionId: session.sessionId, source: file });
+    const outcome = await stepSession(chosen.root, answer, { sessionId: session.sessionId, source: file });
     await this.report(outcome);
     return outcome;
+  }
+
+  /** A quick pick of the open sessions under the root (newest first); undefined when dismissed. */
+  private async pickSession(root: string, title: string): Promise<{ root: string; session: SessionState } | undefined> {
+    const open = (await core().listSessions(root)).filter((s) => !s.isComplete);
+    if (open.length === 0) {
+      const start = 'Start Session';
+      const choice = await vscode.window.showWarningMessage(`No open session under ${root}: an answer needs one.`, start);
+      if (choice === start) await this.startSession();
+      return undefined;
+    }
+    const picked = await vscode.window.showQuickPick(
+      open.map((session) => ({ label: firstLine(session.task, 80), description: `${session.sessionId} · #${session.sequenceNumber}`, detail: `updated ${new Date(session.updatedAt).toLocaleString()}`, session })),
+      { title, placeHolder: 'The answer is applied to the workspace of the session you pick', matchOnDescription: true },
+    );
+    return picked && { root, session: picked.session };
   }
 
   private async report(outcome: StepOutcome): Promise<void> {
@@ -201,4 +266,39 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
     this.watcher?.dispose();
     this.changed.dispose();
   }
+}
+
+/** A session id given to a command: a string of 8 hex, `{ sessionId }`, or a Sessions view item. */
+function sessionIdOf(value: unknown): string | undefined {
+  if (typeof value === 'string') return /^[0-9a-f]{8}$/.test(value) ? value : undefined;
+  if (typeof value !== 'object' || value === null) return undefined;
+  const record = value as { sessionId?: unknown; session?: { sessionId?: unknown } };
+  const id = record.sessionId ?? record.session?.sessionId;
+  return typeof id === 'string' && /^[0-9a-f]{8}$/.test(id) ? id : undefined;
+}
+
+function firstLine(text: string, max: number): string {
+  const line = text.trim().split('\n', 1)[0] ?? '';
+  return line.length > max ? `${line.slice(0, max - 3)}...` : line;
+}
+
+/**
+ * The clipboard's text. Empty is not always empty: in a browser VS Code reads the clipboard only
+ * when the site may (it has then already said so, and reads nothing), so the message names both
+ * causes there and offers an editor to paste into, which needs no permission.
+ */
+export async function readClipboard(): Promise<string | undefined> {
+  const text = await vscode.env.clipboard.readText();
+  if (text.trim() !== '') return text;
+  if (vscode.env.uiKind !== vscode.UIKind.Web) throw new Error('The clipboard is empty: copy the LLM\'s whole answer first.');
+  const paste = 'Paste into an Editor';
+  const choice = await vscode.window.showErrorMessage(
+    'Belay read no text from the clipboard: the browser did not let VS Code read it (allow clipboard access for this site), or the clipboard is empty.',
+    paste,
+  );
+  if (choice === paste) {
+    const document = await vscode.workspace.openTextDocument({ language: 'codingagent', content: '' });
+    await vscode.window.showTextDocument(document, { preview: false });
+  }
+  return undefined;
 }

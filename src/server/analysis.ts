@@ -9,7 +9,7 @@ import { blockKeys, changesWorkspace } from '../blocks/core/blockKey.ts';
 import { LENS_COMMANDS } from '../blocks/core/lenses.ts';
 import type { ServerSettings } from '../blocks/core/lsp.ts';
 import { parseAnswer } from '../blocks/core/parser.ts';
-import { AnswerState, planAnswer } from '../blocks/core/plan.ts';
+import { AnswerState, planAnswer, type Replay } from '../blocks/core/plan.ts';
 import { SECTION } from '../blocks/core/protocol.ts';
 import { openWorkspace, type Workspace } from '../blocks/core/sandbox.ts';
 import type { Command, ParseResult } from '../blocks/core/syntax.ts';
@@ -42,8 +42,11 @@ export interface AnalyzeInput {
   settings: ServerSettings;
   /** Plans reused while neither the blocks' effects nor the files change (see PlanCache). */
   plans?: PlanCache;
-  /** Keys of blocks the editor has applied already: not planned again. */
-  handled?: ReadonlySet<string>;
+  /**
+   * Blocks the editor has applied already, by key, with what they left for the blocks after them
+   * (null: nothing): not planned again.
+   */
+  handled?: ReadonlyMap<string, Replay | null>;
 }
 
 /** A planning problem, anchored to its command by index so it survives edits that move lines. */
@@ -53,6 +56,8 @@ interface PlanProblem {
   severity: typeof ERROR | typeof WARNING;
   message: string;
   code?: string;
+  /** The block cannot be applied as it stands (its Apply lens says why instead). */
+  blocks?: 'failed' | 'rejected';
 }
 
 /**
@@ -93,8 +98,8 @@ async function resolveTarget(documentPath: string | undefined, settings: ServerS
   return { target, workspace };
 }
 
-function planKey(workspace: Workspace, documentPath: string | undefined, commands: readonly Command[], handled: ReadonlySet<string> | undefined): string {
-  const parts: string[] = [workspace.realRoot, documentPath ?? '', [...(handled ?? [])].join('\0')];
+function planKey(workspace: Workspace, documentPath: string | undefined, commands: readonly Command[], handled: ReadonlyMap<string, Replay | null> | undefined): string {
+  const parts: string[] = [workspace.realRoot, documentPath ?? '', JSON.stringify([...(handled ?? [])])];
   for (const c of commands) {
     switch (c.type) {
       case 'CREATE_FILE':
@@ -124,23 +129,30 @@ export async function analyze(input: AnalyzeInput): Promise<Analysis> {
   const parsed = parseAnswer(text);
   const keys = blockKeys(parsed.commands);
   const { target, workspace } = await resolveTarget(documentPath, settings, input.plans);
-  const diagnostics: Diagnostic[] = parsed.errors.map((error) => ({
-    range: error.range,
-    severity: ERROR,
-    source: 'belay',
-    code: error.code,
-    message: error.message,
-  }));
+  let lines: string[] | undefined;
+  const diagnostics: Diagnostic[] = parsed.errors.map((error) => {
+    const diagnostic: Diagnostic = { range: error.range, severity: ERROR, source: 'belay', code: error.code, message: error.message };
+    if (error.suggestion !== undefined) {
+      lines ??= text.split(/\r\n|\r|\n/);
+      const fix = renameFix(lines, error.range, error.blockRange, error.suggestion);
+      if (fix) diagnostic.data = fix;
+    }
+    return diagnostic;
+  });
+  const failing = new Map<number, Failing>();
   if (workspace) {
     const handled = input.handled;
     const key = input.plans ? planKey(workspace, documentPath, parsed.commands, handled) : '';
     let problems = input.plans?.get(key);
     if (!problems) {
-      const skip = handled && handled.size > 0 ? (index: number) => handled.has(keys[index]!) : undefined;
-      problems = await planProblems(workspace, parsed, target!, documentPath, skip);
+      const settled = handled && handled.size > 0 ? handled : undefined;
+      problems = await planProblems(workspace, parsed, target!, documentPath, settled && ((index) => settled.get(keys[index]!)));
       input.plans?.set(key, problems);
     }
-    for (const problem of problems) diagnostics.push(toDiagnostic(parsed.commands[problem.index]!, problem));
+    for (const problem of problems) {
+      diagnostics.push(toDiagnostic(parsed.commands[problem.index]!, problem));
+      if (problem.blocks) failing.set(problem.index, { summary: problem.message, kind: problem.blocks });
+    }
   }
   else if (parsed.commands.length > 0) {
     const first = parsed.commands[0]!;
@@ -151,7 +163,7 @@ export async function analyze(input: AnalyzeInput): Promise<Analysis> {
       message: target ? `The folder these blocks act on, ${target.workspace}, does not exist` : 'Open a folder: command blocks act on the workspace folder',
     });
   }
-  const lenses = codeLenses(uri, parsed.commands, keys);
+  const lenses = codeLenses(uri, parsed.commands, keys, failing);
   for (const error of parsed.errors) {
     if (!error.blockRange) continue;
     const line = error.blockRange.start.line;
@@ -162,11 +174,46 @@ export async function analyze(input: AnalyzeInput): Promise<Analysis> {
   return { uri, outbox: false, parsed, keys, target, workspace, diagnostics, lenses };
 }
 
+/** The quick fix a "did you mean" diagnostic carries: the tag names to change (opening and closing). */
+export interface RenameFix {
+  suggestion: string;
+  edits: Array<{ range: Range; newText: string }>;
+}
+
+/**
+ * The edits that rename an unknown tag to the suggested one: the name in the opening tag and in
+ * its closing tag when the block has one, or the whole stray closing tag.
+ */
+function renameFix(lines: readonly string[], range: Range, blockRange: Range | undefined, suggestion: string): RenameFix | undefined {
+  if (range.start.line !== range.end.line) return undefined;
+  const line = lines[range.start.line] ?? '';
+  const written = line.slice(range.start.character, range.end.character);
+  const closing = /^\[\/([A-Za-z_]+)\]$/.exec(written);
+  if (closing) return { suggestion, edits: [{ range, newText: `[/${suggestion}]` }] };
+  if (!/^[A-Za-z_]+$/.test(written)) return undefined;
+  const edits = [{ range, newText: suggestion }];
+  if (blockRange && blockRange.end.line > range.start.line) {
+    const end = blockRange.end;
+    const closer = `[/${written}]`;
+    const closeLine = lines[end.line] ?? '';
+    if (closeLine.slice(end.character - closer.length, end.character) === closer) {
+      edits.push({ range: { start: { line: end.line, character: end.character - closer.length + 2 }, end: { line: end.line, character: end.character - 1 } }, newText: suggestion });
+    }
+  }
+  return { suggestion, edits };
+}
+
 /** Plans the whole answer as `belay blocks apply` would run it, touching nothing, and lists what would fail. */
-async function planProblems(workspace: Workspace, parsed: ParseResult, target: AnswerTarget, documentPath: string | undefined, skip?: (index: number) => boolean): Promise<PlanProblem[]> {
+async function planProblems(
+  workspace: Workspace,
+  parsed: ParseResult,
+  target: AnswerTarget,
+  documentPath: string | undefined,
+  settled?: (index: number) => Replay | null | undefined,
+): Promise<PlanProblem[]> {
   const plan = await planAnswer(workspace, parsed, {
     state: new AnswerState({ cacheFolders: true }),
-    ...(skip ? { skip } : {}),
+    ...(settled ? { settled: (index: number) => settled(index) ?? undefined, skip: (index: number) => settled(index) === null } : {}),
     stale: { target, answerPath: documentPath },
   });
   const problems: PlanProblem[] = [];
@@ -174,7 +221,7 @@ async function planProblems(workspace: Workspace, parsed: ParseResult, target: A
   for (const { index, command, plan: planned, staleSince } of plan.blocks) {
     if (planned.kind === 'fail') {
       const anchor = planned.code === 'line-range' || planned.code === 'overlap' ? 'lines' : 'path';
-      problems.push({ index, anchor, severity: ERROR, message: planned.result.summary });
+      problems.push({ index, anchor, severity: ERROR, message: planned.result.summary, blocks: planned.code === 'outside-workspace' ? 'rejected' : 'failed' });
     } else if (planned.kind === 'write' && planned.warning === 'end-line-cut') {
       problems.push({ index, anchor: 'end_line', severity: WARNING, message: planned.result.summary });
     }
@@ -209,10 +256,19 @@ function attributeRange(command: Command, name: string): Range | undefined {
   return command.attributes.find((a) => a.name.toLowerCase() === name)?.valueRange;
 }
 
-/** Apply / Preview / Run above each block; Apply All and Preview All above the first. */
-export function codeLenses(uri: string, commands: readonly Command[], keys: readonly string[]): CodeLens[] {
+/** Why a block cannot be applied as it stands. */
+export interface Failing {
+  summary: string;
+  kind: 'failed' | 'rejected';
+}
+
+/**
+ * Apply / Preview / Run above each block, or what stops it; Apply All (of the blocks that can be
+ * applied) and Preview All above the first.
+ */
+export function codeLenses(uri: string, commands: readonly Command[], keys: readonly string[], failing: ReadonlyMap<number, Failing> = new Map()): CodeLens[] {
   const lenses: CodeLens[] = [];
-  const applicable = commands.filter(changesWorkspace).length;
+  const applicable = commands.filter((c, i) => changesWorkspace(c) && !failing.has(i)).length;
   if (commands.length > 0) {
     const top: Range = { start: { line: commands[0]!.range.start.line, character: 0 }, end: { line: commands[0]!.range.start.line, character: 0 } };
     lenses.push({ range: top, command: { title: `Apply All (${applicable})`, command: LENS_COMMANDS.applyAll, arguments: [uri] } });
@@ -222,6 +278,12 @@ export function codeLenses(uri: string, commands: readonly Command[], keys: read
     const command = commands[i]!;
     const args = [uri, command.openTag.range.start.line, keys[i]!];
     const range = command.openTag.range;
+    const failure = failing.get(i);
+    if (failure && changesWorkspace(command)) {
+      const title = failure.kind === 'rejected' ? `$(circle-slash) ${failure.summary}` : `$(error) Cannot apply: ${failure.summary}`;
+      lenses.push({ range, command: { title: title.split('\n', 1)[0]!, command: LENS_COMMANDS.problem, arguments: args, tooltip: failure.summary } as CodeLens['command'] });
+      continue;
+    }
     switch (command.type) {
       case 'CREATE_FILE':
       case 'EDIT_FILE':
@@ -233,7 +295,7 @@ export function codeLenses(uri: string, commands: readonly Command[], keys: read
         lenses.push({ range, command: { title: 'Run', command: LENS_COMMANDS.run, arguments: args } });
         break;
       case 'READ_FILE':
-        lenses.push({ range, command: { title: 'Open File', command: LENS_COMMANDS.open, arguments: args } });
+        lenses.push({ range, command: { title: failure ? `$(error) ${failure.summary}` : 'Open File', command: failure ? LENS_COMMANDS.problem : LENS_COMMANDS.open, arguments: args } });
         break;
       case 'MESSAGE':
         lenses.push({ range, command: { title: 'Show Message', command: LENS_COMMANDS.show, arguments: args } });

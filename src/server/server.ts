@@ -1,9 +1,9 @@
 // Belay's language server for CodingAgent documents, over any LSP connection (IPC in the editor,
 // an in-process stream pair in the tests).
 import { fileURLToPath } from 'node:url';
-import { CodeLensRefreshRequest, TextDocuments, TextDocumentSyncKind, type Connection } from 'vscode-languageserver';
+import { CodeActionKind, CodeLensRefreshRequest, TextDocuments, TextDocumentSyncKind, type Connection } from 'vscode-languageserver';
 import { TextDocument } from 'vscode-languageserver-textdocument';
-import { analyze, documentSymbols, foldingRanges, PlanCache, type Analysis } from './analysis.ts';
+import { analyze, documentSymbols, foldingRanges, PlanCache, type Analysis, type RenameFix } from './analysis.ts';
 import { complete, hover, ListingCache } from './assist.ts';
 import {
   HandledBlocksNotification,
@@ -13,6 +13,7 @@ import {
   serverSettingsSchema,
   type ServerSettings,
 } from '../blocks/core/lsp.ts';
+import type { Replay } from '../blocks/core/plan.ts';
 
 /** How long after the last keystroke diagnostics are recomputed. */
 const SETTLE_MS = 150;
@@ -26,7 +27,7 @@ export function startServer(connection: Connection): void {
   const timers = new Map<string, NodeJS.Timeout>();
   const listings = new ListingCache();
   const plans = new PlanCache();
-  const handled = new Map<string, Set<string>>();
+  const handled = new Map<string, Map<string, Replay | null>>();
 
   const filePath = (uri: string) => (uri.startsWith('file:') ? fileURLToPath(uri) : undefined);
 
@@ -76,6 +77,7 @@ export function startServer(connection: Connection): void {
         documentSymbolProvider: true,
         foldingRangeProvider: true,
         codeLensProvider: { resolveProvider: false },
+        codeActionProvider: { codeActionKinds: [CodeActionKind.QuickFix] },
       },
       serverInfo: { name: 'Belay CodingAgent' },
     };
@@ -94,7 +96,8 @@ export function startServer(connection: Connection): void {
   connection.onNotification(HandledBlocksNotification, (params: unknown) => {
     const parsed = handledBlocksSchema.safeParse(params);
     if (!parsed.success) return;
-    handled.set(parsed.data.uri, new Set(parsed.data.keys));
+    const replays = parsed.data.replays;
+    handled.set(parsed.data.uri, new Map(parsed.data.keys.map((key, i) => [key, replays?.[i] ?? null])));
     analyses.delete(parsed.data.uri);
     const document = documents.get(parsed.data.uri);
     if (document) schedule(document, 0);
@@ -122,6 +125,13 @@ export function startServer(connection: Connection): void {
   connection.onDocumentSymbol((params) => withDocument(params.textDocument.uri, [], (document, analysis) => documentSymbols(analysis, document.getText())));
   connection.onFoldingRanges((params) => withDocument(params.textDocument.uri, [], (document, analysis) => foldingRanges(analysis, document.getText())));
   connection.onCompletion((params) => withDocument(params.textDocument.uri, [], (document, analysis) => complete(analysis, document.getText(), params.position, listings)));
+  connection.onCodeAction((params) =>
+    params.context.diagnostics.flatMap((diagnostic) => {
+      const fix = diagnostic.data as RenameFix | undefined;
+      if (diagnostic.source !== 'belay' || diagnostic.code !== 'unknown-command' || !fix?.edits) return [];
+      return [{ title: `Change to ${fix.suggestion}`, kind: CodeActionKind.QuickFix, isPreferred: true, diagnostics: [diagnostic], edit: { changes: { [params.textDocument.uri]: fix.edits } } }];
+    }),
+  );
   connection.onHover((params) => withDocument(params.textDocument.uri, null, (_d, analysis) => hover(analysis, params.position)));
 
   documents.listen(connection);

@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { cp, mkdtemp, readdir, readFile, rm, stat, utimes } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -23,24 +23,41 @@ function diagnosticsOf(uri: vscode.Uri, count: number): Promise<vscode.Diagnosti
   );
 }
 
+/** Resolves when diagnostics change (the server has analysed something), or after 200 ms: lenses have no event. */
+function diagnosticsOrAWhile(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const sub = vscode.languages.onDidChangeDiagnostics(() => {
+      sub.dispose();
+      clearTimeout(timer);
+      resolve();
+    });
+    const timer = setTimeout(() => {
+      sub.dispose();
+      resolve();
+    }, 200);
+  });
+}
+
 /** CodeLenses once the language server answers with some (it starts with the first answer document). */
 async function lensesOf(uri: vscode.Uri): Promise<vscode.CodeLens[]> {
   for (let attempt = 0; attempt < 100; attempt++) {
     const lenses = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', uri);
     if (lenses.length > 0) return lenses;
-    await new Promise<void>((resolve) => {
-      const sub = vscode.languages.onDidChangeDiagnostics(() => {
-        sub.dispose();
-        clearTimeout(timer);
-        resolve();
-      });
-      const timer = setTimeout(() => {
-        sub.dispose();
-        resolve();
-      }, 200);
-    });
+    await diagnosticsOrAWhile();
   }
   throw new Error(`no CodeLenses on ${uri.fsPath}`);
+}
+
+/** Waits until one of the document's CodeLenses has a title matching `title`; resolves with all titles. */
+async function waitForLens(uri: vscode.Uri, title: RegExp): Promise<string[]> {
+  let titles: string[] = [];
+  for (let attempt = 0; attempt < 150; attempt++) {
+    const lenses = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', uri);
+    titles = lenses.map((l) => l.command?.title ?? '');
+    if (titles.some((t) => title.test(t))) return titles;
+    await diagnosticsOrAWhile();
+  }
+  throw new Error(`no lens ${title} on ${uri.toString()}: ${titles.join(' | ')}`);
 }
 
 function blockArgs(document: vscode.TextDocument, type: string): [string, number, string] {
@@ -121,23 +138,120 @@ suite('Belay command blocks', () => {
     await assert.rejects(stat(target), /ENOENT/, 'Preview wrote the file');
   });
 
-  test('Apply creates the file, Undo removes its content, and the block is not applied twice', async () => {
-    const answer = await vscode.workspace.openTextDocument({ language: 'codingagent', content: '[CREATE_FILE path="scratch/hello.txt"]\nHello from the editor\n[/CREATE_FILE]\n' });
+  test('a block\'s state follows its file: applied, put back (as Undo does), applied again; reopening keeps it', async () => {
+    const notes = path.join(demo(), 'workspace', 'notes.txt');
+    const original = await readFile(notes, 'utf8');
+    const text = '[EDIT_FILE path="notes.txt" start_line="1" end_line="1"]\nFirst line, edited by the LLM\n[/EDIT_FILE]\n';
     // An answer outside any session root acts on the configured root's workspace/ when it exists:
     // the demo's settings point belay.blocks.sessionRoot at blocks/.
-    const target = path.join(demo(), 'workspace', 'scratch', 'hello.txt');
-    const args = blockArgs(answer, 'CREATE_FILE');
-    const outcome = await vscode.commands.executeCommand<{ status: string; summary: string }>('belay.blocks.apply', ...args);
-    assert.equal(outcome?.status, 'applied');
-    assert.equal(outcome.summary, "Created 'scratch/hello.txt'");
-    assert.equal(await readFile(target, 'utf8'), 'Hello from the editor');
-    const created = await vscode.window.showTextDocument(vscode.Uri.file(target));
-    await vscode.commands.executeCommand('undo');
-    assert.equal(created.document.getText(), '');
-    const again = await vscode.commands.executeCommand<{ status: string }>('belay.blocks.apply', ...args);
-    assert.equal(again?.status, 'applied');
-    assert.equal(created.document.getText(), '', 'the block was applied a second time');
-    await vscode.commands.executeCommand('workbench.action.files.revert');
+    const answer = await vscode.workspace.openTextDocument({ language: 'codingagent', content: text });
+    await vscode.window.showTextDocument(answer);
+    try {
+      await waitForLens(answer.uri, /^Apply$/);
+      const args = blockArgs(answer, 'EDIT_FILE');
+      const outcome = await vscode.commands.executeCommand<{ status: string; summary: string }>('belay.blocks.apply', ...args);
+      assert.equal(outcome?.status, 'applied');
+      assert.equal(outcome.summary, "Edited 'notes.txt' lines 1-1");
+      const edited = await readFile(notes, 'utf8');
+      assert.equal(edited.split('\n')[0], 'First line, edited by the LLM');
+      await waitForLens(answer.uri, /^\$\(check\) Applied: Edited 'notes\.txt' lines 1-1$/);
+      // What Undo does: the file's text goes back in the editor (unsaved).
+      const target = await vscode.workspace.openTextDocument(vscode.Uri.file(notes));
+      const back = new vscode.WorkspaceEdit();
+      back.replace(target.uri, new vscode.Range(0, 0, target.lineCount, 0), original);
+      assert.ok(await vscode.workspace.applyEdit(back));
+      assert.ok(target.isDirty);
+      await waitForLens(answer.uri, /^Apply$/);
+      // Apply works again, from the text the editor shows, and saves it.
+      const again = await vscode.commands.executeCommand<{ status: string }>('belay.blocks.apply', ...args);
+      assert.equal(again?.status, 'applied');
+      assert.equal(await readFile(notes, 'utf8'), edited, 'the block was not applied once more from the text on screen');
+      await waitForLens(answer.uri, /^\$\(check\) Applied/);
+      // The same answer opened anew (another document) shows the block applied.
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      const reopened = await vscode.workspace.openTextDocument({ language: 'codingagent', content: text });
+      await vscode.window.showTextDocument(reopened);
+      await waitForLens(reopened.uri, /^\$\(check\) Applied: Edited 'notes\.txt' lines 1-1$/);
+      // Undo Answer puts the file back; the block can be applied again.
+      assert.equal(await vscode.commands.executeCommand('belay.blocks.undoAnswer', reopened.uri.toString()), true);
+      assert.equal(await readFile(notes, 'utf8'), original);
+      await waitForLens(reopened.uri, /^Apply$/);
+    } finally {
+      await writeFile(notes, original);
+    }
+  });
+
+  test('a preview applies the change under the cursor only; the lens says the block is applied in part', async () => {
+    const file = path.join(demo(), 'workspace', 'hunks.txt');
+    await writeFile(file, 'one\ntwo\nthree\nfour\nfive\n');
+    const answer = await vscode.workspace.openTextDocument({ language: 'codingagent', content: '[EDIT_FILE path="hunks.txt" start_line="1" end_line="5"]\none\nTWO\nthree\nFOUR\nfive\n[/EDIT_FILE]\n' });
+    await vscode.window.showTextDocument(answer);
+    try {
+      await waitForLens(answer.uri, /^Apply$/);
+      await vscode.commands.executeCommand('belay.blocks.preview', ...blockArgs(answer, 'EDIT_FILE'));
+      await waitFor('the preview', () => vscode.window.tabGroups.activeTabGroup.activeTab?.input instanceof vscode.TabInputTextDiff, [vscode.window.tabGroups.onDidChangeTabs]);
+      const preview = (vscode.window.tabGroups.activeTabGroup.activeTab!.input as vscode.TabInputTextDiff).modified;
+      await waitFor('the preview\'s editor', () => vscode.window.visibleTextEditors.some((e) => e.document.uri.toString() === preview.toString()), [vscode.window.onDidChangeVisibleTextEditors]);
+      const right = vscode.window.visibleTextEditors.find((e) => e.document.uri.toString() === preview.toString())!;
+      right.selection = new vscode.Selection(3, 0, 3, 0);
+      const outcome = await vscode.commands.executeCommand<{ status: string }>('belay.blocks.applyPreviewedChange', preview);
+      assert.equal(outcome?.status, 'applied');
+      assert.equal(await readFile(file, 'utf8'), 'one\ntwo\nthree\nFOUR\nfive\n');
+      await waitForLens(answer.uri, /^\$\(check\) Applied in part: 1 of 2 changes: Edited 'hunks\.txt' lines 1-5$/);
+    } finally {
+      await rm(file, { force: true });
+    }
+  });
+
+  test('Apply All skips what cannot succeed and says why, applies files only when asked, and counts agree', async () => {
+    const text = [
+      '[CREATE_FILE path="counts/one.txt"]',
+      'one',
+      '[/CREATE_FILE]',
+      '[EDIT_FILE path="counts/missing.txt" start_line="1" end_line="1"]',
+      'x',
+      '[/EDIT_FILE]',
+      '[RUN_COMMAND]',
+      'echo ran > counts/ran.txt',
+      '[/RUN_COMMAND]',
+      '[CREATE_FILE path="counts/two.txt"]',
+      'two',
+      '[/CREATE_FILE]',
+      '[CREATE_FILE path="../outside.txt"]',
+      'no',
+      '[/CREATE_FILE]',
+      '',
+    ].join('\n');
+    const answer = await vscode.workspace.openTextDocument({ language: 'codingagent', content: text });
+    await vscode.window.showTextDocument(answer);
+    const counts = path.join(demo(), 'workspace', 'counts');
+    try {
+      // Two blocks cannot succeed: counted nowhere, and their problems stay.
+      let titles = await waitForLens(answer.uri, /^\$\(check-all\) Apply All \(3\)$/);
+      assert.ok(titles.includes('Apply Files Only (2)'), titles.join(' | '));
+      assert.ok(titles.includes("$(error) Cannot apply: File 'counts/missing.txt' not found"), titles.join(' | '));
+      assert.ok(titles.includes("$(circle-slash) REJECTED: Path '../outside.txt' is outside workspace"), titles.join(' | '));
+      const outcomes = await vscode.commands.executeCommand<Array<{ status: string; summary: string }>>('belay.blocks.applyFilesOnly', answer.uri.toString(), { confirmed: true });
+      assert.deepEqual(outcomes?.map((o) => `${o.status} ${o.summary}`), [
+        "applied Created 'counts/one.txt'",
+        "failed File 'counts/missing.txt' not found",
+        "applied Created 'counts/two.txt'",
+        "rejected REJECTED: Path '../outside.txt' is outside workspace",
+      ]);
+      assert.deepEqual((await readdir(counts)).sort(), ['one.txt', 'two.txt'], 'the command ran');
+      titles = await waitForLens(answer.uri, /^\$\(check-all\) Apply All \(1\)$/);
+      assert.ok(!titles.some((t) => t.startsWith('Apply Files Only')), titles.join(' | '));
+      assert.ok(titles.includes('Run'), titles.join(' | '));
+      // The problems of the blocks not applied are still in the Problems view.
+      const problems = vscode.languages.getDiagnostics(answer.uri).map((d) => d.message);
+      assert.ok(problems.includes("File 'counts/missing.txt' not found"), problems.join(' | '));
+      assert.ok(problems.includes("REJECTED: Path '../outside.txt' is outside workspace"), problems.join(' | '));
+      assert.equal(await vscode.commands.executeCommand('belay.blocks.undoAnswer', answer.uri.toString()), true);
+      assert.deepEqual(await readdir(counts), []);
+      await waitForLens(answer.uri, /^\$\(check-all\) Apply All \(3\)$/);
+    } finally {
+      await rm(counts, { recursive: true, force: true });
+    }
   });
 
   test('Apply All on the demo answer gives what `belay blocks apply` gives for the same text', async () => {
@@ -192,6 +306,32 @@ suite('Belay command blocks', () => {
       assert.equal(await vscode.env.clipboard.readText(), await readFile(outcome.outboxPath, 'utf8'));
       assert.match(await readFile(outcome.outboxPath, 'utf8'), /\[OK\] CREATE_FILE: Created 'hello.txt'/);
       assert.deepEqual(await readdir(path.join(folder(), 'loop-root', 'inbox')), ['processed']);
+    } finally {
+      await vscode.workspace.getConfiguration('belay').update('blocks.sessionRoot', undefined, vscode.ConfigurationTarget.Workspace);
+    }
+  });
+
+  test('Paste LLM Answer acts on the session of the focused answer, and a completed one takes nothing', async () => {
+    await vscode.workspace.getConfiguration('belay').update('blocks.sessionRoot', 'focus-root', vscode.ConfigurationTarget.Workspace);
+    try {
+      const root = path.join(folder(), 'focus-root');
+      const older = await vscode.commands.executeCommand<{ sessionId: string }>('belay.blocks.startSession', 'Older session');
+      const newer = await vscode.commands.executeCommand<{ sessionId: string }>('belay.blocks.startSession', 'Newer session');
+      assert.ok(older && newer);
+      // An answer to the older session, open in the editor (where Send to Model or a person put it).
+      const answerFile = path.join(root, 'inbox', `${older.sessionId}_answer0001_1.txt`);
+      await writeFile(answerFile, '[CREATE_FILE path="older.txt"]\nfor the older session\n[/CREATE_FILE]\n');
+      await openAnswer(answerFile);
+      const first = await vscode.commands.executeCommand<{ state: { sessionId: string; sequenceNumber: number } }>('belay.blocks.pasteAnswer', '[CREATE_FILE path="older.txt"]\nfor the older session\n[/CREATE_FILE]\n[DONE]\nok\n[/DONE]\n');
+      assert.equal(first?.state.sessionId, older.sessionId, 'the answer went to the newest session, not the focused one');
+      const newerState = () => readFile(path.join(root, 'sessions', `${newer.sessionId}.json`), 'utf8').then((t) => JSON.parse(t) as { sequenceNumber: number; isComplete: boolean });
+      assert.equal((await newerState()).sequenceNumber, 1);
+      // The older session is complete now: with its outbox focused, nothing is applied anywhere.
+      await openAnswer(path.join(root, 'outbox', `${older.sessionId}_seq0001.txt`));
+      const second = await vscode.commands.executeCommand('belay.blocks.pasteAnswer', '[CREATE_FILE path="stray.txt"]\nx\n[/CREATE_FILE]\n');
+      assert.equal(second, undefined);
+      assert.deepEqual(await newerState().then((s) => [s.sequenceNumber, s.isComplete]), [1, false]);
+      await assert.rejects(stat(path.join(root, 'workspace', 'stray.txt')), /ENOENT/);
     } finally {
       await vscode.workspace.getConfiguration('belay').update('blocks.sessionRoot', undefined, vscode.ConfigurationTarget.Workspace);
     }

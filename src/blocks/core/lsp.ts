@@ -5,6 +5,7 @@
 // nor the JSON-RPC library at activation.
 import { NotificationType, NotificationType0 } from 'vscode-jsonrpc';
 import * as z from 'zod';
+import { replaySchema } from './replay.ts';
 
 // The client sends these messages and parses none: marked pure, the schemas (and zod with them) stay
 // out of its bundle.
@@ -23,12 +24,14 @@ export const SettingsNotification = new NotificationType<ServerSettings>('belay/
 export const RefreshLensesNotification = new NotificationType0('belay/refreshLenses');
 
 /**
- * client -> server: the blocks of a document the editor has handled (applied, failed, rejected):
- * they are not planned again, so a deleted file is not reported missing by its own DELETE_FILE.
+ * client -> server: the blocks of a document that are applied already (derived from the files):
+ * they are not planned again, so a deleted file is not reported missing by its own DELETE_FILE;
+ * `replays` (beside `keys`) say what each left for the blocks after it (line shifts, reads).
  */
 export const handledBlocksSchema = /* @__PURE__ */ z.object({
   uri: /* @__PURE__ */ z.string(),
   keys: /* @__PURE__ */ z.array(/* @__PURE__ */ z.string()),
+  replays: /* @__PURE__ */ z.array(/* @__PURE__ */ replaySchema.nullable()).optional(),
 });
 export type HandledBlocks = z.infer<typeof handledBlocksSchema>;
 export const HandledBlocksNotification = new NotificationType<HandledBlocks>('belay/handledBlocks');

@@ -22,7 +22,7 @@ import {
 } from './syntax.ts';
 
 /** An EDIT_FILE already applied in this answer, in the file's line numbers from before the answer. */
-interface AppliedEdit {
+export interface AppliedEdit {
   start: number;
   end: number;
   /** Lines added (positive) or removed (negative). */
@@ -60,6 +60,38 @@ export type Plan =
   | { kind: 'fail'; command: Command; code: FailureCode; result: CommandResult };
 
 /**
+ * What a block applied earlier leaves for the blocks after it to know (line shifts, queued reads,
+ * DONE), without planning it again: how the editor resumes an answer whose blocks it applied in
+ * earlier actions, derived from what it recorded then.
+ */
+export type Replay =
+  /** CREATE_FILE: the file now has these lines; later edits count from them. */
+  | { kind: 'write'; real: string; lineCount: number }
+  | { kind: 'edit'; real: string; originalLineCount: number; applied: AppliedEdit }
+  | { kind: 'delete'; real: string }
+  | { kind: 'read'; relative: string }
+  | { kind: 'run' }
+  | { kind: 'done' };
+
+/** How a carried-out plan is remembered (none for a failure or a message). */
+export function replayOf(plan: Plan): Replay | undefined {
+  switch (plan.kind) {
+    case 'write':
+      return plan.edit ? { kind: 'edit', real: plan.target.real, originalLineCount: plan.edit.originalLineCount, applied: plan.edit.applied } : { kind: 'write', real: plan.target.real, lineCount: countFileLines(plan.after) };
+    case 'delete':
+      return { kind: 'delete', real: plan.target.real };
+    case 'read':
+      return { kind: 'read', relative: plan.target.relative };
+    case 'run':
+      return { kind: 'run' };
+    case 'done':
+      return { kind: 'done' };
+    default:
+      return undefined;
+  }
+}
+
+/**
  * What one answer has done so far: the edits per file (to shift later line numbers), the files
  * queued for the next outbox, whether DONE was seen. A simulated state also remembers the planned
  * contents, so a whole answer can be previewed without writing anything.
@@ -76,8 +108,12 @@ export class AnswerState {
    */
   readonly folders: FolderCache | undefined;
 
-  constructor(options: { simulate?: boolean; cacheFolders?: boolean } = {}) {
-    this.overlay = options.simulate ? new Map() : undefined;
+  /**
+   * `texts`: files whose text is not what the disk holds (the editor's unsaved documents, by real
+   * path; null for a file the editor has deleted): planned from that text. Implies `simulate`.
+   */
+  constructor(options: { simulate?: boolean; cacheFolders?: boolean; texts?: ReadonlyMap<string, string | null> } = {}) {
+    this.overlay = options.simulate || options.texts ? new Map(options.texts ?? []) : undefined;
     this.folders = options.cacheFolders ? new Map() : undefined;
   }
 
@@ -105,34 +141,36 @@ export class AnswerState {
 
   /** Records a plan as applied, whoever applied it (Belay here, or the editor through its own edit). */
   record(plan: Plan): void {
-    switch (plan.kind) {
-      case 'write': {
-        const real = plan.target.real;
-        if (plan.edit) {
-          const history = this.histories.get(real) ?? { originalLineCount: plan.edit.originalLineCount, edits: [] };
-          history.edits.push(plan.edit.applied);
-          this.histories.set(real, history);
-        } else {
-          this.histories.set(real, { originalLineCount: countFileLines(plan.after), edits: [] });
-        }
-        this.overlay?.set(real, plan.after);
+    if (plan.kind === 'write') this.overlay?.set(plan.target.real, plan.after);
+    if (plan.kind === 'delete') this.overlay?.set(plan.target.real, null);
+    const replay = replayOf(plan);
+    if (replay) this.replay(replay);
+  }
+
+  /** Takes in what an applied block left (see Replay), as if it had just been recorded. */
+  replay(replay: Replay): void {
+    switch (replay.kind) {
+      case 'write':
+        this.histories.set(replay.real, { originalLineCount: replay.lineCount, edits: [] });
+        return;
+      case 'edit': {
+        const history = this.histories.get(replay.real) ?? { originalLineCount: replay.originalLineCount, edits: [] };
+        history.edits.push(replay.applied);
+        this.histories.set(replay.real, history);
         return;
       }
       case 'delete':
-        this.histories.delete(plan.target.real);
-        this.overlay?.set(plan.target.real, null);
+        this.histories.delete(replay.real);
         this.folders?.clear();
         return;
       case 'read':
-        if (!this.readFileRequests.includes(plan.target.relative)) this.readFileRequests.push(plan.target.relative);
+        if (!this.readFileRequests.includes(replay.relative)) this.readFileRequests.push(replay.relative);
         return;
       case 'done':
         this.done = true;
         return;
       case 'run':
         this.folders?.clear();
-        return;
-      default:
         return;
     }
   }
@@ -318,6 +356,11 @@ export interface PlanAnswerOptions {
   state?: AnswerState;
   /** Commands not to plan (handled already, or not asked for), by index. */
   skip?: (index: number) => boolean;
+  /**
+   * Commands applied already, by index: not planned again, but what they left (line shifts,
+   * reads, DONE) is taken into the state, so the blocks after them plan as they would have.
+   */
+  settled?: (index: number) => Replay | undefined;
   /** Report EDIT_FILE blocks whose file changed after the outbox the answer replies to. */
   stale?: StaleCheck;
   /**
@@ -356,6 +399,11 @@ export async function planAnswer(workspace: Workspace, answer: string | ParseRes
       item = { error: entry.error, outcome: parseErrorOutcome(entry.error) };
     } else {
       const index = indexes.get(entry.command)!;
+      const settled = options.settled?.(index);
+      if (settled) {
+        state.replay(settled);
+        continue;
+      }
       if (options.skip?.(index)) continue;
       const plan = await planCommand(workspace, entry.command, state);
       const block: PlannedBlock = { index, command: entry.command, plan };

@@ -14,7 +14,7 @@ import { writeFileAtomic } from '../../shared/atomic.ts';
 import { errorMessage } from '../../shared/errors.ts';
 import { executeAnswer, type ExecuteOptions, type ExecutionReport } from './executor.ts';
 import { collectOutbox, outboxFileName, renderOutbox } from './outbox.ts';
-import { DEFAULT_RUN_TIMEOUT_SECONDS } from './protocol.ts';
+import { DEFAULT_RUN_TIMEOUT_SECONDS, SECTION } from './protocol.ts';
 import { RESULT_TYPES, type CommandResult } from './results.ts';
 import { openWorkspace } from './sandbox.ts';
 
@@ -43,8 +43,21 @@ export const sessionStateSchema = z.object({
   interrupted: z.boolean().optional(),
   /** RUN_COMMAND timeout chosen when the session started (the PROTOCOL text states it). */
   runTimeoutSeconds: z.number().positive().optional(),
+  /**
+   * The latest answers applied, each with the outbox it answered and its results in order (parse
+   * errors among them): what the editor shows on an answer the session processed.
+   */
+  answers: z.array(z.object({ sha256: z.string(), sequence: z.number().int(), results: z.array(commandResultSchema) })).default([]),
 });
 export type SessionState = z.infer<typeof sessionStateSchema>;
+
+/** Answers whose results a session file keeps (the digests of all are kept). */
+const MAX_ANSWERS_KEPT = 100;
+
+/** SHA-256 of an answer's text: how a session knows an answer it applied. */
+export function answerDigest(answer: string): string {
+  return createHash('sha256').update(answer).digest('hex');
+}
 
 export interface SessionLayout {
   root: string;
@@ -145,6 +158,50 @@ export async function findSession(root: string, sessionId?: string): Promise<Ses
   return open[0]!;
 }
 
+/** Where a document belongs in a session root: the session it is an outbox of, or an answer to. */
+export interface DocumentSession {
+  /** The session root, when the document's place says it (`root/outbox/…`, `root/inbox/…`). */
+  root?: string;
+  sessionId: string;
+  /** The outbox sequence it is, or answers. */
+  sequence?: number;
+}
+
+const OUTBOX_NAME = /^([0-9a-f]{8})_seq(\d{4,})\.txt$/;
+const ANSWER_NAME = /^([0-9a-f]{8})_answer(\d{4,})(?:_[^/\\]*)?\.(?:txt|agent)$/;
+
+/** The name an answer to outbox `sequence` of a session gets in `inbox/`. */
+export function answerFileName(sessionId: string, sequence: number, at = Date.now()): string {
+  return `${sessionId}_answer${String(sequence).padStart(4, '0')}_${at}.txt`;
+}
+
+/**
+ * The session a document belongs to, from its place (an outbox under `outbox/`, an answer under
+ * `inbox/` or `inbox/processed/` named after its session), else from an outbox's own HEADER.
+ * Undefined for any other document: the caller must ask, never guess.
+ */
+export function sessionOfDocument(documentPath: string | undefined, text: string | undefined): DocumentSession | undefined {
+  if (documentPath !== undefined) {
+    const absolute = path.resolve(documentPath);
+    const name = path.basename(absolute);
+    const folder = path.dirname(absolute);
+    const outbox = OUTBOX_NAME.exec(name);
+    if (outbox && path.basename(folder) === 'outbox') return { root: path.dirname(folder), sessionId: outbox[1]!, sequence: Number(outbox[2]) };
+    const answer = ANSWER_NAME.exec(name);
+    if (answer) {
+      const inbox = path.basename(folder) === 'processed' && path.basename(path.dirname(folder)) === 'inbox' ? path.dirname(folder) : path.basename(folder) === 'inbox' ? folder : undefined;
+      if (inbox !== undefined) return { root: path.dirname(inbox), sessionId: answer[1]!, sequence: Number(answer[2]) };
+    }
+  }
+  const header = text?.trimStart().slice(0, 2000);
+  if (header?.startsWith(SECTION.header)) {
+    const id = /^Session: ([0-9a-f]{8})\s*$/m.exec(header);
+    const sequence = /^Sequence: (\d+)\s*$/m.exec(header);
+    if (id) return { sessionId: id[1]!, ...(sequence ? { sequence: Number(sequence[1]) } : {}) };
+  }
+  return undefined;
+}
+
 /** How a step executes the answer; the RUN_COMMAND timeout is the session's own. */
 export type SessionOptions = Omit<ExecuteOptions, 'runTimeoutMs'>;
 
@@ -182,6 +239,7 @@ export async function startSession(root: string, task: string, options: { runTim
     lastResults: [],
     readFileRequests: [],
     processedAnswers: [],
+    answers: [],
     ...(options.runTimeoutSeconds !== undefined ? { runTimeoutSeconds: options.runTimeoutSeconds } : {}),
   };
   const file = await writeOutboxFor(layout, state);
@@ -207,7 +265,7 @@ export async function stepSession(root: string, answer: string, options: Session
   const found = await findSession(root, options.sessionId);
   return withLock(layout, found.sessionId, async () => {
     let state = await loadSession(layout, found.sessionId);
-    const sha256 = createHash('sha256').update(answer).digest('hex');
+    const sha256 = answerDigest(answer);
     let outcome: StepOutcome;
     if (state.pendingAnswer) state = await recoverInterrupted(layout, state);
     if (state.processedAnswers.includes(sha256)) {
@@ -230,6 +288,7 @@ async function apply(layout: SessionLayout, state: SessionState, answer: string,
   state.lastResults = report.results;
   state.readFileRequests = report.readFileRequests;
   state.processedAnswers.push(sha256);
+  state.answers = [...state.answers, { sha256, sequence: state.sequenceNumber, results: report.results }].slice(-MAX_ANSWERS_KEPT);
   delete state.interrupted;
   let next: string | undefined;
   if (report.done) {
@@ -309,8 +368,12 @@ export async function watchSession(root: string, options: WatchOptions = {}): Pr
   const settleMs = options.settleMs ?? 300;
   const pollMs = options.pollMs ?? 1000;
   while (!state.isComplete && !options.signal?.aborted) {
+    const inbox = watchFolder(layout.inbox);
     let wait = pollMs;
     for (const { file, mtimeMs } of await pendingInboxFiles(layout)) {
+      // An answer named after another session is that session's: never applied to this one.
+      const named = sessionOfDocument(file, undefined);
+      if (named !== undefined && named.sessionId !== state.sessionId) continue;
       const age = Date.now() - mtimeMs;
       if (age < settleMs) {
         wait = Math.min(wait, settleMs - age + 10);
@@ -321,32 +384,52 @@ export async function watchSession(root: string, options: WatchOptions = {}): Pr
       options.onStep?.(outcome, file);
       if (state.isComplete || options.signal?.aborted) break;
     }
-    if (state.isComplete || options.signal?.aborted) break;
-    await inboxChange(layout.inbox, wait, options.signal);
+    if (state.isComplete || options.signal?.aborted) {
+      inbox.close();
+      break;
+    }
+    await inbox.wait(wait, options.signal);
   }
   return state;
 }
 
-/** Resolves when something changes in the folder, after `ms`, or on abort, whichever comes first. */
-function inboxChange(folder: string, ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const watcher = (() => {
-      try {
-        return watch(folder, () => done());
-      } catch {
-        return undefined;
-      }
-    })();
-    const timer = setTimeout(() => done(), ms);
-    const done = () => {
-      clearTimeout(timer);
-      watcher?.close();
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    watcher?.on('error', () => done());
-    signal?.addEventListener('abort', done);
+/**
+ * Watches a folder from now on: `wait` resolves when something changed in it since the watch
+ * began (at once if it already did), after `ms`, or on abort, whichever comes first. Watching
+ * before looking at the folder means a file that arrives meanwhile is never missed.
+ */
+function watchFolder(folder: string): { wait(ms: number, signal: AbortSignal | undefined): Promise<void>; close(): void } {
+  let changed = false;
+  let wake: (() => void) | undefined;
+  const watcher = (() => {
+    try {
+      return watch(folder, () => {
+        changed = true;
+        wake?.();
+      });
+    } catch {
+      return undefined;
+    }
+  })();
+  watcher?.on('error', () => {
+    changed = true;
+    wake?.();
   });
+  return {
+    close: () => watcher?.close(),
+    wait: (ms, signal) =>
+      new Promise((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          watcher?.close();
+          signal?.removeEventListener('abort', done);
+          resolve();
+        };
+        const timer = setTimeout(done, changed ? 0 : ms);
+        wake = done;
+        signal?.addEventListener('abort', done);
+      }),
+  };
 }
 
 async function exists(file: string): Promise<boolean> {

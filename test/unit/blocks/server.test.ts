@@ -111,6 +111,28 @@ describe('CodingAgent language server', () => {
     );
   });
 
+  test('a "did you mean" problem has a quick fix renaming the opening and closing tags', async () => {
+    const text = 'Sure:\n[WRITE_FILE path="a.txt"]\nA\n[/WRITE_FILE]\n[/CREAT_FILE]\n';
+    const file = path.join(dir, 'typo.agent');
+    const diagnostics = await client.open(file, text);
+    const unknown = diagnostics.filter((d) => d.code === 'unknown-command');
+    assert.equal(unknown.length, 2, JSON.stringify(diagnostics));
+    const actions: Array<{ title: string; kind: string; isPreferred: boolean; edit: { changes: Record<string, Array<{ range: unknown; newText: string }>> } }> = await client.rpc.sendRequest('textDocument/codeAction', {
+      textDocument: { uri: pathToFileURL(file).href },
+      range: { start: { line: 0, character: 0 }, end: { line: 5, character: 0 } },
+      context: { diagnostics: unknown },
+    });
+    assert.deepEqual(actions.map((a) => [a.title, a.kind, a.isPreferred]), [
+      ['Change to CREATE_FILE', 'quickfix', true],
+      ['Change to CREATE_FILE', 'quickfix', true],
+    ]);
+    assert.deepEqual(actions[0]!.edit.changes[pathToFileURL(file).href], [
+      { range: { start: { line: 1, character: 1 }, end: { line: 1, character: 11 } }, newText: 'CREATE_FILE' },
+      { range: { start: { line: 3, character: 2 }, end: { line: 3, character: 12 } }, newText: 'CREATE_FILE' },
+    ]);
+    assert.deepEqual(actions[1]!.edit.changes[pathToFileURL(file).href], [{ range: { start: { line: 4, character: 0 }, end: { line: 4, character: 13 } }, newText: '[/CREATE_FILE]' }]);
+  });
+
   test('flags paths outside the workspace, missing files, ranges past the end, overlapping edits', async () => {
     await symlink('/etc', path.join(dir, 'link'));
     const text = [

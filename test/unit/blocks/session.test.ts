@@ -8,7 +8,9 @@ import { CONTINUATION_PROMPT, protocolText } from '../../../src/blocks/core/prot
 import {
   loadSession,
   SessionError,
+  answerFileName,
   sessionLayout,
+  sessionOfDocument,
   sessionStateSchema,
   startSession,
   stepSession,
@@ -172,6 +174,8 @@ describe('session: watch', () => {
     await writeFile(path.join(inbox, 'b.txt'), '[RUN_COMMAND]echo second >> order.txt[/RUN_COMMAND]');
     await writeFile(path.join(inbox, 'a.txt'), '[RUN_COMMAND]echo first >> order.txt[/RUN_COMMAND]');
     await writeFile(path.join(inbox, 'ignored.md'), '[DONE]not an answer[/DONE]');
+    // Named after another session: that session's answer, never this one's.
+    await writeFile(path.join(inbox, '0000beef_answer0001_1.txt'), '[RUN_COMMAND]echo other >> order.txt[/RUN_COMMAND]');
     await utimes(path.join(inbox, 'b.txt'), now - 50, now - 50);
     await utimes(path.join(inbox, 'a.txt'), now - 100, now - 100);
     const seen: string[] = [];
@@ -191,7 +195,7 @@ describe('session: watch', () => {
     assert.equal(final.isComplete, true);
     assert.deepEqual(seen, [`a.txt:${state.sessionId}_seq0002.txt`, `b.txt:${state.sessionId}_seq0003.txt`, 'c.txt:complete']);
     assert.equal(await readFile(inWorkspace('order.txt'), 'utf8'), 'first\nsecond\nthird\n');
-    assert.deepEqual((await readdir(inbox)).sort(), ['ignored.md', 'processed']);
+    assert.deepEqual((await readdir(inbox)).sort(), ['0000beef_answer0001_1.txt', 'ignored.md', 'processed']);
   });
 
   it('stops when its signal aborts', { timeout: 30_000 }, async () => {
@@ -210,5 +214,28 @@ describe('outbox rendering', () => {
     const text = renderOutbox({ sessionId: 'abcdef01', sequence: 2, task: 't', files, requested: [], notice: 'interrupted' });
     assert.match(text, /\n {2}f01999 \(1 bytes\)\n {2}\.\.\. and 5 more files\n/);
     assert.match(text, /## Previous Command Results\ninterrupted\n/);
+  });
+});
+
+describe('session: which session a document belongs to', () => {
+  it('an outbox by its place, an answer in inbox/ or inbox/processed/ by its name, an outbox elsewhere by its HEADER', () => {
+    const root = path.join(path.sep, 'w', 'root');
+    assert.deepEqual(sessionOfDocument(path.join(root, 'outbox', '0123abcd_seq0003.txt'), ''), { root, sessionId: '0123abcd', sequence: 3 });
+    const answer = answerFileName('0123abcd', 2, 1700000000000);
+    assert.equal(answer, '0123abcd_answer0002_1700000000000.txt');
+    assert.deepEqual(sessionOfDocument(path.join(root, 'inbox', answer), 'anything'), { root, sessionId: '0123abcd', sequence: 2 });
+    assert.deepEqual(sessionOfDocument(path.join(root, 'inbox', 'processed', answer), 'anything'), { root, sessionId: '0123abcd', sequence: 2 });
+    const outboxText = renderOutbox({ sessionId: 'feedbeef', sequence: 4, task: 't', files: [], requested: [] });
+    assert.deepEqual(sessionOfDocument(path.join(root, 'copy.txt'), `\ufeff${outboxText}`), { sessionId: 'feedbeef', sequence: 4 });
+    assert.deepEqual(sessionOfDocument(undefined, outboxText), { sessionId: 'feedbeef', sequence: 4 });
+  });
+
+  it('anything else belongs to no session: the caller asks rather than guesses', () => {
+    const root = path.join(path.sep, 'w', 'root');
+    assert.equal(sessionOfDocument(path.join(root, 'answers', 'x.agent'), '[CREATE_FILE path="a"]\n[/CREATE_FILE]'), undefined);
+    assert.equal(sessionOfDocument(path.join(root, 'workspace', 'outbox', 'notes.txt'), 'Session: 0123abcd'), undefined);
+    assert.equal(sessionOfDocument(path.join(root, 'inbox', 'my-answer.txt'), ''), undefined);
+    assert.equal(sessionOfDocument(path.join(root, 'elsewhere', '0123abcd_seq0001.txt'), ''), undefined);
+    assert.equal(sessionOfDocument(undefined, 'Session: 0123abcd'), undefined);
   });
 });
