@@ -34,6 +34,8 @@ export interface ActiveRun {
   id: string;
   task: Task;
   agent: Agent;
+  /** The backend's name (sandbox, local, …). */
+  backend: string;
   controller: AbortController;
 }
 
@@ -288,7 +290,7 @@ export class RunnerService implements vscode.Disposable {
     const abort = () => controller.abort();
     if (options.signal?.aborted) controller.abort();
     options.signal?.addEventListener('abort', abort);
-    const active: ActiveRun = { id: runId, task, agent, controller };
+    const active: ActiveRun = { id: runId, task, agent, backend: backend.name, controller };
     this.#active.set(runId, active);
     this.#changed.fire();
     const runsDir = this.runsDirFor(task.dir);
