@@ -300,8 +300,8 @@ export class RunnerService implements vscode.Disposable {
         task,
         agentCommand: expandCommand(agent.command, process.execPath, agent.baseDir),
         agentCwd: resolveDir(agent.baseDir, agent.cwd),
-        // `${node}` is the editor's own runtime; the extension's folder holds the bundled agents.
-        agentFolders: [agent.baseDir, path.dirname(process.execPath), this.#ctx.extension.extensionPath],
+        // The folder the agent was declared in, and `${node}`: the editor's own runtime.
+        agentFolders: [agent.baseDir, path.dirname(process.execPath)],
         // Every task of the workspace stays out of the agent's sight, not only this one.
         hidden: [...this.#tasks.map((t) => t.dir), ...this.#folders().map((f) => this.#runsDirOf(f))],
         protocol: protocolNamed(agent.protocol),

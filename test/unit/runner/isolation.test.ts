@@ -62,7 +62,7 @@ describe('the sandbox layout', () => {
     tmp: '/runs/r/scratch/s/tmp',
     home: '/runs/r/scratch/s/home',
     homeInside: '/root',
-    agentFolders: ['/projects/agent'],
+    agentFolders: [{ path: '/projects/agent', source: '/projects/agent' }],
     hidden: [],
     runtime: [],
     cwd: '/app',
@@ -87,9 +87,12 @@ describe('the sandbox layout', () => {
   it('masks task folders and run records inside the agent folder with an empty read-only folder', () => {
     const project = path.join(tmp.dir, 'project');
     for (const dir of ['tasks/one', '.belay/runs', 'agent']) mkdirSync(path.join(project, dir), { recursive: true });
-    const args = layoutArgs({ ...layout, agentFolders: [project], hidden: [path.join(project, 'tasks/one'), path.join(project, '.belay/runs'), '/elsewhere/task'] });
+    // The agent names its folder through a symlink: it is shown there, masks included.
+    const named = '/work/link-to-project';
+    const args = layoutArgs({ ...layout, agentFolders: [{ path: named, source: project }], hidden: [path.join(project, 'tasks/one'), path.join(project, '.belay/runs'), '/elsewhere/task'] });
+    assert.deepEqual(pairs(args, '--ro-bind'), [`${project} -> ${named}`]);
     const masked = args.flatMap((a, i) => (a === '--tmpfs' ? [args[i + 1]] : []));
-    assert.deepEqual(masked, [path.join(project, 'tasks/one'), path.join(project, '.belay/runs')]);
+    assert.deepEqual(masked, [`${named}/tasks/one`, `${named}/.belay/runs`]);
     for (const dir of masked) assert.equal(args[args.indexOf(dir!) + 1], '--remount-ro');
   });
 
