@@ -6,7 +6,7 @@
 // the task folders and run records masked inside them; in the verify phase, /tests and /logs.
 import { randomBytes } from 'node:crypto';
 import { existsSync, lstatSync, readdirSync, readlinkSync, realpathSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { runBounded } from '../../../shared/process.ts';
@@ -258,6 +258,8 @@ export async function sandboxBackend(options: SandboxOptions = {}): Promise<Back
         },
         async close() {
           await killMarked(mark);
+          // The private /tmp and home go with the sandbox: the records keep /app.
+          await rm(privateRoot, { recursive: true, force: true });
         },
       };
     },
