@@ -303,7 +303,7 @@ export class RunnerService implements vscode.Disposable {
         // The folder the agent was declared in, and `${node}`: the editor's own runtime.
         agentFolders: [agent.baseDir, path.dirname(process.execPath)],
         // Every task of the workspace stays out of the agent's sight, not only this one.
-        hidden: [...this.#tasks.map((t) => t.dir), ...this.#folders().map((f) => this.#runsDirOf(f))],
+        hidden: [...this.#tasks.map((t) => t.dir), ...this.#taskErrors.map((e) => path.dirname(e.file)), ...this.#folders().map((f) => this.#runsDirOf(f))],
         protocol: protocolNamed(agent.protocol),
         agentName: agent.name,
         backend,
