@@ -70,6 +70,8 @@ export const CAUSE_WORDS: Record<string, string> = {
   tests_failed: 'the tests failed',
   setup_error: 'the run could not be set up',
   aborted: 'the run was stopped',
+  disk_budget: 'the run wrote more than its disk budget',
+  harness_error: 'Belay itself failed',
 };
 
 /** One line of the result: "PASSED reward 1 · 3 steps · 2.1 s" or "FAILED (tests_failed): …". */
@@ -89,8 +91,11 @@ export function round(n: number): number {
  */
 export function formatEvent(event: RunEvent): string {
   switch (event.type) {
-    case 'run-started':
-      return `${ansi.bold(`Belay: ${event.task}`)} ${ansi.dim(`(${event.protocol}, ${event.backend})`)}\n${ansi.dim(`run folder ${event.runDir}`)}\n`;
+    case 'run-started': {
+      // The backend on a line of its own: where the agent runs is the first thing to know.
+      const backend = event.isolated ? ansi.dim(`backend ${event.backend}`) : ansi.yellow(`backend ${event.backend}`);
+      return `${ansi.bold(`Belay: ${event.task}`)} ${ansi.dim(`(${event.protocol})`)}\n${backend}\n${ansi.dim(`run folder ${event.runDir}`)}\n`;
+    }
     case 'step-started':
       return `\n${ansi.blue(ansi.bold(`── step ${event.step} ──`))}\n`;
     case 'agent-text':
@@ -126,11 +131,41 @@ export function formatEvent(event: RunEvent): string {
   }
 }
 
-/** Ensures the step header starts on a new line after output that did not end with one. */
+/** Characters of one step's output shown in a terminal; the rest is in the step's log. */
+export const TERMINAL_OUTPUT_PER_STEP = 256 * 1024;
+
+/**
+ * Ensures the step header starts on a new line after output that did not end with one, and
+ * shows at most `maxOutputPerStep` characters of a step's output (a flood stays in the log).
+ */
 export class EventFormatter {
   private atLineStart = true;
+  private shown = 0;
+  private step = 0;
+  private readonly maxOutput: number;
+
+  constructor(maxOutputPerStep = TERMINAL_OUTPUT_PER_STEP) {
+    this.maxOutput = maxOutputPerStep;
+  }
 
   format(event: RunEvent): string {
+    if (event.type === 'step-started') this.shown = 0;
+    if (event.type === 'step-started' || event.type === 'output') this.step = event.step;
+    if (event.type === 'output') return this.output(event);
+    return this.frame(event);
+  }
+
+  private output(event: RunEvent & { type: 'output' }): string {
+    const room = this.maxOutput - this.shown;
+    if (room < 0) return '';
+    this.shown += event.chunk.length;
+    if (event.chunk.length <= room) return this.frame(event);
+    this.shown = this.maxOutput + 1;
+    const head = this.frame({ ...event, chunk: event.chunk.slice(0, room) });
+    return `${head}${this.frame({ type: 'notice', message: `more output than a terminal should hold: the rest of step ${this.step} is in its log (steps/${String(this.step).padStart(4, '0')}.log)` })}`;
+  }
+
+  private frame(event: RunEvent): string {
     let text = formatEvent(event);
     if (text === '') return '';
     if (event.type !== 'output' && !this.atLineStart && !text.startsWith('\n')) text = `\n${text}`;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { agentFile, fixtures, nodeAgent, processesWith, repoRoot, taskDir, tempDir } from './helpers.ts';
@@ -44,8 +44,8 @@ describe('belay run', () => {
     assert.match(stderr, /\[hello\] step 2: exit 0 \(\d+ ms\)/);
     assert.match(stderr, /\[hello\] PASSED/);
     const lines = stdout.trim().split('\n');
-    assert.match(lines[0]!, /^task\s+result\s+reward\s+steps\s+time\s+cause$/);
-    assert.match(lines[2]!, /^hello\s+passed\s+1\s+3\s+\d+\.\ds$/);
+    assert.match(lines[0]!, /^task\s+result\s+reward\s+steps\s+time\s+backend\s+cause$/);
+    assert.match(lines[2]!, /^hello\s+passed\s+1\s+3\s+\d+\.\ds\s+local$/);
     assert.equal(lines.at(-1), '1/1 passed');
     const [runDir] = readdirSync(out);
     assert.deepEqual(readdirSync(path.join(out, runDir!)).filter((f) => f.endsWith('.json')).sort(), ['result.json', 'trajectory.json']);
@@ -67,8 +67,32 @@ describe('belay run', () => {
     assert.equal(code, 1);
     assert.match(stdout, /^hello\s+passed/m);
     assert.match(stdout, /^legacy-hello\s+passed/m);
-    assert.match(stdout, /^partial\s+failed\s+0\s+3\s+\S+\s+tests_failed$/m);
+    assert.match(stdout, /^partial\s+failed\s+0\s+3\s+\S+\s+local\s+tests_failed$/m);
     assert.match(stdout, /2\/3 passed/);
+  });
+
+  it("gives the agent --env variables and never the shell's environment", async () => {
+    process.env.BELAY_CLI_SHELL_SECRET = 'from-the-shell';
+    process.env.BELAY_CLI_PASSED_ON = 'passed-on';
+    try {
+      const out = path.join(tmp.dir, 'env');
+      const { code, stderr } = await belay([
+        'run', taskDir('hello'), '--agent', nodeAgent('commands.mjs'), '--protocol', 'sdk1', '--backend', 'local', '--out', out,
+        '--env', 'AGENT_COMMANDS=["env > seen-env.txt"]', '--env', 'GIVEN=a=b', '--env', 'BELAY_CLI_PASSED_ON',
+      ]);
+      assert.equal(code, 1, stderr);
+      const seen = readFileSync(path.join(out, readdirSync(out)[0]!, 'app', 'seen-env.txt'), 'utf8');
+      assert.match(seen, /^GIVEN=a=b$/m);
+      assert.match(seen, /^BELAY_CLI_PASSED_ON=passed-on$/m);
+      assert.match(seen, /^TERM_TASK_ID=hello$/m);
+      assert.doesNotMatch(seen, /BELAY_CLI_SHELL_SECRET/);
+      const unset = await belay(['run', taskDir('hello'), '--agent', 'x', '--protocol', 'sdk1', '--env', 'BELAY_CLI_NEVER_SET']);
+      assert.equal(unset.code, 2);
+      assert.match(unset.stderr, /--env: BELAY_CLI_NEVER_SET is not set in this environment/);
+    } finally {
+      delete process.env.BELAY_CLI_SHELL_SECRET;
+      delete process.env.BELAY_CLI_PASSED_ON;
+    }
   });
 
   it('exits 2 on usage errors and never guesses the protocol', async () => {
@@ -80,6 +104,12 @@ describe('belay run', () => {
     const badSteps = await belay(['run', taskDir('hello'), '--agent', 'x', '--protocol', 'sdk1', '--max-steps', '0']);
     assert.equal(badSteps.code, 2);
     assert.match(badSteps.stderr, /--max-steps needs a positive whole number, got '0'/);
+    const badLimit = await belay(['run', taskDir('hello'), '--agent', 'x', '--protocol', 'sdk1', '--log-limit', '0']);
+    assert.equal(badLimit.code, 2);
+    assert.match(badLimit.stderr, /--log-limit needs a positive number, got '0'/);
+    const badBudget = await belay(['run', taskDir('hello'), '--agent', 'x', '--protocol', 'sdk1', '--disk-budget', 'lots']);
+    assert.equal(badBudget.code, 2);
+    assert.match(badBudget.stderr, /--disk-budget needs a positive number, got 'lots'/);
     const noTask = await belay(['run', tmp.dir, '--agent', 'x', '--protocol', 'sdk1']);
     assert.equal(noTask.code, 2);
     assert.match(noTask.stderr, /no task \(task\.toml or task\.yaml\)/);
@@ -100,7 +130,7 @@ describe('belay run', () => {
       },
     );
     assert.equal(code, 1);
-    assert.match(stdout, /^hello\s+failed\s+0\s+\d+\s+\S+\s+aborted$/m);
+    assert.match(stdout, /^hello\s+failed\s+0\s+\d+\s+\S+\s+local\s+aborted$/m);
     assert.deepEqual(processesWith(token), []);
   });
 });

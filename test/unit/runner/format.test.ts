@@ -19,6 +19,23 @@ describe('the agent terminal text', () => {
     assert.equal(sanitizeTerminalText('progress\rdone\r\nnext'), 'progress\ndone\nnext');
   });
 
+  it('names the backend on its own line, in yellow when it does not isolate the agent', () => {
+    const started = (isolated: boolean, backend: string) => formatEvent({ type: 'run-started', runId: 'r', task: 'hello', protocol: 'sdk1', backend, isolated, runDir: '/runs/r' });
+    assert.equal(plain(started(true, 'sandbox (bubblewrap)')), 'Belay: hello (sdk1)\nbackend sandbox (bubblewrap)\nrun folder /runs/r\n');
+    assert.match(started(false, 'local (no isolation)'), /\x1b\[33mbackend local \(no isolation\)/);
+    assert.doesNotMatch(started(true, 'sandbox (bubblewrap)'), /\x1b\[33m/);
+  });
+
+  it('shows a bounded part of a flooding step, says where the rest is, and starts afresh at the next step', () => {
+    const f = new EventFormatter(10);
+    const shown = [f.format({ type: 'step-started', step: 7 }), f.format({ type: 'output', step: 7, chunk: 'abcdef' }), f.format({ type: 'output', step: 7, chunk: 'ghijklmnop' }), f.format({ type: 'output', step: 7, chunk: 'more' })].map(plain);
+    assert.equal(shown[1], 'abcdef');
+    assert.equal(shown[2], 'ghij\n! more output than a terminal should hold: the rest of step 7 is in its log (steps/0007.log)\n');
+    assert.equal(shown[3], '');
+    f.format({ type: 'step-started', step: 8 });
+    assert.equal(plain(f.format({ type: 'output', step: 8, chunk: 'again' })), 'again');
+  });
+
   it('converts newlines for the pseudoterminal', () => {
     assert.equal(toTerminalNewlines('a\nb\r\nc'), 'a\r\nb\r\nc');
   });
