@@ -92,7 +92,7 @@ describe('belay mcp --wrap: elicitations of a wrapped server become cues', () =>
   });
 
   it('ending the cue declines, the timeout cancels, a form with no fields is a confirm', async () => {
-    const { client } = await wrapped({ CUEME_TIMEOUT_SECONDS: '0.5' });
+    const { client } = await wrapped();
     try {
       const declined = client.callTool({ name: 'ask_confirm', arguments: {} }, undefined, { timeout: 60_000 });
       const confirm = await waitUntil(mailbox, pending, 'the confirm cue');
@@ -100,12 +100,17 @@ describe('belay mcp --wrap: elicitations of a wrapped server become cues', () =>
       assert.deepEqual(confirm.payload.kind === 'confirm' && [confirm.payload.payload.confirm_label, confirm.payload.payload.cancel_label], ['Accept', 'Decline']);
       await answer(confirm.requestId, '--cancel');
       assert.deepEqual(await resultOf(declined), { action: 'decline' });
-
-      // Nobody answers: the cue times out (CUEME_TIMEOUT_SECONDS) and the elicitation is cancelled.
-      assert.deepEqual(await resultOf(client.callTool({ name: 'ask_details', arguments: {} }, undefined, { timeout: 60_000 })), { action: 'cancel' });
-      assert.equal(mailbox.listRequests({ pendingOnly: true }).length, 0);
     } finally {
       await client.close();
+    }
+    // Nobody answers: the cue times out (CUEME_TIMEOUT_SECONDS, short here, in a server of its own
+    // so the answer above never races it) and the elicitation is cancelled.
+    const { client: impatient } = await wrapped({ CUEME_TIMEOUT_SECONDS: '0.5' });
+    try {
+      assert.deepEqual(await resultOf(impatient.callTool({ name: 'ask_details', arguments: {} }, undefined, { timeout: 60_000 })), { action: 'cancel' });
+      assert.equal(mailbox.listRequests({ pendingOnly: true }).length, 0);
+    } finally {
+      await impatient.close();
     }
   });
 

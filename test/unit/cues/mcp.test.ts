@@ -118,7 +118,7 @@ describe('belay mcp: the HAP tools over MCP', () => {
   });
 
   it('cancel, empty answer, pause, timeout: the texts cueme prints, and nothing left pending', async () => {
-    const { client } = await sdkClient(process.execPath, [bin.belay, 'mcp'], { env: { ...env, CUEME_TIMEOUT_SECONDS: '0.5' } });
+    const { client } = await sdkClient(process.execPath, [bin.belay, 'mcp'], { env });
     try {
       const cancelled = client.callTool({ name: 'cue', arguments: { prompt: 'Go?', agent_id: 'agentc' } });
       await answer((await waitUntil(mailbox, pendingFor('agentc'), 'cue')).requestId, '--cancel');
@@ -131,15 +131,20 @@ describe('belay mcp: the HAP tools over MCP', () => {
       const continued = await answer(pause.requestId, '--confirm');
       assert.equal(continued.code, 0, continued.stderr);
       assert.match(textOf(await paused), /^The user resumed the conversation\./);
-
-      // The timeout follows CUEME_TIMEOUT_SECONDS, and the cue is then closed in the mailbox.
-      const timedOut = await client.callTool({ name: 'cue', arguments: { prompt: 'Anyone?', agent_id: 'agentt' } });
+    } finally {
+      await client.close();
+    }
+    // The timeout follows CUEME_TIMEOUT_SECONDS (short, in a server of its own so the answers above
+    // never race it), and the cue is then closed in the mailbox.
+    const { client: impatient } = await sdkClient(process.execPath, [bin.belay, 'mcp'], { env: { ...env, CUEME_TIMEOUT_SECONDS: '0.5' } });
+    try {
+      const timedOut = await impatient.callTool({ name: 'cue', arguments: { prompt: 'Anyone?', agent_id: 'agentt' } });
       assert.equal(textOf(timedOut), timeoutText('cue'));
       const closed = mailbox.listRequests({ agentId: 'agentt' });
       assert.equal(closed.length, 1);
       assert.equal(closed[0]!.state, 'cancelled');
     } finally {
-      await client.close();
+      await impatient.close();
     }
   });
 
