@@ -1,10 +1,11 @@
-// Command blocks: parsing a large answer, and applying many CREATE_FILE blocks, each beside the
-// bare work measured in the same run.
+// Command blocks: parsing a large answer, parsing hostile answers of the same size, and applying
+// many CREATE_FILE blocks, each beside the bare work (or the normal answer) measured in the same run.
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { executeAnswer } from '../src/blocks/core/executor.ts';
 import { parseAnswer } from '../src/blocks/core/parser.ts';
 import { openWorkspace } from '../src/blocks/core/sandbox.ts';
+import { pathologicalAnswers, repeatTo } from '../test/unit/blocks/hostileAnswers.ts';
 import { alternatingMedians, type BenchFile, type Figure } from './lib.ts';
 
 /** An answer of about `bytes` characters: prose, code files, edits, commands, as LLMs write them. */
@@ -65,6 +66,36 @@ const bench: BenchFile = {
       baseline,
       unit: 'ms',
       goal: 3,
+    });
+
+    // Hostile answers at 2 MB against a normal 2 MB answer: the worst of them is the figure, each
+    // one is logged. Every one ends with a well-formed block that must still be found.
+    const size = 2 * 1024 * 1024;
+    const normal = generateAnswer(size).text;
+    const hostile: Record<string, string> = { ...pathologicalAnswers(size), 'the normal answer with lone CRs': normal.replace(/\n/g, '\r') };
+    let worst: { name: string; value: number; baseline: number } | undefined;
+    for (const [name, answer] of Object.entries(hostile)) {
+      const [baseline, value] = await alternatingMedians(() => (sink += parseAnswer(normal).commands.length), () => (sink += parseAnswer(answer).commands.length), 7);
+      ctx.log(`${name}: ${value.toFixed(1)} ms vs ${baseline.toFixed(1)} ms = ${(value / baseline).toFixed(2)}x`);
+      if (!worst || value / baseline > worst.value / worst.baseline) worst = { name, value, baseline };
+    }
+    figures.push({
+      name: `parse the worst of ${Object.keys(hostile).length} hostile 2 MB answers (${worst!.name})`,
+      value: worst!.value,
+      baselineName: 'a normal 2 MB answer',
+      baseline: worst!.baseline,
+      unit: 'ms',
+      goal: 3,
+    });
+    // Not hostile, only dense: ~100k well-formed blocks in 2 MB, each a command with its ranges.
+    const dense = repeatTo('[READ_FILE path="a.txt"]\n', size);
+    const [denseBaseline, denseValue] = await alternatingMedians(() => (sink += parseAnswer(normal).commands.length), () => (sink += parseAnswer(dense).commands.length), 7);
+    figures.push({
+      name: `parse 2 MB of one-line blocks (${parseAnswer(dense).commands.length} commands)`,
+      value: denseValue,
+      baselineName: `a normal 2 MB answer (${parseAnswer(normal).commands.length} commands)`,
+      baseline: denseBaseline,
+      unit: 'ms',
     });
 
     const files = 1000;

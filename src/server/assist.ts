@@ -1,7 +1,7 @@
 // Completion and hover for answer documents: command snippets, attribute names, workspace paths
 // inside path="…", what a command does, and the lines an EDIT_FILE will replace.
-import { promises as fs } from 'node:fs';
 import type { CompletionItem, Hover, Position } from 'vscode-languageserver';
+import { readFileState } from '../blocks/core/files.ts';
 import { splitFileLines } from '../blocks/core/lines.ts';
 import { resolveInWorkspace } from '../blocks/core/sandbox.ts';
 import { COMMAND_TYPES, REQUIRED_ATTRIBUTES, type Command, type CommandType } from '../blocks/core/syntax.ts';
@@ -127,12 +127,17 @@ export async function hover(analysis: Analysis, position: Position): Promise<Hov
 async function currentLines(analysis: Analysis, command: Command & { type: 'EDIT_FILE' }): Promise<string> {
   const resolution = await resolveInWorkspace(analysis.workspace!, command.path);
   if (!resolution.ok) return resolution.summary;
-  let text: string;
+  // Through the confined reader: a FIFO is named, not opened (opening one waits for ever), and a
+  // file too large to edit is not read.
+  let file;
   try {
-    text = await fs.readFile(resolution.path.real, 'utf8');
+    file = await readFileState(analysis.workspace!, resolution.path.real);
   } catch {
-    return `'${command.path}' does not exist.`;
+    return `'${command.path}' could not be read.`;
   }
+  if (file.kind === 'missing') return `'${command.path}' does not exist.`;
+  if (file.kind !== 'file' || file.text === undefined) return `'${command.path}' is not a text file Belay edits.`;
+  const text = file.text;
   const { lines } = splitFileLines(text);
   if (command.startLine > lines.length) return `'${command.path}' has only ${lines.length} lines now.`;
   const end = Math.min(command.endLine, lines.length);

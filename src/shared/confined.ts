@@ -249,15 +249,18 @@ export class ConfinedRoot {
         }
         throw error;
       }
-      let open = true;
       let renamed = false;
+      let open = true;
       try {
         await handle.writeFile(data);
         if (options.mode !== undefined) await handle.chmod(options.mode);
         if (options.durable ?? true) await handle.sync();
-        const written = await handle.stat();
-        open = false;
-        await handle.close();
+        // The handle stays open until after the rename: should the file land elsewhere, it says
+        // which file is ours. (Windows renames no open file.)
+        if (process.platform === 'win32') {
+          open = false;
+          await handle.close();
+        }
         const target = await lstatOrUndefined(this.entryPath(folder, name));
         const kind = entryKind(target);
         if (kind === 'directory') throw new ConfinedError('EISDIR', `'${real}' is a folder`, { kind });
@@ -273,8 +276,9 @@ export class ConfinedRoot {
         renamed = true;
         if (!(await this.stillAt(folder))) {
           // The folder moved between the check and the rename: take the file back out of it.
+          const written = open ? await handle.stat() : undefined;
           const landed = await lstatOrUndefined(this.entryPath(folder, name));
-          if (landed && landed.ino === written.ino && landed.dev === written.dev) await fs.unlink(this.entryPath(folder, name)).catch(() => undefined);
+          if (written && landed && landed.ino === written.ino && landed.dev === written.dev) await fs.unlink(this.entryPath(folder, name)).catch(() => undefined);
           this.forget(folder);
           throw changed(path.dirname(real), 'moved while the file was written; the file was taken out again');
         }

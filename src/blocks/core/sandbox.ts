@@ -88,19 +88,24 @@ export async function resolveInWorkspace(workspace: Workspace, given: string, op
   if (options.final === 'entry' && check.segments.length === 0) return { ok: false, code: 'workspace-folder', summary: `'${given}' is the workspace folder itself` };
   let real = '';
   let exists = false;
+  // Without a shared cache, one for this resolution only: the workspace is known, and each folder
+  // found on the way (by lstat, not a link) is its parent's real path plus its name, so no
+  // realpath is needed. Nothing of it outlives this call.
+  const folders = options.folders ?? new Map([[workspace.realRoot, workspace.realRoot]]);
   // A link that is gone (or no longer a link) between its lstat and its readlink, a folder gone
   // before its realpath: another process is changing the path; it is resolved again, a few times.
   for (let attempt = 0; ; attempt++) {
     try {
-      if (options.final === 'entry') real = path.join((await realTarget(path.dirname(joined), options.folders)).real, path.basename(joined));
-      else ({ real, exists } = await realTarget(joined, options.folders));
+      if (options.final === 'entry') real = path.join((await realTarget(path.dirname(joined), folders)).real, path.basename(joined));
+      else ({ real, exists } = await realTarget(joined, folders));
       break;
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'ENOTDIR') return { ok: false, code: 'through-file', summary: `Path '${given}' goes through a file as if it were a folder` };
       if (code === 'ELOOP') return rejected(given);
       if (code !== 'ENOENT' && code !== 'EINVAL') return { ok: false, code: 'unresolvable', summary: `Could not resolve '${given}': ${errorText(error)}` };
-      options.folders?.clear();
+      folders.clear();
+      folders.set(workspace.realRoot, workspace.realRoot);
       if (attempt === 2) {
         return { ok: false, code: 'changed', summary: `Path '${given}' kept changing while Belay resolved it (another process is changing the workspace); nothing was done` };
       }
