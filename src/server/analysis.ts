@@ -17,6 +17,7 @@ import type { Command, ParseResult } from '../blocks/core/syntax.ts';
 // LSP enumerations as numbers: this module stays free of the server library's runtime.
 const ERROR = 1 as const;
 const WARNING = 2 as const;
+const INFORMATION = 3 as const;
 const SYMBOL_FILE = 1;
 const SYMBOL_EVENT = 24;
 const SYMBOL_STRING = 15;
@@ -53,11 +54,13 @@ export interface AnalyzeInput {
 interface PlanProblem {
   index: number;
   anchor: 'path' | 'lines' | 'end_line' | 'tag';
-  severity: typeof ERROR | typeof WARNING;
+  severity: typeof ERROR | typeof WARNING | typeof INFORMATION;
   message: string;
   code?: string;
   /** The block cannot be applied as it stands (its Apply lens says why instead). */
   blocks?: 'failed' | 'rejected';
+  /** The edit is carried to other lines than written (its Apply lens says where). */
+  moved?: string;
 }
 
 /**
@@ -140,6 +143,7 @@ export async function analyze(input: AnalyzeInput): Promise<Analysis> {
     return diagnostic;
   });
   const failing = new Map<number, Failing>();
+  const moved = new Map<number, string>();
   if (workspace) {
     const handled = input.handled;
     const key = input.plans ? planKey(workspace, documentPath, parsed.commands, handled) : '';
@@ -152,6 +156,7 @@ export async function analyze(input: AnalyzeInput): Promise<Analysis> {
     for (const problem of problems) {
       diagnostics.push(toDiagnostic(parsed.commands[problem.index]!, problem));
       if (problem.blocks) failing.set(problem.index, { summary: problem.message, kind: problem.blocks });
+      if (problem.moved) moved.set(problem.index, problem.moved);
     }
   }
   else if (parsed.commands.length > 0) {
@@ -163,7 +168,7 @@ export async function analyze(input: AnalyzeInput): Promise<Analysis> {
       message: target ? `The folder these blocks act on, ${target.workspace}, does not exist` : 'Open a folder: command blocks act on the workspace folder',
     });
   }
-  const lenses = codeLenses(uri, parsed.commands, keys, failing);
+  const lenses = codeLenses(uri, parsed.commands, keys, failing, moved);
   for (const error of parsed.errors) {
     if (!error.blockRange) continue;
     const line = error.blockRange.start.line;
@@ -231,7 +236,18 @@ async function planProblems(
         anchor: 'tag',
         severity: WARNING,
         code: 'stale',
-        message: `'${(command as { path: string }).path}' changed after ${path.basename(staleSince)} was written: these line numbers may no longer point at the lines the LLM saw`,
+        message: `'${(command as { path: string }).path}' changed since the LLM saw it (${path.basename(staleSince)}): these line numbers may no longer point at the lines it meant`,
+      });
+    }
+    if (planned.kind === 'write' && planned.relocated && planned.relocated.from[0] !== planned.relocated.to[0]) {
+      const { from, to, outbox } = planned.relocated;
+      stale.push({
+        index,
+        anchor: 'lines',
+        severity: INFORMATION,
+        code: 'relocated',
+        message: `'${(command as { path: string }).path}' changed since the LLM read it (${path.basename(outbox)}): lines ${from[0]}-${from[1]} it wrote this edit for are lines ${to[0]}-${to[1]} now, where it applies`,
+        moved: `lines ${to[0]}-${to[1]}`,
       });
     }
   }
@@ -266,7 +282,13 @@ export interface Failing {
  * Apply / Preview / Run above each block, or what stops it; Apply All (of the blocks that can be
  * applied) and Preview All above the first.
  */
-export function codeLenses(uri: string, commands: readonly Command[], keys: readonly string[], failing: ReadonlyMap<number, Failing> = new Map()): CodeLens[] {
+export function codeLenses(
+  uri: string,
+  commands: readonly Command[],
+  keys: readonly string[],
+  failing: ReadonlyMap<number, Failing> = new Map(),
+  moved: ReadonlyMap<number, string> = new Map(),
+): CodeLens[] {
   const lenses: CodeLens[] = [];
   const applicable = commands.filter((c, i) => changesWorkspace(c) && !failing.has(i)).length;
   if (commands.length > 0) {
@@ -288,7 +310,7 @@ export function codeLenses(uri: string, commands: readonly Command[], keys: read
       case 'CREATE_FILE':
       case 'EDIT_FILE':
       case 'DELETE_FILE':
-        lenses.push({ range, command: { title: 'Apply', command: LENS_COMMANDS.apply, arguments: args } });
+        lenses.push({ range, command: { title: moved.has(i) ? `Apply (moved to ${moved.get(i)!}: the file changed)` : 'Apply', command: LENS_COMMANDS.apply, arguments: args } });
         lenses.push({ range, command: { title: 'Preview', command: LENS_COMMANDS.preview, arguments: args } });
         break;
       case 'RUN_COMMAND':

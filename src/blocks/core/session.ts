@@ -13,10 +13,11 @@ import * as z from 'zod';
 import { writeFileAtomic } from '../../shared/atomic.ts';
 import { errorMessage } from '../../shared/errors.ts';
 import { executeAnswer, type ExecuteOptions, type ExecutionReport } from './executor.ts';
-import { collectOutbox, outboxFileName, renderOutbox } from './outbox.ts';
+import { collectOutbox, outboxFileName, renderOutbox, seenByLlm } from './outbox.ts';
 import { DEFAULT_RUN_TIMEOUT_SECONDS, SECTION } from './protocol.ts';
 import { RESULT_TYPES, type CommandResult } from './results.ts';
 import { openWorkspace } from './sandbox.ts';
+import { snapshotFiles, writeSeen } from './seen.ts';
 
 /** One command's outcome, as the session file stores it (`lastResults`). */
 const commandResultSchema = z.object({
@@ -217,6 +218,9 @@ async function writeOutboxFor(layout: SessionLayout, state: SessionState): Promi
   };
   const content = await collectOutbox(workspace, base, state.readFileRequests);
   const file = outboxPath(layout, state);
+  // What the LLM sees goes beside the outbox first: an answer's edits are judged against it.
+  const { listed, sent } = seenByLlm(content);
+  await writeSeen(file, await snapshotFiles(workspace.realRoot, listed, sent));
   await writeFileAtomic(file, renderOutbox(content));
   return file;
 }

@@ -263,7 +263,7 @@ describe('CodingAgent language server', () => {
     assert.deepEqual(await cleared, []);
   });
 
-  test('warns when an edited file changed after the outbox the answer replies to', async () => {
+  test('warns when an edited file\'s content changed since the outbox the answer replies to', async () => {
     const { root } = await sessionWithChangedFile(dir);
     const answer = path.join(root, 'inbox', 'answer.txt');
     const text = '[EDIT_FILE path="old.txt" start_line="1" end_line="1"]\nx\n[/EDIT_FILE]\n[EDIT_FILE path="new.txt" start_line="1" end_line="1"]\ny\n[/EDIT_FILE]\n';
@@ -272,6 +272,6 @@ describe('CodingAgent language server', () => {
     assert.equal(diagnostics.length, 1, JSON.stringify(diagnostics));
     assert.equal(diagnostics[0]!.code, 'stale');
     assert.equal(diagnostics[0]!.range.start.line, 3);
-    assert.match(text_(diagnostics[0]!.message), /'new\.txt' changed after 0123abcd_seq0001\.txt was written/);
+    assert.match(text_(diagnostics[0]!.message), /'new\.txt' changed since the LLM saw it \(0123abcd_seq0001\.txt\)/);
   });
 });

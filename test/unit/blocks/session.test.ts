@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { renderOutbox } from '../../../src/blocks/core/outbox.ts';
 import { CONTINUATION_PROMPT, protocolText } from '../../../src/blocks/core/protocol.ts';
+import { readSeen, textDigest } from '../../../src/blocks/core/seen.ts';
 import {
   loadSession,
   SessionError,
@@ -104,6 +105,22 @@ describe('session: step', () => {
     assert.deepEqual(saved.readFileRequests, ['src/a.py']);
     assert.deepEqual(saved.lastResults[3], { commandType: 'RUN_COMMAND', summary: "Ran 'echo hi' (exit code 0)", success: true, output: 'hi' });
     assert.equal(saved.pendingAnswer, undefined);
+  });
+
+  it('records what the LLM saw with each outbox: a digest per listed file, the text of each file sent whole', async () => {
+    const { outboxPath: first } = await startSession(root, 'task');
+    assert.deepEqual(await readSeen(first).then((s) => s && [[...s.digests], [...s.texts]]), [[], []]);
+    await writeFile(inWorkspace('a.py'), 'print(1)\n');
+    await writeFile(inWorkspace('b.py'), 'print(2)\n');
+    const outcome = await stepSession(root, '[READ_FILE path="./a.py"]');
+    const seen = await readSeen(outcome.outboxPath!);
+    assert.deepEqual([...seen!.digests].sort(), [
+      ['a.py', textDigest('print(1)\n')],
+      ['b.py', textDigest('print(2)\n')],
+    ]);
+    assert.deepEqual([...seen!.texts], [['a.py', 'print(1)\n']]);
+    // Kept with the session, out of the outbox folder.
+    assert.deepEqual((await readdir(path.join(root, 'outbox'))).filter((f) => !f.endsWith('.txt')), []);
   });
 
   it('never applies the same answer twice, and resuming never skips a sequence number', async () => {
