@@ -5,7 +5,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { writeFileAtomic } from '../../shared/atomic.ts';
 import { runBounded, shellCommand } from '../../shared/process.ts';
-import { AnswerState, planAnswer, type AnswerItem, type Plan } from './plan.ts';
+import { AnswerState, planAnswer, type AnswerItem, type Plan, type StaleCheck } from './plan.ts';
 import { DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_RUN_TIMEOUT_SECONDS } from './protocol.ts';
 import { failure, ok, OUTPUT_TRUNCATED_MARKER, type CommandResult, type Outcome } from './results.ts';
 import { errorText, type Workspace } from './sandbox.ts';
@@ -144,6 +144,8 @@ export interface ExecutionReport {
 export interface ExecuteOptions extends ApplyOptions {
   /** Called after each item, in order (for output as it happens). */
   onResult?: (item: ExecutedItem) => void;
+  /** Judge edits against what the LLM saw (the session loop): see PlanAnswerOptions.stale. */
+  stale?: StaleCheck;
 }
 
 /** Executes an answer (text or parse result) in order: each parse error is a PARSE_ERROR result, each command planned and carried out. */
@@ -153,6 +155,7 @@ export async function executeAnswer(workspace: Workspace, answer: string | Parse
   const executed = (item: AnswerItem): ExecutedItem => ('error' in item ? { error: item.error, ...item.outcome } : { command: item.command, ...item.outcome! });
   await planAnswer(workspace, answer, {
     state,
+    ...(options.stale ? { stale: options.stale } : {}),
     carryOut: (block) => applyPlan(workspace, block.plan, state, options),
     onItem: (item) => {
       items.push(executed(item));

@@ -284,11 +284,13 @@ export async function stepSession(root: string, answer: string, options: Session
   });
 }
 
-async function apply(layout: SessionLayout, state: SessionState, answer: string, sha256: string, options: SessionOptions): Promise<StepOutcome> {
+async function apply(layout: SessionLayout, state: SessionState, answer: string, sha256: string, options: SessionOptions & { source?: string }): Promise<StepOutcome> {
   state.pendingAnswer = { sha256, sequence: state.sequenceNumber };
   await saveSession(layout, state);
   const workspace = await openWorkspace(layout.workspace);
-  const report = await executeAnswer(workspace, answer, { ...options, runTimeoutMs: (state.runTimeoutSeconds ?? DEFAULT_RUN_TIMEOUT_SECONDS) * 1000 });
+  // Edits are judged against what the LLM saw with the outbox it answers (carried over a change since).
+  const stale = { target: { workspace: layout.workspace, sessionRoot: layout.root }, answerPath: options.source };
+  const report = await executeAnswer(workspace, answer, { ...options, stale, runTimeoutMs: (state.runTimeoutSeconds ?? DEFAULT_RUN_TIMEOUT_SECONDS) * 1000 });
   state.lastResults = report.results;
   state.readFileRequests = report.readFileRequests;
   state.processedAnswers.push(sha256);

@@ -123,6 +123,19 @@ describe('session: step', () => {
     assert.deepEqual((await readdir(path.join(root, 'outbox'))).filter((f) => !f.endsWith('.txt')), []);
   });
 
+  it('carries an edit over a change made since the LLM read the file, as the editor does', async () => {
+    const { state } = await startSession(root, 'task');
+    await writeFile(inWorkspace('a.py'), 'one\ntwo\n');
+    await stepSession(root, '[READ_FILE path="a.py"]');
+    await writeFile(inWorkspace('a.py'), '# added\none\ntwo\n');
+    const source = path.join(root, 'inbox', `${state.sessionId}_answer0002_1.txt`);
+    const answer = '[EDIT_FILE path="a.py" start_line="2" end_line="2"]\nTWO\n[/EDIT_FILE]';
+    await writeFile(source, answer);
+    const outcome = await stepSession(root, answer, { source });
+    assert.equal(await readFile(inWorkspace('a.py'), 'utf8'), '# added\none\nTWO\n');
+    assert.deepEqual(outcome.report?.results.map((r) => r.summary), ["Edited 'a.py' lines 2-2 (now lines 3-3: the file changed since you read it)"]);
+  });
+
   it('never applies the same answer twice, and resuming never skips a sequence number', async () => {
     const { state } = await startSession(root, 'task');
     const append = '[RUN_COMMAND]echo x >> log.txt[/RUN_COMMAND]';
