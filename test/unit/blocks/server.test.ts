@@ -263,6 +263,26 @@ describe('CodingAgent language server', () => {
     assert.deepEqual(await cleared, []);
   });
 
+  test('after a file changes, only the blocks whose paths it touches are planned again', async () => {
+    for (const name of ['keep.txt', 'gone.txt']) await writeFile(path.join(dir, name), 'x\n');
+    const file = path.join(dir, 'incremental.agent');
+    const uri = pathToFileURL(file).href;
+    assert.deepEqual(await client.open(file, '[DELETE_FILE path="keep.txt"]\n[DELETE_FILE path="gone.txt"]\n'), []);
+    // Both files go, but the server hears only of one: the other block's plan is kept as it was.
+    await rm(path.join(dir, 'keep.txt'));
+    await rm(path.join(dir, 'gone.txt'));
+    const next = nextDiagnostics(client, uri);
+    await client.rpc.sendNotification('workspace/didChangeWatchedFiles', { changes: [{ uri: pathToFileURL(path.join(dir, 'gone.txt')).href, type: 3 }] });
+    assert.deepEqual((await next).map((d) => [d.range.start.line, text_(d.message)]), [[1, "File 'gone.txt' not found"]]);
+    // A change of a folder above a block's file plans that block again too.
+    const again = nextDiagnostics(client, uri);
+    await client.rpc.sendNotification('workspace/didChangeWatchedFiles', { changes: [{ uri: pathToFileURL(dir).href, type: 2 }] });
+    assert.deepEqual((await again).map((d) => [d.range.start.line, text_(d.message)]), [
+      [0, "File 'keep.txt' not found"],
+      [1, "File 'gone.txt' not found"],
+    ]);
+  });
+
   test('warns when an edited file\'s content changed since the outbox the answer replies to', async () => {
     const { root } = await sessionWithChangedFile(dir);
     const answer = path.join(root, 'inbox', 'answer.txt');
