@@ -8,6 +8,7 @@ import { CONTINUATION_PROMPT, protocolText } from '../../../src/blocks/core/prot
 import { readSeen, textDigest } from '../../../src/blocks/core/seen.ts';
 import {
   loadSession,
+  recordAnswer,
   SessionError,
   answerFileName,
   sessionLayout,
@@ -15,6 +16,7 @@ import {
   sessionStateSchema,
   startSession,
   stepSession,
+  updateSession,
   watchSession,
 } from '../../../src/blocks/core/session.ts';
 import { tempDir } from './helpers.ts';
@@ -134,6 +136,26 @@ describe('session: step', () => {
     const outcome = await stepSession(root, answer, { source });
     assert.equal(await readFile(inWorkspace('a.py'), 'utf8'), '# added\none\nTWO\n');
     assert.deepEqual(outcome.report?.results.map((r) => r.summary), ["Edited 'a.py' lines 2-2 (now lines 3-3: the file changed since you read it)"]);
+  });
+
+  it('records an answer the editor applied block by block: its results go into the next outbox, once', async () => {
+    const { state } = await startSession(root, 'task');
+    const answer = '[CREATE_FILE path="a.txt"]\nA\n[/CREATE_FILE]\n[RUN_COMMAND]make[/RUN_COMMAND]';
+    const source = path.join(root, 'inbox', `${state.sessionId}_answer0001_1.txt`);
+    await writeFile(source, answer);
+    const results = [
+      { commandType: 'CREATE_FILE' as const, summary: "Created 'a.txt'", success: true },
+      { commandType: 'RUN_COMMAND' as const, summary: 'Not applied: the person left this block out', success: false },
+    ];
+    const outcome = await recordAnswer(root, answer, { sessionId: state.sessionId, results, readFileRequests: [], done: false, source });
+    assert.equal(outcome.kind, 'applied');
+    assert.equal(outcome.state.sequenceNumber, 2);
+    assert.match(await readFile(outcome.outboxPath!, 'utf8'), /\[OK\] CREATE_FILE: Created 'a\.txt'\n\[FAILED\] RUN_COMMAND: Not applied: the person left this block out/);
+    assert.deepEqual(await readdir(path.join(root, 'inbox', 'processed')), [path.basename(source)]);
+    assert.equal((await recordAnswer(root, answer, { sessionId: state.sessionId, results, readFileRequests: [], done: false })).kind, 'duplicate');
+    const saved = await updateSession(root, state.sessionId, { autoApplyFiles: true, model: 'openai:m' });
+    assert.deepEqual([saved.autoApplyFiles, saved.model, saved.sequenceNumber], [true, 'openai:m', 2]);
+    assert.equal((await updateSession(root, state.sessionId, { autoApplyFiles: undefined })).autoApplyFiles, undefined);
   });
 
   it('never applies the same answer twice, and resuming never skips a sequence number', async () => {
