@@ -44,7 +44,7 @@ function asBlockOutcome(outcome: Outcome): BlockOutcome {
 /** Why an EDIT_FILE may edit other lines than the LLM meant (its file changed after the outbox). */
 function staleReason(block: PlannedBlock): string {
   const file = block.command.type === 'EDIT_FILE' ? block.command.path : '';
-  return `'${file}' changed after ${path.basename(block.staleSince ?? '')} was written, so its line numbers may point at other lines now.`;
+  return `'${file}' changed since the LLM saw it (${path.basename(block.staleSince ?? '')}), so its line numbers may point at other lines now.`;
 }
 
 /** A name for what one action applies together: Undo Answer and the log refer to it. */

@@ -17,6 +17,7 @@ import type { Command, ParseResult } from '../blocks/core/syntax.ts';
 // LSP enumerations as numbers: this module stays free of the server library's runtime.
 const ERROR = 1 as const;
 const WARNING = 2 as const;
+const INFORMATION = 3 as const;
 const SYMBOL_FILE = 1;
 const SYMBOL_EVENT = 24;
 const SYMBOL_STRING = 15;
@@ -53,34 +54,94 @@ export interface AnalyzeInput {
 interface PlanProblem {
   index: number;
   anchor: 'path' | 'lines' | 'end_line' | 'tag';
-  severity: typeof ERROR | typeof WARNING;
+  severity: typeof ERROR | typeof WARNING | typeof INFORMATION;
   message: string;
   code?: string;
   /** The block cannot be applied as it stands (its Apply lens says why instead). */
   blocks?: 'failed' | 'rejected';
+  /** The edit is carried to other lines than written (its Apply lens says where). */
+  moved?: string;
+}
+
+/** The planning problems of one answer, and what each block's plan looked at. */
+interface PlannedAnswer {
+  problems: PlanProblem[];
+  /** Per block (by index): the path its plan depends on (its target, or where its path leads), if any. */
+  paths: Array<string | undefined>;
+  workspace: Workspace;
+  sessionRoot: string | undefined;
+  /** Blocks to plan again: a file their plans depend on changed. */
+  dirty: Set<number>;
 }
 
 /**
  * The planning problems of the last answers analysed, keyed by what planning depends on: each
  * block's type, path, line numbers and body line count, the target folder and the answer's file.
- * Typing inside a body or in prose changes none of these, so the file system is not asked again;
- * the server clears the cache whenever a watched file changes.
+ * Typing inside a body or in prose changes none of these, so the file system is not asked again.
+ * When files change, only the blocks whose paths they touch (and the blocks whose paths touch
+ * those) are planned again; a change of what the LLM saw (outboxes, session files) plans all.
  */
 export class PlanCache {
-  private readonly entries = new Map<string, PlanProblem[]>();
+  private readonly entries = new Map<string, PlannedAnswer>();
   /** Each document's target folder, resolved once until a file or a setting changes. */
   readonly targets = new Map<string, { target: AnswerTarget | undefined; workspace: Workspace | undefined }>();
-  get(key: string): PlanProblem[] | undefined {
+  get(key: string): PlannedAnswer | undefined {
     return this.entries.get(key);
   }
-  set(key: string, problems: PlanProblem[]): void {
+  set(key: string, planned: PlannedAnswer): void {
+    this.entries.delete(key);
     if (this.entries.size >= 32) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(key, problems);
+    this.entries.set(key, planned);
   }
   clear(): void {
     this.entries.clear();
     this.targets.clear();
   }
+  /** These files (absolute paths, as the editor names them) changed, appeared or went away. */
+  invalidate(changed: readonly string[]): void {
+    // A target folder depends on where `workspace/` and `sessions/` folders are, and on its own existence.
+    const movesTargets = changed.some(
+      (file) => ['workspace', 'sessions'].includes(path.basename(file)) || [...this.targets.values()].some(({ workspace }) => workspace !== undefined && within(file, workspace.root)),
+    );
+    if (movesTargets) this.targets.clear();
+    for (const [key, entry] of this.entries) {
+      const { root, realRoot } = entry.workspace;
+      const paths = changed.flatMap((file) => {
+        const relative = path.relative(root, file);
+        return root !== realRoot && !relative.startsWith('..') && !path.isAbsolute(relative) ? [file, path.join(realRoot, relative)] : [file];
+      });
+      if (entry.sessionRoot !== undefined && paths.some((file) => within(path.join(entry.sessionRoot!, 'outbox'), file) || within(path.join(entry.sessionRoot!, 'sessions'), file))) {
+        this.entries.delete(key);
+        continue;
+      }
+      const hit = new Set<number>();
+      entry.paths.forEach((p, i) => {
+        if (p !== undefined && paths.some((file) => related(p, file))) hit.add(i);
+      });
+      // Blocks on related paths (a file and a folder above it) plan against each other.
+      for (let grown = hit.size > 0; grown; ) {
+        grown = false;
+        const hitPaths = [...hit].map((i) => entry.paths[i]!);
+        entry.paths.forEach((p, i) => {
+          if (p !== undefined && !hit.has(i) && hitPaths.some((h) => related(p, h))) {
+            hit.add(i);
+            grown = true;
+          }
+        });
+      }
+      for (const i of hit) entry.dirty.add(i);
+    }
+  }
+}
+
+/** Whether `file` is `folder` or inside it. */
+function within(folder: string, file: string): boolean {
+  return file === folder || file.startsWith(folder.endsWith(path.sep) ? folder : folder + path.sep);
+}
+
+/** The same path, or one inside the other. */
+function related(a: string, b: string): boolean {
+  return within(a, b) || within(b, a);
 }
 
 async function resolveTarget(documentPath: string | undefined, settings: ServerSettings, cache: PlanCache | undefined): Promise<{ target: AnswerTarget | undefined; workspace: Workspace | undefined }> {
@@ -140,18 +201,30 @@ export async function analyze(input: AnalyzeInput): Promise<Analysis> {
     return diagnostic;
   });
   const failing = new Map<number, Failing>();
+  const moved = new Map<number, string>();
   if (workspace) {
     const handled = input.handled;
     const key = input.plans ? planKey(workspace, documentPath, parsed.commands, handled) : '';
-    let problems = input.plans?.get(key);
-    if (!problems) {
-      const settled = handled && handled.size > 0 ? handled : undefined;
-      problems = await planProblems(workspace, parsed, target!, documentPath, settled && ((index) => settled.get(keys[index]!)));
-      input.plans?.set(key, problems);
+    const settled = handled && handled.size > 0 ? handled : undefined;
+    const settledOf = settled && ((index: number) => settled.get(keys[index]!));
+    let planned = input.plans?.get(key);
+    if (!planned) {
+      planned = { ...(await planProblems(workspace, parsed, target!, documentPath, settledOf)), workspace, sessionRoot: target!.sessionRoot, dirty: new Set() };
+      input.plans?.set(key, planned);
+    } else if (planned.dirty.size > 0) {
+      // Only what the changed files touch is planned again.
+      const dirty = planned.dirty;
+      const again = await planProblems(workspace, parsed, target!, documentPath, settledOf, dirty);
+      const problems = [...planned.problems.filter((p) => !dirty.has(p.index)), ...again.problems].sort((a, b) => problemGroup(a) - problemGroup(b) || a.index - b.index);
+      const paths = planned.paths.map((p, i) => (dirty.has(i) ? again.paths[i] : p));
+      planned = { ...planned, problems, paths, dirty: new Set() };
+      input.plans?.set(key, planned);
     }
+    const problems = planned.problems;
     for (const problem of problems) {
       diagnostics.push(toDiagnostic(parsed.commands[problem.index]!, problem));
       if (problem.blocks) failing.set(problem.index, { summary: problem.message, kind: problem.blocks });
+      if (problem.moved) moved.set(problem.index, problem.moved);
     }
   }
   else if (parsed.commands.length > 0) {
@@ -163,7 +236,7 @@ export async function analyze(input: AnalyzeInput): Promise<Analysis> {
       message: target ? `The folder these blocks act on, ${target.workspace}, does not exist` : 'Open a folder: command blocks act on the workspace folder',
     });
   }
-  const lenses = codeLenses(uri, parsed.commands, keys, failing);
+  const lenses = codeLenses(uri, parsed.commands, keys, failing, moved);
   for (const error of parsed.errors) {
     if (!error.blockRange) continue;
     const line = error.blockRange.start.line;
@@ -210,15 +283,23 @@ async function planProblems(
   target: AnswerTarget,
   documentPath: string | undefined,
   settled?: (index: number) => Replay | null | undefined,
-): Promise<PlanProblem[]> {
+  only?: ReadonlySet<number>,
+): Promise<{ problems: PlanProblem[]; paths: Array<string | undefined> }> {
+  const skip = (index: number) => (settled?.(index) === null) || (only !== undefined && !only.has(index));
   const plan = await planAnswer(workspace, parsed, {
     state: new AnswerState({ cacheFolders: true }),
-    ...(settled ? { settled: (index: number) => settled(index) ?? undefined, skip: (index: number) => settled(index) === null } : {}),
+    ...(settled ? { settled: (index: number) => settled(index) ?? undefined } : {}),
+    skip,
     stale: { target, answerPath: documentPath },
   });
   const problems: PlanProblem[] = [];
   const stale: PlanProblem[] = [];
+  const paths: Array<string | undefined> = new Array(parsed.commands.length);
+  parsed.commands.forEach((command, index) => {
+    if ('path' in command && (only === undefined || only.has(index))) paths[index] = path.join(workspace.realRoot, command.path);
+  });
   for (const { index, command, plan: planned, staleSince } of plan.blocks) {
+    if ('target' in planned) paths[index] = planned.target.real;
     if (planned.kind === 'fail') {
       const anchor = planned.code === 'line-range' || planned.code === 'overlap' ? 'lines' : 'path';
       problems.push({ index, anchor, severity: ERROR, message: planned.result.summary, blocks: planned.code === 'outside-workspace' ? 'rejected' : 'failed' });
@@ -231,11 +312,27 @@ async function planProblems(
         anchor: 'tag',
         severity: WARNING,
         code: 'stale',
-        message: `'${(command as { path: string }).path}' changed after ${path.basename(staleSince)} was written: these line numbers may no longer point at the lines the LLM saw`,
+        message: `'${(command as { path: string }).path}' changed since the LLM saw it (${path.basename(staleSince)}): these line numbers may no longer point at the lines it meant`,
+      });
+    }
+    if (planned.kind === 'write' && planned.relocated && planned.relocated.from[0] !== planned.relocated.to[0]) {
+      const { from, to, outbox } = planned.relocated;
+      stale.push({
+        index,
+        anchor: 'lines',
+        severity: INFORMATION,
+        code: 'relocated',
+        message: `'${(command as { path: string }).path}' changed since the LLM read it (${path.basename(outbox)}): lines ${from[0]}-${from[1]} it wrote this edit for are lines ${to[0]}-${to[1]} now, where it applies`,
+        moved: `lines ${to[0]}-${to[1]}`,
       });
     }
   }
-  return [...problems, ...stale];
+  return { problems: [...problems, ...stale], paths };
+}
+
+/** Errors and warnings first, then what only informs about staleness, as a full plan lists them. */
+function problemGroup(problem: PlanProblem): number {
+  return problem.code === 'stale' || problem.code === 'relocated' ? 1 : 0;
 }
 
 function toDiagnostic(command: Command, problem: PlanProblem): Diagnostic {
@@ -266,7 +363,13 @@ export interface Failing {
  * Apply / Preview / Run above each block, or what stops it; Apply All (of the blocks that can be
  * applied) and Preview All above the first.
  */
-export function codeLenses(uri: string, commands: readonly Command[], keys: readonly string[], failing: ReadonlyMap<number, Failing> = new Map()): CodeLens[] {
+export function codeLenses(
+  uri: string,
+  commands: readonly Command[],
+  keys: readonly string[],
+  failing: ReadonlyMap<number, Failing> = new Map(),
+  moved: ReadonlyMap<number, string> = new Map(),
+): CodeLens[] {
   const lenses: CodeLens[] = [];
   const applicable = commands.filter((c, i) => changesWorkspace(c) && !failing.has(i)).length;
   if (commands.length > 0) {
@@ -288,7 +391,7 @@ export function codeLenses(uri: string, commands: readonly Command[], keys: read
       case 'CREATE_FILE':
       case 'EDIT_FILE':
       case 'DELETE_FILE':
-        lenses.push({ range, command: { title: 'Apply', command: LENS_COMMANDS.apply, arguments: args } });
+        lenses.push({ range, command: { title: moved.has(i) ? `Apply (moved to ${moved.get(i)!}: the file changed)` : 'Apply', command: LENS_COMMANDS.apply, arguments: args } });
         lenses.push({ range, command: { title: 'Preview', command: LENS_COMMANDS.preview, arguments: args } });
         break;
       case 'RUN_COMMAND':

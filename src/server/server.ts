@@ -57,11 +57,15 @@ export function startServer(connection: Connection): void {
     );
   }
 
-  /** Files or settings changed: every open answer is analysed again. */
-  function reanalyseAll(): void {
+  /**
+   * Settings changed (everything is planned again), or files did (`changed`: only the blocks whose
+   * paths they touch are): every open answer is analysed again.
+   */
+  function reanalyseAll(changed?: readonly string[]): void {
     analyses.clear();
     listings.clear();
-    plans.clear();
+    if (changed) plans.invalidate(changed);
+    else plans.clear();
     for (const document of documents.all()) schedule(document, 50);
     void connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
   }
@@ -103,7 +107,7 @@ export function startServer(connection: Connection): void {
     if (document) schedule(document, 0);
     void connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
   });
-  connection.onDidChangeWatchedFiles(() => reanalyseAll());
+  connection.onDidChangeWatchedFiles((params) => reanalyseAll(params.changes.flatMap((change) => filePath(change.uri) ?? [])));
 
   documents.onDidOpen((e) => schedule(e.document, 0));
   documents.onDidChangeContent((e) => schedule(e.document));

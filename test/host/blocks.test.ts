@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { cp, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -83,10 +83,6 @@ async function tree(root: string): Promise<Record<string, string>> {
 suite('Belay command blocks', () => {
   suiteSetup(async () => {
     await activateBelay();
-    // The copy of demo/ gave every file the same moment: say the outbox came after the workspace files.
-    const outboxes = await readdir(path.join(demo(), 'outbox'));
-    const now = new Date();
-    for (const name of outboxes) await utimes(path.join(demo(), 'outbox', name), now, now);
   });
 
   teardown(async () => {
@@ -332,6 +328,33 @@ suite('Belay command blocks', () => {
       assert.equal(second, undefined);
       assert.deepEqual(await newerState().then((s) => [s.sequenceNumber, s.isComplete]), [1, false]);
       await assert.rejects(stat(path.join(root, 'workspace', 'stray.txt')), /ENOENT/);
+    } finally {
+      await vscode.workspace.getConfiguration('belay').update('blocks.sessionRoot', undefined, vscode.ConfigurationTarget.Workspace);
+    }
+  });
+
+  test('an edit of a file changed since the LLM read it applies where its lines are now; one whose lines changed is refused', async () => {
+    await vscode.workspace.getConfiguration('belay').update('blocks.sessionRoot', 'reloc-root', vscode.ConfigurationTarget.Workspace);
+    try {
+      const root = path.join(folder(), 'reloc-root');
+      const session = await vscode.commands.executeCommand<{ sessionId: string }>('belay.blocks.startSession', 'Tidy app.txt');
+      assert.ok(session);
+      const app = path.join(root, 'workspace', 'app.txt');
+      await writeFile(app, 'alpha\nbeta\ngamma\ndelta\n');
+      await vscode.commands.executeCommand('belay.blocks.pasteAnswer', '[READ_FILE path="app.txt"]\n');
+      // After the LLM read it, someone adds a header and changes delta.
+      await writeFile(app, '# header\n\nalpha\nbeta\ngamma\nDELTA\n');
+      const answerFile = path.join(root, 'inbox', `${session.sessionId}_answer0002_1.txt`);
+      await writeFile(answerFile, '[EDIT_FILE path="app.txt" start_line="2" end_line="2"]\nBETA\n[/EDIT_FILE]\n[EDIT_FILE path="app.txt" start_line="4" end_line="4"]\ndelta!\n[/EDIT_FILE]\n');
+      const answer = await openAnswer(answerFile);
+      const titles = await waitForLens(answer.uri, /^Apply \(moved to lines 4-4: the file changed\)$/);
+      assert.ok(titles.some((t) => t.startsWith("$(error) Cannot apply: Lines 4-4 of 'app.txt' changed since you read the file")), titles.join(' | '));
+      const moved = vscode.languages.getDiagnostics(answer.uri).find((d) => d.code === 'relocated');
+      assert.match(moved?.message ?? '', /lines 2-2 it wrote this edit for are lines 4-4 now/);
+      const outcome = await vscode.commands.executeCommand<{ status: string; summary: string }>('belay.blocks.apply', ...blockArgs(answer, 'EDIT_FILE'));
+      assert.equal(outcome?.status, 'applied');
+      assert.equal(outcome.summary, "Edited 'app.txt' lines 2-2 (now lines 4-4: the file changed since you read it)");
+      assert.equal(await readFile(app, 'utf8'), '# header\n\nalpha\nBETA\ngamma\nDELTA\n');
     } finally {
       await vscode.workspace.getConfiguration('belay').update('blocks.sessionRoot', undefined, vscode.ConfigurationTarget.Workspace);
     }

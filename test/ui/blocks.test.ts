@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { readdir, readFile, stat, utimes, writeFile } from 'node:fs/promises';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { runPaletteCommand } from '../../scripts/lib/workbench.ts';
@@ -30,9 +30,6 @@ for (const theme of (process.env.BELAY_UI_THEMES?.split(',') ?? ['dark', 'light'
     let wb: Workbench;
     before(async () => {
       wb = await openWorkbench({ theme, settings: { 'belay.blocks.sessionRoot': 'blocks' } });
-      const outbox = path.join(wb.workspace, 'blocks', 'outbox');
-      const now = new Date();
-      for (const name of await readdir(outbox)) await utimes(path.join(outbox, name), now, now);
     });
     after(async () => {
       await wb?.close();
@@ -212,6 +209,32 @@ describe('Paste LLM Answer acts on the session you are looking at (dark theme)',
     assert.equal(await readFile(path.join(wb.workspace, 'blocks', 'workspace', 'bye.txt'), 'utf8'), 'goodbye');
     assert.equal((await sessionOf('Write a word-count script in Python, document it in README.md, and clean up the workspace.')).sequenceNumber, 1);
   });
+
+  test('an edit of a file changed since the LLM read it is carried to where its lines are now, and says so', async () => {
+    const { page } = wb;
+    const c = await start('Session C: polish the notes');
+    const notes = path.join(wb.workspace, 'blocks', 'workspace', 'notes.txt');
+    await writeFile(notes, 'Notes the LLM asks to read.\nSecond line.\nThird line.\n');
+    await copy('[READ_FILE path="notes.txt"]\n');
+    await focusTab(`${c.sessionId}_seq0001.txt`);
+    await page.keyboard.press('Control+Alt+V');
+    await page.locator('.tabs-container .tab.active', { hasText: `${c.sessionId}_seq0002.txt` }).first().waitFor();
+    // Someone adds two lines at the top after the LLM read the file, and the LLM answers.
+    await writeFile(notes, 'TODO: tidy\n\nNotes the LLM asks to read.\nSecond line.\nThird line.\n');
+    const answer = path.join(wb.workspace, 'blocks', 'inbox', `${c.sessionId}_answer0002_1.txt`);
+    await writeFile(answer, 'Rewording the second line.\n\n[EDIT_FILE path="notes.txt" start_line="2" end_line="2"]\nThe second line, reworded.\n[/EDIT_FILE]\n');
+    // Opened by its path (the file search may not have indexed it yet).
+    await page.keyboard.press('Control+P');
+    await page.locator('.quick-input-widget input.input').fill(answer);
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: `${c.sessionId}_answer0002` }).first().click();
+    const moved = page.locator('.monaco-editor .codelens-decoration a', { hasText: 'Apply (moved to lines 4-4: the file changed)' }).first();
+    await moved.waitFor();
+    await page.locator('.monaco-editor .squiggly-info').first().waitFor();
+    await wb.screenshot('blocks-relocated-edit');
+    await moved.click();
+    await page.locator('.monaco-editor .codelens-decoration a', { hasText: "Applied: Edited 'notes.txt' lines 2-2 (now lines 4-4" }).first().waitFor();
+    assert.equal(await readFile(notes, 'utf8'), 'TODO: tidy\n\nNotes the LLM asks to read.\nThe second line, reworded.\nThird line.\n');
+  });
 });
 
 const STATES_ANSWER = [
@@ -242,9 +265,6 @@ describe('block states follow the files (dark theme)', () => {
   before(async () => {
     wb = await openWorkbench({ theme: 'dark', settings: { 'belay.blocks.sessionRoot': 'blocks' } });
     await writeFile(path.join(wb.workspace, 'blocks', 'answers', 'states.agent'), STATES_ANSWER);
-    const outbox = path.join(wb.workspace, 'blocks', 'outbox');
-    const now = new Date();
-    for (const name of await readdir(outbox)) await utimes(path.join(outbox, name), now, now);
   });
   after(async () => {
     await wb?.close();

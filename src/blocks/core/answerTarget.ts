@@ -61,11 +61,18 @@ export function isOutboxDocument(text: string, documentPath?: string): boolean {
 }
 
 /**
- * When the outbox this answer replies to was written (ms): the newest outbox of the session root
- * not newer than the answer itself (the newest of all when the answer's time is unknown).
+ * The outbox an answer replies to: the one its name says (`{id}_answer{NNNN}…` answers outbox
+ * `{id}_seq{NNNN}.txt`), else the newest outbox of the session root not newer than the answer
+ * itself (the newest of all for an answer without a file).
  */
-export async function repliedOutboxTime(sessionRoot: string, answerMtimeMs?: number): Promise<{ file: string; mtimeMs: number } | undefined> {
+export async function repliedOutbox(sessionRoot: string, answerPath: string | undefined): Promise<string | undefined> {
   const folder = path.join(sessionRoot, 'outbox');
+  const named = answerPath === undefined ? null : /^([0-9a-f]{8})_answer(\d{4,})/.exec(path.basename(answerPath));
+  if (named) {
+    const file = path.join(folder, `${named[1]}_seq${named[2]}.txt`);
+    if (await fs.stat(file).then((s) => s.isFile(), () => false)) return file;
+  }
+  const answerMtimeMs = answerPath === undefined ? undefined : await fs.stat(answerPath).then((s) => s.mtimeMs, () => undefined);
   let names: string[];
   try {
     names = await fs.readdir(folder);
@@ -84,7 +91,7 @@ export async function repliedOutboxTime(sessionRoot: string, answerMtimeMs?: num
       // Gone meanwhile.
     }
   }
-  return best;
+  return best?.file;
 }
 
 /** A line that opens a command block, and one that closes one: both make a text an LLM answer. */

@@ -122,7 +122,11 @@ export type Relocation =
  * one that inserts inside it (or changes any of its lines) is a conflict.
  */
 export function relocateRange(base: readonly string[], current: readonly string[], start: number, end: number): Relocation {
-  const hunks = diffLines(base, current);
+  return relocateThrough(diffLines(base, current), start, end);
+}
+
+/** relocateRange, given the hunks from the base to the current text. */
+export function relocateThrough(hunks: readonly Hunk[], start: number, end: number): Relocation {
   const first = start - 1;
   const last = end; // exclusive, 0-based
   let shift = 0;

@@ -9,7 +9,7 @@ import { ConfinedError, ConfinedRoot } from '../../shared/confined.ts';
 import { containedArgv, detectContainment, RUN_MARK_VARIABLE, sweepMarked, type Containment } from '../../shared/containment.ts';
 import { runBounded, shellCommand } from '../../shared/process.ts';
 import { notRegularSummary } from './files.ts';
-import { AnswerState, planAnswer, type AnswerItem, type Plan } from './plan.ts';
+import { AnswerState, planAnswer, type AnswerItem, type Plan, type StaleCheck } from './plan.ts';
 import { DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_RUN_TIMEOUT_SECONDS } from './protocol.ts';
 import { failure, ok, OUTPUT_TRUNCATED_MARKER, type CommandResult, type Outcome } from './results.ts';
 import { errorText, type Workspace } from './sandbox.ts';
@@ -175,6 +175,8 @@ export interface ExecutionReport {
 export interface ExecuteOptions extends ApplyOptions {
   /** Called after each item, in order (for output as it happens). */
   onResult?: (item: ExecutedItem) => void;
+  /** Judge edits against what the LLM saw (the session loop): see PlanAnswerOptions.stale. */
+  stale?: StaleCheck;
 }
 
 /** Executes an answer (text or parse result) in order: each parse error is a PARSE_ERROR result, each command planned and carried out. */
@@ -189,6 +191,7 @@ export async function executeAnswer(workspace: Workspace, answer: string | Parse
   await ConfinedRoot.with(workspace.realRoot, (confined) =>
     planAnswer(workspace, answer, {
       state,
+      ...(options.stale ? { stale: options.stale } : {}),
       carryOut: (block) => applyPlan(workspace, block.plan, state, { ...options, confined, ...(block.plan.kind === 'run' ? { containment: contained() } : {}) }),
       onItem: (item) => {
         items.push(executed(item));

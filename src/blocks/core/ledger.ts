@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import * as z from 'zod';
 import { writeFileAtomic } from '../../shared/atomic.ts';
 import { replaySchema } from './replay.ts';
+import { textDigest } from './seen.ts';
 import type { CommandResult } from './results.ts';
 import type { Command } from './syntax.ts';
 
@@ -16,8 +17,7 @@ import type { Command } from './syntax.ts';
 export type Digest = string | null;
 
 export function digest(text: string | null): Digest {
-  if (text === null) return null;
-  return createHash('sha256').update(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text).digest('hex');
+  return text === null ? null : textDigest(text);
 }
 
 /**

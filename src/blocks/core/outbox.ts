@@ -12,8 +12,8 @@ const MAX_REQUESTED_CHARS = 200_000;
 
 export interface RequestedFile {
   path: string;
-  /** The text, or why there is none ("file not found", "binary file, 12 bytes", …). */
-  content: { text: string } | { note: string };
+  /** The text (`complete` unless cut), or why there is none ("file not found", "binary file, 12 bytes", …). */
+  content: { text: string; complete: boolean } | { note: string };
 }
 
 export interface OutboxContent {
@@ -98,6 +98,7 @@ async function readRequestedFiles(workspace: Workspace, paths: readonly string[]
     }
     const text = data.toString('utf8');
     const whole = data.length === size;
+    const complete = whole && text.length <= MAX_REQUESTED_CHARS;
     requested.push({
       path,
       content: {
@@ -106,10 +107,18 @@ async function readRequestedFiles(workspace: Workspace, paths: readonly string[]
           : text.length > MAX_REQUESTED_CHARS
             ? `${text.slice(0, MAX_REQUESTED_CHARS)}\n... (file truncated: ${text.length - MAX_REQUESTED_CHARS} more characters not shown)`
             : text,
+        complete,
       },
     });
   }
   return requested;
+}
+
+/** The files an outbox lists (the first MAX_LISTED_FILES), and the texts it sends whole: what the LLM sees. */
+export function seenByLlm(content: OutboxContent): { listed: string[]; sent: Map<string, string> } {
+  const sent = new Map<string, string>();
+  for (const file of content.requested) if ('text' in file.content && file.content.complete) sent.set(file.path, file.content.text);
+  return { listed: content.files.slice(0, MAX_LISTED_FILES).map((f) => f.path), sent };
 }
 
 /** Gathers what an outbox shows from the workspace: its files, and the requested contents. */

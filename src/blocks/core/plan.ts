@@ -4,12 +4,14 @@
 // answer: the language server's diagnostics, the editor's Apply, Apply All and Preview All, and
 // `belay blocks apply` (through executor.ts, which carries each plan out) all go through it.
 import { promises as fs } from 'node:fs';
-import { repliedOutboxTime, type AnswerTarget } from './answerTarget.ts';
+import { repliedOutbox, type AnswerTarget } from './answerTarget.ts';
+import { diffLines, relocateThrough, type Hunk } from './diff.ts';
 import { entryAt, formatBytes, MAX_TEXT_BYTES, notRegularSummary, readFailureCode, readFileState as readFileOnDisk, type FileState } from './files.ts';
 import { countFileLines, joinFileLines, replaceLines, splitFileLines } from './lines.ts';
 import { parseAnswer } from './parser.ts';
 import { failed, ok, parseErrorOutcome, type CommandResult, type FailureCode, type Outcome } from './results.ts';
 import { errorText, resolveInWorkspace, type FolderCache, type ResolvedPath, type Workspace } from './sandbox.ts';
+import { readSeen, textDigest, type SeenFiles } from './seen.ts';
 import {
   inOrder,
   type Command,
@@ -33,6 +35,22 @@ interface FileHistory {
   /** Lines the file had when this answer first edited it (or when this answer created it). */
   originalLineCount: number;
   edits: AppliedEdit[];
+  /** The file changed since the LLM read it: how its lines moved (see Relocating). */
+  relocation?: Relocating;
+}
+
+/**
+ * An edited file whose text changed since the LLM read it in full: the changes from what it read
+ * to what the file held when this answer first edited it. Its line numbers refer to what it read
+ * and are carried through these changes.
+ */
+export interface Relocating {
+  outbox: string;
+  hunks: Hunk[];
+  /** Lines of the text the LLM read. */
+  baseLineCount: number;
+  /** The file's lines when this answer first edited it (what the hunks lead to). */
+  lines: readonly string[];
 }
 
 export type Plan =
@@ -52,6 +70,18 @@ export type Plan =
       result: CommandResult;
       /** EDIT_FILE whose end_line is past the end of the file: the edit stops at the last line. */
       warning?: 'end-line-cut';
+      /**
+       * EDIT_FILE of a file that changed since the LLM read it: the lines it was written for (in
+       * what the LLM read) and where they are now; the edit goes there.
+       */
+      relocated?: { outbox: string; from: [number, number]; to: [number, number] };
+      /** The file's changes since the LLM read it, kept for the answer's later edits of it. */
+      relocation?: Relocating;
+      /**
+       * EDIT_FILE of a file whose text changed since the outbox listed it, without the text the
+       * LLM saw to carry the edit over: that outbox (its line numbers may point at other lines).
+       */
+      stale?: string;
     }
   | { kind: 'delete'; command: PathOnlyCommand; target: ResolvedPath; before: string | undefined; result: CommandResult }
   | { kind: 'read'; command: PathOnlyCommand; target: ResolvedPath; result: CommandResult }
@@ -145,6 +175,10 @@ export class AnswerState {
     if (plan.kind === 'delete') this.overlay?.set(plan.target.real, null);
     const replay = replayOf(plan);
     if (replay) this.replay(replay);
+    if (plan.kind === 'write' && plan.relocation) {
+      const history = this.histories.get(plan.target.real);
+      if (history) history.relocation = plan.relocation;
+    }
   }
 
   /** Takes in what an applied block left (see Replay), as if it had just been recorded. */
@@ -184,14 +218,19 @@ async function readFileState(workspace: Workspace, state: AnswerState, real: str
   return readFileOnDisk(workspace, real);
 }
 
+/** What planning may consult besides the files: what the LLM saw (for EDIT_FILE). */
+interface PlanContext {
+  seen?: () => Promise<SeenFiles | undefined>;
+}
+
 /** Computes what a command would do, touching nothing. */
-async function planCommand(workspace: Workspace, command: Command, state: AnswerState): Promise<Plan> {
+async function planCommand(workspace: Workspace, command: Command, state: AnswerState, context: PlanContext = {}): Promise<Plan> {
   try {
     switch (command.type) {
       case 'CREATE_FILE':
         return await planCreate(workspace, command, state);
       case 'EDIT_FILE':
-        return await planEdit(workspace, command, state);
+        return await planEdit(workspace, command, state, context);
       case 'DELETE_FILE':
         return await planDelete(workspace, command, state);
       case 'READ_FILE':
@@ -235,7 +274,7 @@ async function planCreate(workspace: Workspace, command: CreateFileCommand, stat
   };
 }
 
-async function planEdit(workspace: Workspace, command: EditFileCommand, state: AnswerState): Promise<Plan> {
+async function planEdit(workspace: Workspace, command: EditFileCommand, state: AnswerState, context: PlanContext): Promise<Plan> {
   const target = await resolveOrFail(workspace, command, state);
   if ('kind' in target) return target;
   const fail = (code: FailureCode, summary: string) => failPlan(command, code, summary);
@@ -252,7 +291,22 @@ async function planEdit(workspace: Workspace, command: EditFileCommand, state: A
   if (file.text === undefined) return fail('not-text', `File '${command.path}' is not UTF-8 text; replace it with CREATE_FILE instead`);
   const lines = splitFileLines(file.text);
   const history = state.history(target.real);
-  const total = history?.originalLineCount ?? lines.lines.length;
+  // The first edit of a file in this answer: has it changed since the LLM saw it?
+  let relocation = history?.relocation;
+  let stale: string | undefined;
+  if (!history && state.simulated(target.real) === undefined && context.seen) {
+    const seen = await context.seen();
+    const was = seen?.digests.get(target.relative);
+    if (seen && was !== undefined && was !== textDigest(file.text)) {
+      const base = seen.texts.get(target.relative);
+      if (base === undefined) stale = seen.outbox;
+      else {
+        const baseLines = splitFileLines(base).lines;
+        relocation = { outbox: seen.outbox, hunks: diffLines(baseLines, lines.lines), baseLineCount: baseLines.length, lines: lines.lines };
+      }
+    }
+  }
+  const total = history?.originalLineCount ?? relocation?.baseLineCount ?? lines.lines.length;
   const { startLine, endLine } = command;
   if (startLine > total) return fail('line-range', `Invalid line range ${startLine}-${endLine} for file with ${total} lines`);
   const end = Math.min(endLine, total);
@@ -261,7 +315,14 @@ async function planEdit(workspace: Workspace, command: EditFileCommand, state: A
   if (overlap) {
     return fail('overlap', `Lines ${startLine}-${end} overlap lines ${overlap.start}-${overlap.end} edited earlier in this answer`);
   }
-  const shift = earlier.reduce((sum, edit) => (edit.end < startLine ? sum + edit.delta : sum), 0);
+  // Lines the file gained or lost since the LLM read it, before these lines; a change among them stops the edit.
+  let moved = 0;
+  if (relocation) {
+    const where = relocateThrough(relocation.hunks, startLine, end);
+    if (where.kind === 'conflict') return fail('conflict', conflictSummary(command.path, startLine, end, where.hunks, relocation.lines));
+    if (where.kind === 'moved') moved = where.start - startLine;
+  }
+  const shift = earlier.reduce((sum, edit) => (edit.end < startLine ? sum + edit.delta : sum), 0) + moved;
   const currentStart = startLine + shift;
   const currentEnd = Math.min(end + shift, lines.lines.length);
   if (currentStart > lines.lines.length) {
@@ -271,7 +332,8 @@ async function planEdit(workspace: Workspace, command: EditFileCommand, state: A
   const after = joinFileLines(replaceLines(lines, currentStart - 1, currentEnd, replacement));
   let summary = `Edited '${command.path}' lines ${startLine}-${end}`;
   if (end !== endLine) summary += ` (end_line ${endLine} is past the end of the file, cut to ${total})`;
-  if (shift !== 0) summary += ` (at line ${currentStart} after earlier edits in this answer)`;
+  if (relocation && moved !== 0) summary += ` (now lines ${startLine + moved}-${end + moved}: the file changed since you read it)`;
+  if (shift - moved !== 0) summary += ` (at line ${currentStart} after earlier edits in this answer)`;
   return {
     kind: 'write',
     command,
@@ -282,7 +344,20 @@ async function planEdit(workspace: Workspace, command: EditFileCommand, state: A
     edit: { originalLineCount: total, applied: { start: startLine, end, delta: replacement.length - (end - startLine + 1) } },
     result: ok(command.type, summary),
     ...(end !== endLine ? { warning: 'end-line-cut' as const } : {}),
+    ...(relocation && !history ? { relocation } : {}),
+    ...(relocation ? { relocated: { outbox: relocation.outbox, from: [startLine, end] as [number, number], to: [startLine + moved, end + moved] as [number, number] } } : {}),
+    ...(stale !== undefined ? { stale } : {}),
   };
+}
+
+/** Why an edit written for lines that changed since the LLM read them is refused, with those lines as they are now. */
+function conflictSummary(file: string, start: number, end: number, hunks: readonly Hunk[], current: readonly string[]): string {
+  const shown: string[] = [];
+  for (const hunk of hunks) {
+    if (hunk.afterEnd === hunk.afterStart) shown.push(`  (lines ${hunk.beforeStart + 1}-${hunk.beforeEnd} you read are gone)`);
+    for (let i = hunk.afterStart; i < hunk.afterEnd && shown.length < 12; i++) shown.push(`  ${i + 1}: ${current[i]}`);
+  }
+  return [`Lines ${start}-${end} of '${file}' changed since you read the file; not edited. They are now:`, ...shown.slice(0, 12), 'Read the file again and send the edit for its current lines.'].join('\n');
 }
 
 async function planDelete(workspace: Workspace, command: PathOnlyCommand, state: AnswerState): Promise<Plan> {
@@ -389,7 +464,8 @@ export async function planAnswer(workspace: Workspace, answer: string | ParseRes
   const start = options.state ?? new AnswerState();
   const state = options.carryOut ? start : start.fork();
   const sessionRoot = options.stale?.target.sessionRoot;
-  const staleSince = sessionRoot !== undefined ? staleChecker(sessionRoot, options.stale!.answerPath) : undefined;
+  let seen: Promise<SeenFiles | undefined> | undefined;
+  const context: PlanContext = sessionRoot === undefined ? {} : { seen: () => (seen ??= seenFor(sessionRoot, options.stale!.answerPath)) };
   const indexes = new Map(parsed.commands.map((command, index) => [command, index]));
   const items: AnswerItem[] = [];
   const blocks: PlannedBlock[] = [];
@@ -405,12 +481,9 @@ export async function planAnswer(workspace: Workspace, answer: string | ParseRes
         continue;
       }
       if (options.skip?.(index)) continue;
-      const plan = await planCommand(workspace, entry.command, state);
+      const plan = await planCommand(workspace, entry.command, state, context);
       const block: PlannedBlock = { index, command: entry.command, plan };
-      if (staleSince && plan.kind === 'write' && plan.command.type === 'EDIT_FILE' && state.history(plan.target.real) === undefined && state.simulated(plan.target.real) === undefined) {
-        const outbox = await staleSince(plan.target.real);
-        if (outbox !== undefined) block.staleSince = outbox;
-      }
+      if (plan.kind === 'write' && plan.stale !== undefined) block.staleSince = plan.stale;
       if (options.carryOut) block.outcome = await options.carryOut(block);
       // Recording a RUN_COMMAND only forgets resolved folders, since a command may change them;
       // nothing runs in a simulation, so they stay valid.
@@ -424,18 +497,8 @@ export async function planAnswer(workspace: Workspace, answer: string | ParseRes
   return { items, blocks, state };
 }
 
-/** The outbox a file changed after, if it did; the outbox is looked up once, when first needed. */
-function staleChecker(sessionRoot: string, answerPath: string | undefined): (real: string) => Promise<string | undefined> {
-  let outbox: Promise<{ file: string; mtimeMs: number } | undefined> | undefined;
-  return async (real) => {
-    outbox ??= (async () => repliedOutboxTime(sessionRoot, answerPath === undefined ? undefined : await mtimeOf(answerPath)))();
-    const since = await outbox;
-    if (!since) return undefined;
-    const mtime = await mtimeOf(real);
-    return mtime !== undefined && mtime > since.mtimeMs ? since.file : undefined;
-  };
-}
-
-function mtimeOf(file: string): Promise<number | undefined> {
-  return fs.stat(file).then((s) => s.mtimeMs, () => undefined);
+/** What the LLM saw with the outbox the answer replies to, when Belay recorded it. */
+async function seenFor(sessionRoot: string, answerPath: string | undefined): Promise<SeenFiles | undefined> {
+  const outbox = await repliedOutbox(sessionRoot, answerPath);
+  return outbox === undefined ? undefined : readSeen(outbox);
 }

@@ -46,6 +46,8 @@ export type FailureCode =
   | 'line-range'
   /** EDIT_FILE of lines an earlier block of the answer edited. */
   | 'overlap'
+  /** EDIT_FILE of lines that changed since the LLM read the file (what it saw and what is there now differ there). */
+  | 'conflict'
   /** The target could not be read. */
   | 'unreadable'
   | 'write-failed'

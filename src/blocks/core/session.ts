@@ -13,10 +13,11 @@ import * as z from 'zod';
 import { writeFileAtomic } from '../../shared/atomic.ts';
 import { errorMessage } from '../../shared/errors.ts';
 import { executeAnswer, type ExecuteOptions, type ExecutionReport } from './executor.ts';
-import { collectOutbox, outboxFileName, renderOutbox } from './outbox.ts';
+import { collectOutbox, outboxFileName, renderOutbox, seenByLlm } from './outbox.ts';
 import { DEFAULT_RUN_TIMEOUT_SECONDS, SECTION } from './protocol.ts';
 import { RESULT_TYPES, type CommandResult } from './results.ts';
 import { openWorkspace } from './sandbox.ts';
+import { snapshotFiles, writeSeen } from './seen.ts';
 
 /** One command's outcome, as the session file stores it (`lastResults`). */
 const commandResultSchema = z.object({
@@ -48,6 +49,10 @@ export const sessionStateSchema = z.object({
    * errors among them): what the editor shows on an answer the session processed.
    */
   answers: z.array(z.object({ sha256: z.string(), sequence: z.number().int(), results: z.array(commandResultSchema) })).default([]),
+  /** The editor applies the file blocks of an answer from a model as it arrives (commands always wait for a click). */
+  autoApplyFiles: z.boolean().optional(),
+  /** The model "Send to Model" uses for this session (`lm:<vendor>/<id>` or `openai:<model>`). */
+  model: z.string().optional(),
 });
 export type SessionState = z.infer<typeof sessionStateSchema>;
 
@@ -217,6 +222,9 @@ async function writeOutboxFor(layout: SessionLayout, state: SessionState): Promi
   };
   const content = await collectOutbox(workspace, base, state.readFileRequests);
   const file = outboxPath(layout, state);
+  // What the LLM sees goes beside the outbox first: an answer's edits are judged against it.
+  const { listed, sent } = seenByLlm(content);
+  await writeSeen(file, await snapshotFiles(workspace.realRoot, listed, sent));
   await writeFileAtomic(file, renderOutbox(content));
   return file;
 }
@@ -280,11 +288,18 @@ export async function stepSession(root: string, answer: string, options: Session
   });
 }
 
-async function apply(layout: SessionLayout, state: SessionState, answer: string, sha256: string, options: SessionOptions): Promise<StepOutcome> {
+async function apply(layout: SessionLayout, state: SessionState, answer: string, sha256: string, options: SessionOptions & { source?: string }): Promise<StepOutcome> {
   state.pendingAnswer = { sha256, sequence: state.sequenceNumber };
   await saveSession(layout, state);
   const workspace = await openWorkspace(layout.workspace);
-  const report = await executeAnswer(workspace, answer, { ...options, runTimeoutMs: (state.runTimeoutSeconds ?? DEFAULT_RUN_TIMEOUT_SECONDS) * 1000 });
+  // Edits are judged against what the LLM saw with the outbox it answers (carried over a change since).
+  const stale = { target: { workspace: layout.workspace, sessionRoot: layout.root }, answerPath: options.source };
+  const report = await executeAnswer(workspace, answer, { ...options, stale, runTimeoutMs: (state.runTimeoutSeconds ?? DEFAULT_RUN_TIMEOUT_SECONDS) * 1000 });
+  return finish(layout, state, sha256, report);
+}
+
+/** An answer's results go into the session: the next outbox is written, or the session completes. */
+async function finish(layout: SessionLayout, state: SessionState, sha256: string, report: Pick<ExecutionReport, 'results' | 'readFileRequests' | 'done'>): Promise<StepOutcome> {
   state.lastResults = report.results;
   state.readFileRequests = report.readFileRequests;
   state.processedAnswers.push(sha256);
@@ -299,7 +314,50 @@ async function apply(layout: SessionLayout, state: SessionState, answer: string,
   }
   delete state.pendingAnswer;
   await saveSession(layout, state);
-  return { kind: 'applied', state, report, outboxPath: next };
+  const results = report.results;
+  return { kind: 'applied', state, report: { items: [], ...report, success: results.every((r) => r.success) }, outboxPath: next };
+}
+
+/** What the editor did with an answer's blocks, one by one as the person chose: the results in order. */
+export interface EditorAnswer {
+  sessionId: string;
+  results: CommandResult[];
+  readFileRequests: string[];
+  done: boolean;
+  /** The answer's file; moved to `inbox/processed/` when it is in `inbox/`. */
+  source?: string;
+}
+
+/**
+ * Records an answer the editor applied (the person applied, ran or left out each block) as the
+ * session's step, as `stepSession` records one it executes: the next outbox carries its results.
+ */
+export async function recordAnswer(root: string, answer: string, given: EditorAnswer): Promise<StepOutcome> {
+  const layout = await ensureLayout(root);
+  return withLock(layout, given.sessionId, async () => {
+    let state = await loadSession(layout, given.sessionId);
+    if (state.pendingAnswer) state = await recoverInterrupted(layout, state);
+    const sha256 = answerDigest(answer);
+    if (state.processedAnswers.includes(sha256)) return { kind: 'duplicate', state, outboxPath: state.isComplete ? undefined : outboxPath(layout, state) };
+    if (state.isComplete) throw new SessionError(`session ${state.sessionId} is complete; start a new one`);
+    const outcome = await finish(layout, state, sha256, given);
+    if (given.source !== undefined) await moveToProcessed(layout, given.source);
+    return outcome;
+  });
+}
+
+/** Changes a session's editor preferences: auto-applying file blocks of answers from a model, and the model. */
+export async function updateSession(root: string, sessionId: string, change: Partial<Pick<SessionState, 'autoApplyFiles' | 'model'>>): Promise<SessionState> {
+  const layout = await ensureLayout(root);
+  return withLock(layout, sessionId, async () => {
+    const state = await loadSession(layout, sessionId);
+    for (const [key, value] of Object.entries(change) as Array<[keyof typeof change, unknown]>) {
+      if (value === undefined) delete state[key];
+      else (state as Record<string, unknown>)[key] = value;
+    }
+    await saveSession(layout, state);
+    return state;
+  });
 }
 
 /** Belay stopped while applying an answer: never apply it again; tell the LLM in the next outbox. */

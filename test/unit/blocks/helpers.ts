@@ -3,6 +3,7 @@ import { mkdir, mkdtemp, readdir, readFile, realpath, rm, utimes, writeFile } fr
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { textDigest, writeSeen } from '../../../src/blocks/core/seen.ts';
 import type { Range } from '../../../src/blocks/core/syntax.ts';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -36,20 +37,23 @@ export function slice(text: string, range: Range): string {
 }
 
 /**
- * A session root under `parent` whose outbox was written a minute ago: its workspace holds
- * `old.txt`, unchanged since (older), and `new.txt`, changed after it (written now).
+ * A session root under `parent` whose outbox recorded what the LLM saw: its workspace holds
+ * `old.txt`, unchanged since, and `new.txt`, whose text changed after it (the modification times
+ * say the opposite: both are older than the outbox).
  */
 export async function sessionWithChangedFile(parent: string): Promise<{ root: string; outbox: string }> {
   const root = path.join(parent, 'session');
   for (const folder of ['workspace', 'sessions', 'outbox', 'inbox']) await mkdir(path.join(root, folder), { recursive: true });
   const outbox = path.join(root, 'outbox', '0123abcd_seq0001.txt');
-  await writeFile(outbox, '=== HEADER ===\n');
   await writeFile(path.join(root, 'workspace', 'old.txt'), 'a\nb\n');
   await writeFile(path.join(root, 'workspace', 'new.txt'), 'a\nb\n');
+  await writeFile(outbox, '=== HEADER ===\n');
+  await writeSeen(outbox, { files: { 'old.txt': textDigest('a\nb\n'), 'new.txt': textDigest('what the LLM saw\n') }, texts: {} });
+  // By modification time neither file changed after the outbox: only their content tells.
   const past = new Date(Date.now() - 60_000);
   const older = new Date(Date.now() - 120_000);
   await utimes(outbox, past, past);
-  await utimes(path.join(root, 'workspace', 'old.txt'), older, older);
+  for (const file of ['old.txt', 'new.txt']) await utimes(path.join(root, 'workspace', file), older, older);
   return { root, outbox };
 }
 

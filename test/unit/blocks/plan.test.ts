@@ -2,7 +2,7 @@
 // a code for every failure kind, warnings as data, skipping, stale edits, simulating versus
 // carrying out. Real files in temporary folders.
 import assert from 'node:assert/strict';
-import { mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, symlink, utimes, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { looksLikeAnswer } from '../../../src/blocks/core/answerTarget.ts';
@@ -11,6 +11,7 @@ import { lensArguments } from '../../../src/blocks/core/lenses.ts';
 import { AnswerState, planAnswer, type PlannedBlock } from '../../../src/blocks/core/plan.ts';
 import { outcomeStatus } from '../../../src/blocks/core/results.ts';
 import { openWorkspace, resolveInWorkspace, type Workspace } from '../../../src/blocks/core/sandbox.ts';
+import { textDigest, writeSeen } from '../../../src/blocks/core/seen.ts';
 import { sessionWithChangedFile, tempDir } from './helpers.ts';
 
 let base: string;
@@ -133,7 +134,7 @@ describe('planAnswer: what callers ask for', () => {
     );
   });
 
-  it('marks the first edit of each file changed after the outbox the answer replies to, in a session root only', async () => {
+  it('marks the first edit of each file whose content changed since the outbox the answer replies to, in a session root only', async () => {
     const { root, outbox } = await sessionWithChangedFile(base);
     const answer = [
       '[EDIT_FILE path="old.txt" start_line="1" end_line="1"]\nx\n[/EDIT_FILE]',
@@ -146,6 +147,44 @@ describe('planAnswer: what callers ask for', () => {
     assert.deepEqual(blocks.map((b) => b.staleSince), [undefined, outbox, undefined]);
     const outside = await planAnswer(sessionWorkspace, answer, { stale: { target: { workspace: sessionWorkspace.root }, answerPath: undefined } });
     assert.deepEqual(outside.blocks.map((b) => b.staleSince), [undefined, undefined, undefined], 'no session root, no outbox to compare with');
+  });
+
+  it('carries an edit of a file changed since the LLM read it to where its lines are now; refuses it when they changed', async () => {
+    const root = path.join(base, 'relocate');
+    for (const folder of ['workspace', 'sessions', 'outbox']) await mkdir(path.join(root, folder), { recursive: true });
+    const read = 'a\nb\nc\nd\ne\n';
+    const outbox = path.join(root, 'outbox', '0123abcd_seq0002.txt');
+    await writeFile(outbox, '=== HEADER ===\n');
+    await writeSeen(outbox, { files: { 'app.py': textDigest(read) }, texts: { 'app.py': read } });
+    // Since then someone added two lines at the top and changed d.
+    await writeFile(path.join(root, 'workspace', 'app.py'), 'new0\nnew1\na\nb\nc\nD!\ne\n');
+    const sessionWorkspace = await openWorkspace(path.join(root, 'workspace'));
+    const answer = [
+      '[EDIT_FILE path="app.py" start_line="2" end_line="3"]\nB\nC\nC2\n[/EDIT_FILE]',
+      '[EDIT_FILE path="app.py" start_line="4" end_line="4"]\nd?\n[/EDIT_FILE]',
+      '[EDIT_FILE path="app.py" start_line="5" end_line="5"]\nE\n[/EDIT_FILE]',
+    ].join('\n');
+    const { blocks } = await planAnswer(sessionWorkspace, answer, { stale: { target: { workspace: sessionWorkspace.root, sessionRoot: root }, answerPath: path.join(root, 'inbox', '0123abcd_answer0002_1.txt') } });
+    const [first, second, third] = blocks.map((b) => b.plan);
+    assert.equal(first?.kind, 'write');
+    assert.deepEqual(first?.kind === 'write' && first.relocated, { outbox, from: [2, 3], to: [4, 5] });
+    assert.match(first?.kind === 'write' ? first.result.summary : '', /^Edited 'app\.py' lines 2-3 \(now lines 4-5: the file changed since you read it\)$/);
+    assert.equal(second?.kind === 'fail' && second.code, 'conflict');
+    assert.equal(second?.kind === 'fail' && second.result.summary, "Lines 4-4 of 'app.py' changed since you read the file; not edited. They are now:\n  6: D!\nRead the file again and send the edit for its current lines.");
+    // Later edits of the file are carried over too, after the earlier edit's extra line.
+    assert.equal(third?.kind === 'write' && third.after, 'new0\nnew1\na\nB\nC\nC2\nD!\nE\n');
+    assert.deepEqual(blocks.map((b) => b.staleSince), [undefined, undefined, undefined], 'carried over, not merely stale');
+  });
+
+  it('a fresh clone: files newer than the outbox but with the content the LLM saw are not stale', async () => {
+    const { root } = await sessionWithChangedFile(base);
+    const now = new Date();
+    for (const file of ['old.txt', 'new.txt']) await utimes(path.join(root, 'workspace', file), now, now);
+    const sessionWorkspace = await openWorkspace(path.join(root, 'workspace'));
+    const { blocks } = await planAnswer(sessionWorkspace, '[EDIT_FILE path="old.txt" start_line="1" end_line="1"]\nx\n[/EDIT_FILE]', {
+      stale: { target: { workspace: sessionWorkspace.root, sessionRoot: root }, answerPath: undefined },
+    });
+    assert.deepEqual(blocks.map((b) => [b.plan.kind, b.staleSince]), [['write', undefined]]);
   });
 
   it('carries each block out before planning the next when asked, as `belay blocks apply` does', async () => {

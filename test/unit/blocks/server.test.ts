@@ -263,7 +263,27 @@ describe('CodingAgent language server', () => {
     assert.deepEqual(await cleared, []);
   });
 
-  test('warns when an edited file changed after the outbox the answer replies to', async () => {
+  test('after a file changes, only the blocks whose paths it touches are planned again', async () => {
+    for (const name of ['keep.txt', 'gone.txt']) await writeFile(path.join(dir, name), 'x\n');
+    const file = path.join(dir, 'incremental.agent');
+    const uri = pathToFileURL(file).href;
+    assert.deepEqual(await client.open(file, '[DELETE_FILE path="keep.txt"]\n[DELETE_FILE path="gone.txt"]\n'), []);
+    // Both files go, but the server hears only of one: the other block's plan is kept as it was.
+    await rm(path.join(dir, 'keep.txt'));
+    await rm(path.join(dir, 'gone.txt'));
+    const next = nextDiagnostics(client, uri);
+    await client.rpc.sendNotification('workspace/didChangeWatchedFiles', { changes: [{ uri: pathToFileURL(path.join(dir, 'gone.txt')).href, type: 3 }] });
+    assert.deepEqual((await next).map((d) => [d.range.start.line, text_(d.message)]), [[1, "File 'gone.txt' not found"]]);
+    // A change of a folder above a block's file plans that block again too.
+    const again = nextDiagnostics(client, uri);
+    await client.rpc.sendNotification('workspace/didChangeWatchedFiles', { changes: [{ uri: pathToFileURL(dir).href, type: 2 }] });
+    assert.deepEqual((await again).map((d) => [d.range.start.line, text_(d.message)]), [
+      [0, "File 'keep.txt' not found"],
+      [1, "File 'gone.txt' not found"],
+    ]);
+  });
+
+  test('warns when an edited file\'s content changed since the outbox the answer replies to', async () => {
     const { root } = await sessionWithChangedFile(dir);
     const answer = path.join(root, 'inbox', 'answer.txt');
     const text = '[EDIT_FILE path="old.txt" start_line="1" end_line="1"]\nx\n[/EDIT_FILE]\n[EDIT_FILE path="new.txt" start_line="1" end_line="1"]\ny\n[/EDIT_FILE]\n';
@@ -272,6 +292,6 @@ describe('CodingAgent language server', () => {
     assert.equal(diagnostics.length, 1, JSON.stringify(diagnostics));
     assert.equal(diagnostics[0]!.code, 'stale');
     assert.equal(diagnostics[0]!.range.start.line, 3);
-    assert.match(text_(diagnostics[0]!.message), /'new\.txt' changed after 0123abcd_seq0001\.txt was written/);
+    assert.match(text_(diagnostics[0]!.message), /'new\.txt' changed since the LLM saw it \(0123abcd_seq0001\.txt\)/);
   });
 });

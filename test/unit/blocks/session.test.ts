@@ -5,8 +5,10 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { renderOutbox } from '../../../src/blocks/core/outbox.ts';
 import { CONTINUATION_PROMPT, protocolText } from '../../../src/blocks/core/protocol.ts';
+import { readSeen, textDigest } from '../../../src/blocks/core/seen.ts';
 import {
   loadSession,
+  recordAnswer,
   SessionError,
   answerFileName,
   sessionLayout,
@@ -14,6 +16,7 @@ import {
   sessionStateSchema,
   startSession,
   stepSession,
+  updateSession,
   watchSession,
 } from '../../../src/blocks/core/session.ts';
 import { tempDir } from './helpers.ts';
@@ -104,6 +107,55 @@ describe('session: step', () => {
     assert.deepEqual(saved.readFileRequests, ['src/a.py']);
     assert.deepEqual(saved.lastResults[3], { commandType: 'RUN_COMMAND', summary: "Ran 'echo hi' (exit code 0)", success: true, output: 'hi' });
     assert.equal(saved.pendingAnswer, undefined);
+  });
+
+  it('records what the LLM saw with each outbox: a digest per listed file, the text of each file sent whole', async () => {
+    const { outboxPath: first } = await startSession(root, 'task');
+    assert.deepEqual(await readSeen(first).then((s) => s && [[...s.digests], [...s.texts]]), [[], []]);
+    await writeFile(inWorkspace('a.py'), 'print(1)\n');
+    await writeFile(inWorkspace('b.py'), 'print(2)\n');
+    const outcome = await stepSession(root, '[READ_FILE path="./a.py"]');
+    const seen = await readSeen(outcome.outboxPath!);
+    assert.deepEqual([...seen!.digests].sort(), [
+      ['a.py', textDigest('print(1)\n')],
+      ['b.py', textDigest('print(2)\n')],
+    ]);
+    assert.deepEqual([...seen!.texts], [['a.py', 'print(1)\n']]);
+    // Kept with the session, out of the outbox folder.
+    assert.deepEqual((await readdir(path.join(root, 'outbox'))).filter((f) => !f.endsWith('.txt')), []);
+  });
+
+  it('carries an edit over a change made since the LLM read the file, as the editor does', async () => {
+    const { state } = await startSession(root, 'task');
+    await writeFile(inWorkspace('a.py'), 'one\ntwo\n');
+    await stepSession(root, '[READ_FILE path="a.py"]');
+    await writeFile(inWorkspace('a.py'), '# added\none\ntwo\n');
+    const source = path.join(root, 'inbox', `${state.sessionId}_answer0002_1.txt`);
+    const answer = '[EDIT_FILE path="a.py" start_line="2" end_line="2"]\nTWO\n[/EDIT_FILE]';
+    await writeFile(source, answer);
+    const outcome = await stepSession(root, answer, { source });
+    assert.equal(await readFile(inWorkspace('a.py'), 'utf8'), '# added\none\nTWO\n');
+    assert.deepEqual(outcome.report?.results.map((r) => r.summary), ["Edited 'a.py' lines 2-2 (now lines 3-3: the file changed since you read it)"]);
+  });
+
+  it('records an answer the editor applied block by block: its results go into the next outbox, once', async () => {
+    const { state } = await startSession(root, 'task');
+    const answer = '[CREATE_FILE path="a.txt"]\nA\n[/CREATE_FILE]\n[RUN_COMMAND]make[/RUN_COMMAND]';
+    const source = path.join(root, 'inbox', `${state.sessionId}_answer0001_1.txt`);
+    await writeFile(source, answer);
+    const results = [
+      { commandType: 'CREATE_FILE' as const, summary: "Created 'a.txt'", success: true },
+      { commandType: 'RUN_COMMAND' as const, summary: 'Not applied: the person left this block out', success: false },
+    ];
+    const outcome = await recordAnswer(root, answer, { sessionId: state.sessionId, results, readFileRequests: [], done: false, source });
+    assert.equal(outcome.kind, 'applied');
+    assert.equal(outcome.state.sequenceNumber, 2);
+    assert.match(await readFile(outcome.outboxPath!, 'utf8'), /\[OK\] CREATE_FILE: Created 'a\.txt'\n\[FAILED\] RUN_COMMAND: Not applied: the person left this block out/);
+    assert.deepEqual(await readdir(path.join(root, 'inbox', 'processed')), [path.basename(source)]);
+    assert.equal((await recordAnswer(root, answer, { sessionId: state.sessionId, results, readFileRequests: [], done: false })).kind, 'duplicate');
+    const saved = await updateSession(root, state.sessionId, { autoApplyFiles: true, model: 'openai:m' });
+    assert.deepEqual([saved.autoApplyFiles, saved.model, saved.sequenceNumber], [true, 'openai:m', 2]);
+    assert.equal((await updateSession(root, state.sessionId, { autoApplyFiles: undefined })).autoApplyFiles, undefined);
   });
 
   it('never applies the same answer twice, and resuming never skips a sequence number', async () => {
