@@ -4,10 +4,14 @@
 // steps, measured in interleaved rounds (100 bare spawns, a 100-step run, ...), so that a burst
 // of load from other processes on the machine does not decide the ratio.
 import { mkdir } from 'node:fs/promises';
+import { realpathSync } from 'node:fs';
 import * as path from 'node:path';
-import { localBackend, sandboxBackend, type Backend } from '../src/runner/core/backend.ts';
+import type { Backend } from '../src/runner/core/backend.ts';
+import { localBackend } from '../src/runner/core/backends/local.ts';
+import { sandboxBackend } from '../src/runner/core/backends/sandbox.ts';
+import { sdk1 } from '../src/runner/core/protocols/sdk1.ts';
 import { runTask } from '../src/runner/core/run.ts';
-import { loadTask } from '../src/runner/core/task.ts';
+import { loadTask, type Task } from '../src/runner/core/task.ts';
 import { runBounded } from '../src/shared/process.ts';
 import { percentile, type BenchContext, type BenchFile, type Figure } from './lib.ts';
 
@@ -15,10 +19,18 @@ const STEPS = 500;
 const ROUNDS = 5;
 const PER_ROUND = STEPS / ROUNDS;
 
-async function bareSpawns(backend: Backend, base: string, count: number): Promise<number[]> {
+async function bareSpawns(backend: Backend, base: string, count: number, task: Task): Promise<number[]> {
   const workspace = path.join(base, 'app');
   await mkdir(workspace, { recursive: true });
-  const session = await backend.open({ workspace, tests: path.join(base, 'tests'), logs: path.join(base, 'logs'), control: path.join(base, 'control') });
+  const folders = {
+    workspace,
+    tests: path.join(base, 'tests'),
+    logs: path.join(base, 'logs'),
+    control: path.join(base, 'control'),
+    scratch: path.join(base, 'scratch'),
+    environmentLog: path.join(base, 'environment.log'),
+  };
+  const session = await backend.open({ runId: 'bench', task, folders, agentFolders: [], hidden: [] });
   const host = session.command({ argv: ['/bin/sh', '-c', 'true'] });
   const times: number[] = [];
   for (let i = 0; i < count; i++) {
@@ -27,6 +39,7 @@ async function bareSpawns(backend: Backend, base: string, count: number): Promis
     times.push(performance.now() - t0);
     if (result.exitCode !== 0) throw new Error(`bare spawn failed: ${result.stderr.text('…')}`);
   }
+  await session.close();
   return times;
 }
 
@@ -39,7 +52,8 @@ async function harnessSteps(ctx: BenchContext, backend: Backend, runsDir: string
     task,
     agentCommand: `'${process.execPath}' '${path.join(fixtures, 'agents', 'commands.mjs')}'`,
     agentCwd: ctx.repoRoot,
-    protocol: 'sdk1',
+    agentFolders: [path.dirname(realpathSync(process.execPath))],
+    protocol: sdk1,
     backend,
     runsDir,
     limits: { maxSteps: PER_ROUND + 1, agentTimeoutMs: 600_000 },
@@ -58,17 +72,18 @@ const bench: BenchFile = {
     const figures: Figure[] = [];
     const backends: Backend[] = [localBackend()];
     try {
-      backends.unshift(await sandboxBackend({ readable: [ctx.repoRoot] }));
+      backends.unshift(await sandboxBackend());
     } catch (error) {
       ctx.log(`sandbox backend skipped: ${(error as Error).message}`);
     }
+    const task = await loadTask(path.join(ctx.repoRoot, 'test', 'fixtures', 'runner', 'tasks', 'hello'));
     for (const backend of backends) {
       const base = path.join(ctx.tmpDir, backend.name);
-      await bareSpawns(backend, path.join(base, 'bare'), 20);
+      await bareSpawns(backend, path.join(base, 'bare'), 20, task);
       const bare: number[] = [];
       const steps: number[] = [];
       for (let round = 0; round < ROUNDS; round++) {
-        bare.push(...(await bareSpawns(backend, path.join(base, 'bare'), PER_ROUND)));
+        bare.push(...(await bareSpawns(backend, path.join(base, 'bare'), PER_ROUND, task)));
         steps.push(...(await harnessSteps(ctx, backend, path.join(base, 'runs'))));
       }
       const value = percentile(steps, 50);

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { parseCommandLine } from '../shared/args.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { UsageError, type CliIO } from './io.ts';
-import { runNanobot, TerminalConfigSchema, type NanobotEvent, type TerminalConfig } from '../runner/core/nanobot.ts';
+import { runNanobot, TerminalConfigSchema, type NanobotEvent, type TerminalConfig } from '../runner/core/protocols/nanobot.ts';
 
 /** Printed by `belay nanobot --help` (and when no action is given). */
 export const usage = `Usage: belay nanobot --command "COMMAND" --text TEXT [options]

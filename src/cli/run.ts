@@ -3,9 +3,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseCommandLine } from '../shared/args.ts';
 import { UsageError, type CliIO } from './io.ts';
-import { localBackend, sandboxBackend, SandboxUnavailableError, type Backend } from '../runner/core/backend.ts';
+import { errorMessage } from '../shared/errors.ts';
+import { parseEnvOptions } from '../runner/core/agents.ts';
+import { BackendUnavailableError, type Backend } from '../runner/core/backend.ts';
+import { BACKEND_NAMES, isBackendName, pickBackend } from '../runner/core/backends/choose.ts';
 import type { Protocol, RunEvent } from '../runner/core/events.ts';
 import type { RunLimits } from '../runner/core/protocol.ts';
+import { protocolNamed } from '../runner/core/protocols/index.ts';
 import type { RunResult } from '../runner/core/records.ts';
 import { runTask } from '../runner/core/run.ts';
 import { discoverTasks } from '../runner/core/task.ts';
@@ -17,14 +21,22 @@ Runs an agent on each task found under the TASK_DIRs (task.toml or task.yaml lay
 the task's tests. Live progress goes to stderr; a summary table (or JSON) to stdout.
 
 Options:
-  --agent "COMMAND"        the agent's shell command (run from the current folder)
+  --agent "COMMAND"        the agent's shell command, run in the agent's folder
+  --agent-dir DIR          the agent's folder (default: the current folder); an isolating
+                           backend shows it read-only, without the task folders or run records
   --protocol sdk1|sdk2     sdk1: JSON lines on stdin/stdout; sdk2: HTTP server on AGENT_PORT
-  --backend sandbox|local  sandbox (default on Linux): bubblewrap, /app writable, no network;
-                           local: a plain child process, no isolation
+  --backend sandbox|local  sandbox: bubblewrap, only /app writable, no network, no capabilities;
+                           local: plain child processes, no isolation (only when asked for);
+                           default: the best isolating backend that works here
+  --env KEY=VALUE          a variable for the agent (repeatable); KEY alone passes it on from
+                           this shell. The agent gets these and PATH, HOME, LANG, TERM: nothing
+                           else of this environment
   --max-steps N            step limit (default 200)
   --agent-timeout S        the agent's time in seconds (default: the task's)
   --command-timeout S      one command's time in seconds, SDK 1.x (default 120)
   --silence-timeout S      longest wait for one SDK 1.x response (default 300)
+  --log-limit MB           each log on disk keeps its first and last MB/2 (default 16)
+  --disk-budget MB         the most a run folder may grow to (default 4096)
   --out DIR                where run folders go (default .belay/runs)
   --concurrency N          tasks run at once (default 1)
   --json                   print the results as JSON instead of the table
@@ -47,8 +59,12 @@ function positiveNumber(value: string | undefined, flag: string, integer = false
 export async function run(args: string[], io: CliIO): Promise<number> {
   const { values, positionals } = parseCommandLine(args, {
     agent: { type: 'string' },
+    'agent-dir': { type: 'string' },
     protocol: { type: 'string' },
     backend: { type: 'string' },
+    env: { type: 'string', multiple: true, default: [] },
+    'log-limit': { type: 'string' },
+    'disk-budget': { type: 'string' },
     'max-steps': { type: 'string' },
     'agent-timeout': { type: 'string' },
     'command-timeout': { type: 'string' },
@@ -63,8 +79,14 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     throw new UsageError(`--protocol must be sdk1 or sdk2 (got ${values.protocol === undefined ? 'nothing' : `'${values.protocol}'`}): the protocol is never guessed`);
   }
   const protocol: Protocol = values.protocol;
-  const backendName = values.backend ?? (process.platform === 'linux' ? 'sandbox' : 'local');
-  if (backendName !== 'sandbox' && backendName !== 'local') throw new UsageError(`--backend must be sandbox or local (got '${backendName}')`);
+  const backendName = values.backend;
+  if (backendName !== undefined && !isBackendName(backendName)) throw new UsageError(`--backend must be ${BACKEND_NAMES.join(' or ')} (got '${backendName}')`);
+  let env: Record<string, string>;
+  try {
+    env = parseEnvOptions(values.env);
+  } catch (error) {
+    throw new UsageError(`--env: ${errorMessage(error)}`);
+  }
   const limits: Partial<RunLimits> = {};
   const maxSteps = positiveNumber(values['max-steps'], '--max-steps', true);
   if (maxSteps !== undefined) limits.maxSteps = maxSteps;
@@ -74,23 +96,25 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   if (commandTimeout !== undefined) limits.commandTimeoutMs = commandTimeout * 1000;
   const silenceTimeout = positiveNumber(values['silence-timeout'], '--silence-timeout');
   if (silenceTimeout !== undefined) limits.silenceTimeoutMs = silenceTimeout * 1000;
+  const logLimit = positiveNumber(values['log-limit'], '--log-limit');
+  if (logLimit !== undefined) limits.maxLogBytes = Math.round(logLimit * 1024 * 1024);
+  const diskBudget = positiveNumber(values['disk-budget'], '--disk-budget');
+  if (diskBudget !== undefined) limits.diskBudgetBytes = Math.round(diskBudget * 1024 * 1024);
   const concurrency = positiveNumber(values.concurrency, '--concurrency', true) ?? 1;
   const runsDir = path.resolve(io.cwd, values.out ?? path.join('.belay', 'runs'));
+  const agentCwd = path.resolve(io.cwd, values['agent-dir'] ?? '.');
 
   const { tasks, errors } = await discoverTasks(positionals.map((p) => path.resolve(io.cwd, p)));
   for (const error of errors) io.stderr.write(`belay run: broken task: ${error.message}\n`);
   if (tasks.length === 0 && errors.length === 0) throw new UsageError(`no task (task.toml or task.yaml) under ${positionals.join(', ')}`);
 
   let backend: Backend;
-  if (backendName === 'local') backend = localBackend();
-  else {
-    try {
-      backend = await sandboxBackend({ readable: [io.cwd] });
-    } catch (error) {
-      if (!(error instanceof SandboxUnavailableError)) throw error;
-      io.stderr.write(`belay run: ${error.message}\nRun with --backend local to run without isolation.\n`);
-      return 1;
-    }
+  try {
+    backend = await pickBackend(backendName);
+  } catch (error) {
+    if (!(error instanceof BackendUnavailableError)) throw error;
+    io.stderr.write(`belay run: ${error.message}\nRun with --backend local to run without isolation.\n`);
+    return 1;
   }
   io.stderr.write(`belay run: ${tasks.length} task(s), protocol ${protocol}, backend ${backend.label}\n`);
 
@@ -110,11 +134,16 @@ export async function run(args: string[], io: CliIO): Promise<number> {
           await runTask({
             task,
             agentCommand: values.agent!,
-            agentCwd: io.cwd,
-            protocol,
+            agentCwd,
+            // The agent's command may name Belay's own runtime.
+            agentFolders: [path.dirname(process.execPath)],
+            // Every task of this run stays out of sight, not only the one being run.
+            hidden: tasks.map((t) => t.dir),
+            protocol: protocolNamed(protocol),
             backend,
             runsDir,
             limits,
+            env,
             onEvent: (event) => io.stderr.write(progressLine(task.name, event)),
             signal: controller.signal,
           }),
@@ -164,16 +193,17 @@ export function progressLine(task: string, event: RunEvent): string {
 
 export function summaryTable(results: readonly RunResult[], broken: readonly string[] = []): string {
   const rows = [
-    ['task', 'result', 'reward', 'steps', 'time', 'cause'],
+    ['task', 'result', 'reward', 'steps', 'time', 'backend', 'cause'],
     ...results.map((r) => [
       r.task_name,
       r.passed ? 'passed' : 'failed',
       String(Math.round(r.reward * 100) / 100),
       String(r.steps),
       `${r.duration_sec.toFixed(1)}s`,
+      r.backend,
       r.failure_cause ?? '',
     ]),
-    ...broken.map((file) => [file, 'failed', '0', '0', '-', 'setup_error']),
+    ...broken.map((file) => [file, 'failed', '0', '0', '-', '-', 'setup_error']),
   ];
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
   const lines = rows.map((row) => row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd());

@@ -7,7 +7,7 @@ import * as vscode from 'vscode';
 import { errorMessage } from '../shared/errors.ts';
 import { resolveDir, terminalConfig, type MicroAgent } from './core/agents.ts';
 import { ansi, sanitizeTerminalText } from './core/format.ts';
-import type { NanobotEvent } from './core/nanobot.ts';
+import type { NanobotEvent } from './core/protocols/nanobot.ts';
 import { BufferedTerminalOutput, MEDIA_PREFIX } from './terminal.ts';
 
 export interface ChatOptions {
@@ -114,7 +114,7 @@ export class ChatTerminal implements vscode.Pseudoterminal {
         else this.#options.log.debug(`micro-agent ${agent.name} [${event.level}]: ${event.text}`);
       };
       // The nanobot runner (and the process layer under it) loads with the first message.
-      const { runNanobot } = await import('./core/nanobot.ts');
+      const { runNanobot } = await import('./core/protocols/nanobot.ts');
       const result = await runNanobot({
         config,
         input: { text, workspace: this.#options.workspace, chatId: 'vscode', channel: 'vscode' },

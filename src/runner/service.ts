@@ -68,7 +68,7 @@ export class RunnerService implements vscode.Disposable {
   #refreshing: Promise<void> | undefined;
   #refreshAgain = false;
   #timer: NodeJS.Timeout | undefined;
-  #sandbox: Promise<Backend> | undefined;
+  #backendChoice: Promise<Backend> | undefined;
   /** Started late when a runs folder appears after activation (see #load). */
   #nodeWatchers: RunsFolderWatcher[] = [];
 
@@ -112,7 +112,7 @@ export class RunnerService implements vscode.Disposable {
       vscode.workspace.onDidChangeWorkspaceFolders(() => this.refreshSoon()),
       ctx.trust.onDidGrant(() => this.#changed.fire()),
       ctx.config.onDidChange(['agents', 'microAgents', 'runner.backend', 'runner.runsDir'], () => {
-        this.#sandbox = undefined;
+        this.#backendChoice = undefined;
         this.refreshSoon();
       }),
       this.#changed,
@@ -259,16 +259,15 @@ export class RunnerService implements vscode.Disposable {
 
   async #backend(): Promise<Backend> {
     // The backends (and the process layer under them) load with the first run, not at activation.
-    const { localBackend, sandboxBackend, SandboxUnavailableError } = await import('./core/backend.ts');
-    if (this.#ctx.config.get('runner.backend') === 'local') return localBackend();
-    // Agents read the workspace, and `${node}` is the editor's own runtime: both stay visible in
-    // the sandbox even where they live under /tmp (which the sandbox replaces).
-    this.#sandbox ??= sandboxBackend({ readable: [...this.#folders(), path.dirname(process.execPath), this.#ctx.extension.extensionPath] });
+    const { pickBackend, isBackendName } = await import('./core/backends/choose.ts');
+    const { BackendUnavailableError } = await import('./core/backend.ts');
+    const setting = this.#ctx.config.get('runner.backend');
+    this.#backendChoice ??= pickBackend(isBackendName(setting) ? setting : undefined);
     try {
-      return await this.#sandbox;
+      return await this.#backendChoice;
     } catch (error) {
-      this.#sandbox = undefined;
-      if (error instanceof SandboxUnavailableError) {
+      this.#backendChoice = undefined;
+      if (error instanceof BackendUnavailableError) {
         throw new RunRefusedError(`${error.message}. Set "belay.runner.backend" to "local" to run agents without isolation.`);
       }
       throw error;
@@ -283,6 +282,7 @@ export class RunnerService implements vscode.Disposable {
     const env = fillEnv(agent.env, secrets, `agent '${agent.name}'`);
     const backend = await this.#backend();
     const { newRunId, runTask } = await import('./core/run.ts');
+    const { protocolNamed } = await import('./core/protocols/index.ts');
     const runId = newRunId(task.name);
     const controller = new AbortController();
     const abort = () => controller.abort();
@@ -298,13 +298,21 @@ export class RunnerService implements vscode.Disposable {
         task,
         agentCommand: expandCommand(agent.command, process.execPath, agent.baseDir),
         agentCwd: resolveDir(agent.baseDir, agent.cwd),
-        protocol: agent.protocol,
+        // `${node}` is the editor's own runtime; the extension's folder holds the bundled agents.
+        agentFolders: [agent.baseDir, path.dirname(process.execPath), this.#ctx.extension.extensionPath],
+        // Every task of the workspace stays out of the agent's sight, not only this one.
+        hidden: [...this.#tasks.map((t) => t.dir), ...this.#folders().map((f) => this.#runsDirOf(f))],
+        protocol: protocolNamed(agent.protocol),
         agentName: agent.name,
         backend,
         runsDir,
         runId,
         env,
-        limits: { maxSteps: this.#ctx.config.get('runner.maxSteps') },
+        limits: {
+          maxSteps: this.#ctx.config.get('runner.maxSteps'),
+          maxLogBytes: this.#ctx.config.get('runner.logLimitMB') * 1024 * 1024,
+          diskBudgetBytes: this.#ctx.config.get('runner.diskBudgetMB') * 1024 * 1024,
+        },
         signal: controller.signal,
         onEvent: (event) => {
           if (event.type === 'agent-log') this.#ctx.log.trace(`[${task.name}] ${event.chunk.trimEnd()}`);

@@ -151,3 +151,22 @@ export function terminalConfig(agent: MicroAgentSetting & { baseDir: string }, s
     ),
   };
 }
+
+const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * `--env` values: `KEY=VALUE`, or `KEY` alone to pass that variable on from Belay's own
+ * environment (an API key set in the shell, say). Throws with the offending text.
+ */
+export function parseEnvOptions(options: readonly string[], own: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const option of options) {
+    const eq = option.indexOf('=');
+    const name = eq < 0 ? option : option.slice(0, eq);
+    if (!VARIABLE_NAME.test(name)) throw new Error(`'${option}' is not KEY=VALUE or KEY (a variable name: letters, digits, _)`);
+    if (eq >= 0) env[name] = option.slice(eq + 1);
+    else if (own[name] !== undefined) env[name] = own[name]!;
+    else throw new Error(`${name} is not set in this environment (give it as ${name}=VALUE)`);
+  }
+  return env;
+}

@@ -1,30 +1,53 @@
-// Where agents and commands run. A backend turns "run this program inside the run's
-// environment" into a host command line; protocols never know which backend they use, so a
-// container engine can be added as one more implementation of `Backend`.
-import { existsSync, readdirSync, lstatSync, readlinkSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import * as path from 'node:path';
-import { runBounded } from '../../shared/process.ts';
+// Where agents, their commands and the tests run: the contract every backend fulfils (the
+// implementations live in backends/). A run has two phases. In the agent phase the agent sees
+// its working directory and, read-only, its own program; never the task's tests or solution,
+// the run's records or the host's home. The verify phase starts only once everything the agent
+// phase started is dead; then the staged tests and a fresh logs folder become visible. Protocols
+// and the verifier never know which backend they use.
+import { existsSync } from 'node:fs';
+import type { Task } from './task.ts';
 
-/** The host folders of one run that its environment exposes. */
+/** The host folders of one run. */
 export interface RunFolders {
-  /** The working directory agents and tests see (as /app in the sandbox). */
+  /** The working directory agents and tests see (as /app when isolated); kept across phases. */
   workspace: string;
-  /** The staged tests (seen as /tests in the sandbox); staged only after the agent finishes. */
+  /** The staged tests: filled by the harness between the phases, shown at `testsDir` in the verify phase only. */
   tests: string;
-  /** Verifier logs: logs/verifier/reward.txt, logs/verifier/ctrf.json (seen as /logs). */
+  /** What verify-phase commands write under `logsDir` (verifier/reward.txt, …) is read here once they end. */
   logs: string;
-  /** Harness-private files such as the agent's HTTP socket (seen as /belay). */
+  /** Harness-private files the agent phase may see (an SDK 2.0 agent's socket). */
   control: string;
+  /** The backend's own scratch space on disk (a private /tmp and home), counted in the run's disk budget. */
+  scratch: string;
+  /** Where preparing the environment logs (an image build), kept with the run. */
+  environmentLog: string;
+}
+
+export interface SessionSpec {
+  runId: string;
+  task: Task;
+  folders: RunFolders;
+  /**
+   * Host folders the agent needs to read (its program folder, the runtime its command names),
+   * shown read-only at the same path in the agent phase only.
+   */
+  agentFolders: readonly string[];
+  /** Host paths never shown, even where they lie under `agentFolders`: task folders, run records. */
+  hidden: readonly string[];
+  /** Progress worth showing while the environment is prepared (e.g. an image build). */
+  onNotice?: (message: string) => void;
+  signal?: AbortSignal;
 }
 
 export interface CommandSpec {
   argv: readonly [string, ...string[]];
   /** Working directory as seen inside; the workspace when absent. */
   cwd?: string;
+  /**
+   * The variables Belay gives the program: the protocol's, the agent's configured env and secrets.
+   * The program sees these and the backend's base variables (PATH, HOME, LANG, TERM), nothing else.
+   */
   env?: Record<string, string>;
-  /** Make the staged tests visible (verification). */
-  withTests?: boolean;
   /** A TCP port inside that the harness must reach (SDK 2.0); see `BackendSession.endpoint`. */
   exposePort?: number;
 }
@@ -32,23 +55,40 @@ export interface CommandSpec {
 export interface HostCommand {
   argv: [string, ...string[]];
   cwd: string;
-  env: NodeJS.ProcessEnv;
+  /** The whole environment of the host process (never merged with Belay's own). */
+  env: Record<string, string>;
 }
 
 /** How the harness reaches a port inside the environment. */
 export type Endpoint = { host: string; port: number } | { socketPath: string };
 
+export type Phase = 'agent' | 'verify';
+
 export interface BackendSession {
   readonly backend: string;
   /** The workspace as seen inside. */
   readonly workdir: string;
+  /** The staged tests as seen inside (verify phase). */
   readonly testsDir: string;
+  /** The logs folder as seen inside (verify phase). */
   readonly logsDir: string;
-  /** The host command that runs `spec` inside this environment. */
+  readonly phase: Phase;
+  /** The host command that runs `spec` inside this environment, in the current phase. */
   command(spec: CommandSpec): HostCommand;
   /** How to reach `port` for a command started with `exposePort: port`. */
   endpoint(port: number): Endpoint;
-  /** Ends everything the environment still runs (a container engine would remove it here). */
+  /**
+   * Ends the agent phase: resolves once every process started in it is dead (the agent, its
+   * commands, and whatever they left running, setsid or not). Idempotent.
+   */
+  endAgentPhase(): Promise<void>;
+  /**
+   * Starts the verify phase (after `endAgentPhase`, once the harness has staged the tests in
+   * `folders.tests` and emptied `folders.logs`): from now on commands see the tests read-only at
+   * `testsDir` and write `logsDir` into `folders.logs`.
+   */
+  startVerifyPhase(): Promise<void>;
+  /** Ends everything the environment still runs and removes what it made (containers, mounts). Idempotent. */
   close(): Promise<void>;
 }
 
@@ -56,13 +96,18 @@ export interface Backend {
   readonly name: string;
   /** Shown to the user beside every run, e.g. "local (no isolation)". */
   readonly label: string;
-  open(folders: RunFolders): Promise<BackendSession>;
+  /** True when the agent cannot reach the host's files, network or privileges. */
+  readonly isolated: boolean;
+  open(spec: SessionSpec): Promise<BackendSession>;
 }
 
-export class SandboxUnavailableError extends Error {
-  override name = 'SandboxUnavailableError';
-  constructor(reason: string) {
-    super(`sandbox unavailable: ${reason}`);
+/** A backend that cannot run on this machine; the message says why and what to do. */
+export class BackendUnavailableError extends Error {
+  override name = 'BackendUnavailableError';
+  readonly backend: string;
+  constructor(backend: string, reason: string) {
+    super(`${backend} unavailable: ${reason}`);
+    this.backend = backend;
   }
 }
 
@@ -71,112 +116,15 @@ export function shellPath(): string {
   return existsSync('/bin/bash') ? '/bin/bash' : '/bin/sh';
 }
 
-/** A plain child process in the run's folders: no isolation, for systems without a sandbox. */
-export function localBackend(): Backend {
-  return {
-    name: 'local',
-    label: 'local (no isolation: agents can reach the whole filesystem and network)',
-    async open(folders) {
-      return {
-        backend: 'local',
-        workdir: folders.workspace,
-        testsDir: folders.tests,
-        logsDir: folders.logs,
-        command(spec) {
-          return {
-            argv: [...spec.argv],
-            cwd: spec.cwd ?? folders.workspace,
-            env: { ...process.env, ...spec.env },
-          };
-        },
-        endpoint: (port) => ({ host: '127.0.0.1', port }),
-        async close() {},
-      };
-    },
-  };
-}
-
-export interface SandboxOptions {
-  bwrap?: string;
-  /** Extra host folders made readable inside at the same path (e.g. the agent's own folder). */
-  readable?: string[];
-}
-
-// Forwards connections on a Unix socket (reachable from the host through the bound control
-// folder) to a TCP port on the sandbox's private loopback: the only way in from outside.
-const BRIDGE_SOURCE = `const net=require('node:net');const [sock,port]=process.argv.slice(-2);
-require('node:fs').rmSync(sock,{force:true});
-net.createServer((c)=>{const t=net.connect(Number(port),'127.0.0.1');c.pipe(t).pipe(c);
-c.on('error',()=>t.destroy());t.on('error',()=>c.destroy());}).listen(sock);`;
+/** The variables every backend passes besides Belay's own; their values are the backend's choice. */
+export const BASE_VARIABLES = ['PATH', 'HOME', 'LANG', 'TERM'] as const;
+export type BaseEnvironment = Record<(typeof BASE_VARIABLES)[number], string>;
 
 /**
- * bubblewrap: the run's workspace bound at /app, every other top-level folder read-only, a
- * private /tmp, no network, its own PID namespace (everything dies with it).
- * Probes once; throws SandboxUnavailableError with bwrap's own words when it cannot run here.
+ * The environment a program gets: the base variables, then Belay's (`spec.env`). Nothing is
+ * inherited: the editor's and the shell's variables (API keys, tokens) stay out. SHLVL=1 keeps
+ * bash from taking a socket on its stdin for a remote login, which makes it read ~/.bashrc.
  */
-export async function sandboxBackend(options: SandboxOptions = {}): Promise<Backend> {
-  const bwrap = options.bwrap ?? '/usr/bin/bwrap';
-  if (process.platform !== 'linux') throw new SandboxUnavailableError(`bubblewrap needs Linux (this is ${process.platform})`);
-  if (!existsSync(bwrap)) throw new SandboxUnavailableError(`${bwrap} not found (Debian/Ubuntu: apt-get install bubblewrap)`);
-  const base = baseArgs(options.readable ?? []);
-  const probe = await runBounded({
-    argv: [bwrap, ...base, '--tmpfs', '/app', '--', '/bin/sh', '-c', 'exit 0'],
-    cwd: '/',
-    timeoutMs: 10_000,
-    maxOutputChars: 2000,
-  });
-  if (probe.spawnError) throw new SandboxUnavailableError(probe.spawnError.message);
-  if (probe.exitCode !== 0) {
-    const said = probe.stderr.text('…').trim() || `exit code ${probe.exitCode ?? probe.signal}`;
-    throw new SandboxUnavailableError(`${bwrap} failed: ${said} (user namespaces may be disabled here)`);
-  }
-  return {
-    name: 'sandbox',
-    label: 'sandbox (bubblewrap: /app writable, rest read-only, no network)',
-    async open(folders) {
-      await mkdir(folders.control, { recursive: true });
-      await mkdir(folders.logs, { recursive: true });
-      return {
-        backend: 'sandbox',
-        workdir: '/app',
-        testsDir: '/tests',
-        logsDir: '/logs',
-        command(spec) {
-          const args = [...base, '--bind', folders.workspace, '/app', '--bind', folders.logs, '/logs', '--bind', folders.control, '/belay'];
-          if (spec.withTests) args.push('--ro-bind', folders.tests, '/tests');
-          args.push('--chdir', spec.cwd ?? '/app', '--setenv', 'HOME', '/tmp', '--setenv', 'TMPDIR', '/tmp');
-          let argv: string[] = [...spec.argv];
-          if (spec.exposePort !== undefined) {
-            const bridge = ['-e', BRIDGE_SOURCE, '/belay/agent.sock', String(spec.exposePort)];
-            argv = ['/bin/sh', '-c', '"$0" "$1" "$2" "$3" "$4" & shift 4; exec "$@"', process.execPath, ...bridge, ...argv];
-          }
-          return { argv: [bwrap, ...args, '--', ...argv], cwd: '/', env: { ...process.env, ...spec.env } };
-        },
-        endpoint: () => ({ socketPath: path.join(folders.control, 'agent.sock') }),
-        // The PID namespace ends with its first process, which the harness kills by group.
-        async close() {},
-      };
-    },
-  };
-}
-
-/** Read-only binds for every top-level folder but the ones the sandbox replaces. */
-function baseArgs(readable: string[]): string[] {
-  const args = ['--unshare-all', '--die-with-parent', '--dev', '/dev', '--proc', '/proc'];
-  for (const name of readdirSync('/')) {
-    if (['proc', 'dev', 'tmp', 'sys', 'app', 'tests', 'logs', 'belay'].includes(name)) continue;
-    const full = `/${name}`;
-    let stat;
-    try {
-      stat = lstatSync(full);
-    } catch {
-      continue;
-    }
-    if (stat.isSymbolicLink()) args.push('--symlink', readlinkSync(full), full);
-    else if (stat.isDirectory()) args.push('--ro-bind', full, full);
-  }
-  args.push('--tmpfs', '/tmp');
-  // Folders under the private /tmp that the agent needs to read (its own code, say).
-  for (const dir of readable) if (dir.startsWith('/tmp/') && existsSync(dir)) args.push('--ro-bind', dir, dir);
-  return args;
+export function programEnvironment(base: BaseEnvironment, env: Record<string, string> | undefined): Record<string, string> {
+  return { SHLVL: '1', ...base, ...env };
 }

@@ -2,7 +2,7 @@
 // kind, the run's files beyond their own logs, or the verification.
 import type { BackendSession } from './backend.ts';
 import type { RunEvent } from './events.ts';
-import type { TrajectoryEntry } from './records.ts';
+import type { Protocol, TrajectoryEntry } from './records.ts';
 import type { Task } from './task.ts';
 
 export interface RunLimits {
@@ -24,6 +24,12 @@ export interface RunLimits {
   pollIntervalMs: number;
   statusTimeoutMs: number;
   maxConsecutiveErrors: number;
+  /** SDK 2.0: the largest answer read from the agent; a longer one is the agent's fault. */
+  maxResponseBytes: number;
+  /** Each log on disk (agent output, a step's output, the tests' output) keeps its head and tail within this. */
+  maxLogBytes: number;
+  /** The whole run folder (workspace, logs, scratch) may not grow past this. */
+  diskBudgetBytes: number;
 }
 
 export const DEFAULT_LIMITS: Omit<RunLimits, 'agentTimeoutMs'> = {
@@ -38,6 +44,9 @@ export const DEFAULT_LIMITS: Omit<RunLimits, 'agentTimeoutMs'> = {
   pollIntervalMs: 500,
   statusTimeoutMs: 5_000,
   maxConsecutiveErrors: 5,
+  maxResponseBytes: 1024 * 1024,
+  maxLogBytes: 16 * 1024 * 1024,
+  diskBudgetBytes: 4 * 1024 * 1024 * 1024,
 };
 
 export interface AgentContext {
@@ -61,4 +70,11 @@ export interface AgentContext {
 export interface AgentOutcome {
   steps: number;
   agentCompleted: boolean;
+}
+
+/** How Belay talks to an agent: one implementation per protocol (protocols/). */
+export interface AgentProtocol {
+  readonly name: Protocol;
+  /** Runs the agent until it completes or fails (a RunFailure); the agent is dead when it settles. */
+  run(ctx: AgentContext): Promise<AgentOutcome>;
 }

@@ -14,6 +14,10 @@ export const FAILURE_CAUSES = [
   'tests_failed',
   'setup_error',
   'aborted',
+  /** The run folder grew past the run's disk budget. */
+  'disk_budget',
+  /** Belay itself failed (neither the agent, the tests nor the setup). */
+  'harness_error',
 ] as const;
 export type FailureCause = (typeof FAILURE_CAUSES)[number];
 
@@ -62,6 +66,8 @@ export const RunResultSchema = z.object({
   agent: z.string().optional(),
   protocol: z.enum(PROTOCOLS),
   backend: z.string(),
+  /** The backend as the user was told, with what it isolates ("sandbox (bubblewrap: …)"). */
+  backend_label: z.string().optional(),
   started_at: z.string(),
   ended_at: z.string(),
   duration_sec: z.number(),
@@ -72,6 +78,8 @@ export const RunResultSchema = z.object({
   reward: z.number(),
   failure_cause: z.enum(FAILURE_CAUSES).nullable(),
   error: z.string().nullable(),
+  /** What the harness did that the user should know (leftovers removed, environment notes). */
+  notes: z.array(z.string()).optional(),
   run_dir: z.string(),
 });
 export type RunResult = z.infer<typeof RunResultSchema>;
@@ -89,6 +97,8 @@ export function runFiles(runDir: string) {
     tests: path.join(runDir, 'tests'),
     logs: path.join(runDir, 'logs'),
     control: path.join(runDir, 'control'),
+    scratch: path.join(runDir, 'scratch'),
+    environmentLog: path.join(runDir, 'environment.log'),
   };
 }
 

@@ -1,24 +1,30 @@
-// One run of one agent on one task: a fresh run folder seeded from the task's environment,
-// the agent through its protocol, the tests, and the records; reported as an event stream.
+// One run of one agent on one task, told in order: a fresh run folder seeded from the task's
+// environment; the agent phase (the agent through its protocol, in the backend); the end of
+// that phase, once everything it started is dead; the verify phase (the tests staged and run
+// where the agent can no longer reach them); the records. Reported as an event stream. Bounds
+// hold throughout: a total time, a disk budget, capped logs.
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { errorMessage } from '../../shared/errors.ts';
-import type { Backend, BackendSession } from './backend.ts';
+import type { Backend, BackendSession, RunFolders } from './backend.ts';
 import { RunFailure, type RunEvent, type RunEventListener } from './events.ts';
-import { DEFAULT_LIMITS, type AgentContext, type AgentOutcome, type RunLimits } from './protocol.ts';
-import { runFiles, writeRecords, type FailureCause, type Protocol, type RunResult, type TrajectoryEntry, type Verification } from './records.ts';
-import { runSdk1 } from './sdk1.ts';
-import { runSdk2 } from './sdk2.ts';
-import { seedWorkspace, type Task } from './task.ts';
-import { verify } from './verify.ts';
+import { formatBytes, watchDiskBudget } from './logs.ts';
+import { DEFAULT_LIMITS, type AgentContext, type AgentOutcome, type AgentProtocol, type RunLimits } from './protocol.ts';
+import { runFiles, writeRecords, type FailureCause, type RunResult, type TrajectoryEntry, type Verification } from './records.ts';
+import { seedWorkspace, stageTests, type Task } from './task.ts';
+import { removeVerifierLeftovers, verify } from './verify.ts';
 
 export interface RunTaskOptions {
   task: Task;
   agentCommand: string;
-  /** The agent's working directory on the host (seen at the same path in the sandbox). */
+  /** The agent's working directory on the host (seen read-only at the same path when isolated). */
   agentCwd: string;
-  protocol: Protocol;
+  /** Other host folders the agent must read (the runtime its command names), read-only. */
+  agentFolders?: string[];
+  /** Host paths the agent must never see although they lie in its folders (every task folder, say). */
+  hidden?: string[];
+  protocol: AgentProtocol;
   /** The agent's name, recorded in result.json so the run can be repeated with the same agent. */
   agentName?: string;
   backend: Backend;
@@ -26,7 +32,7 @@ export interface RunTaskOptions {
   runsDir: string;
   runId?: string;
   limits?: Partial<RunLimits>;
-  /** Extra variables for the agent (e.g. LLM_PROXY_URL). */
+  /** The agent's variables (its configured env, secrets, `--env`): all it gets beyond the protocol's. */
   env?: Record<string, string>;
   onEvent?: RunEventListener;
   /** Stops the run: everything it started is killed, the result says `aborted`. */
@@ -38,17 +44,17 @@ export function newRunId(taskName: string, now = new Date()): string {
   return `${stamp}-${taskName.replace(/[^A-Za-z0-9._-]/g, '_')}-${randomBytes(3).toString('hex')}`;
 }
 
+/** Time beyond the agent's and the tests' own for setting up, ending phases and writing records. */
+const TOTAL_MARGIN_MS = 60_000;
+
 export async function runTask(options: RunTaskOptions): Promise<RunResult> {
-  const { task } = options;
+  const { task, backend } = options;
   const runId = options.runId ?? newRunId(task.name);
   const runDir = path.resolve(options.runsDir, runId);
   const files = runFiles(runDir);
   const started = new Date();
-  const limits: RunLimits = {
-    ...DEFAULT_LIMITS,
-    agentTimeoutMs: task.agentTimeoutSec * 1000,
-    ...options.limits,
-  };
+  const limits: RunLimits = { ...DEFAULT_LIMITS, agentTimeoutMs: task.agentTimeoutSec * 1000, ...options.limits };
+  const testTimeoutMs = task.testTimeoutSec * 1000;
   const emit = (event: RunEvent) => {
     try {
       options.onEvent?.(event);
@@ -56,10 +62,28 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
       // A listener's mistake must not end the run.
     }
   };
+  const notes: string[] = [];
+  const note = (message: string) => {
+    notes.push(message);
+    emit({ type: 'notice', message });
+  };
+
+  // Whatever stops the run (the user, the total time, the disk budget) goes through one signal;
+  // its reason says why.
   const stop = new AbortController();
-  const onAbort = () => stop.abort();
-  if (options.signal?.aborted) stop.abort();
+  const stopWith = (failure: RunFailure) => stop.abort(failure);
+  const onAbort = () => stopWith(new RunFailure('aborted', 'the run was stopped'));
+  if (options.signal?.aborted) onAbort();
   options.signal?.addEventListener('abort', onAbort);
+  let phase: 'setup' | 'agent' | 'verify' = 'setup';
+  const totalMs = limits.agentTimeoutMs + testTimeoutMs + TOTAL_MARGIN_MS;
+  const total = setTimeout(() => {
+    const cause = phase === 'verify' ? 'test_timeout' : 'agent_timeout';
+    stopWith(new RunFailure(cause, `the run did not end within its total time of ${Math.round(totalMs / 1000)} s`));
+  }, totalMs);
+  const disk = watchDiskBudget(runDir, limits.diskBudgetBytes, (used) =>
+    stopWith(new RunFailure('disk_budget', `the run wrote ${formatBytes(used)}, more than its disk budget of ${formatBytes(limits.diskBudgetBytes)}`)),
+  );
 
   const trajectory: TrajectoryEntry[] = [];
   let outcome: AgentOutcome = { steps: 0, agentCompleted: false };
@@ -68,15 +92,10 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
   let session: BackendSession | undefined;
   try {
     await fs.mkdir(files.steps, { recursive: true });
-    emit({ type: 'run-started', runId, task: task.name, protocol: options.protocol, backend: options.backend.label, runDir });
-    try {
-      await seedWorkspace(task, files.workspace);
-      await fs.writeFile(files.agentStdout, '');
-      await fs.writeFile(files.agentStderr, '');
-      session = await options.backend.open({ workspace: files.workspace, tests: files.tests, logs: files.logs, control: files.control });
-    } catch (error) {
-      throw new RunFailure('setup_error', errorMessage(error));
-    }
+    emit({ type: 'run-started', runId, task: task.name, protocol: options.protocol.name, backend: backend.label, runDir });
+    session = await openEnvironment(options, runId, files, stop.signal, note);
+
+    phase = 'agent';
     const deadline = Date.now() + limits.agentTimeoutMs;
     const ctx: AgentContext = {
       task,
@@ -92,25 +111,93 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
       signal: stop.signal,
     };
     try {
-      outcome = await (options.protocol === 'sdk1' ? runSdk1(ctx) : runSdk2(ctx));
+      outcome = await options.protocol.run(ctx);
     } catch (error) {
-      if (!(error instanceof RunFailure)) throw error;
-      failure = error;
-      outcome = { steps: error.steps ?? trajectory.length, agentCompleted: false };
+      failure = error instanceof RunFailure ? error : new RunFailure('harness_error', `Belay failed while running the agent: ${errorMessage(error)}`);
+      outcome = { steps: failure.steps ?? trajectory.length, agentCompleted: false };
     }
+    try {
+      await session.endAgentPhase();
+    } catch (error) {
+      throw new RunFailure('harness_error', `the agent phase could not be ended: ${errorMessage(error)}`);
+    }
+
     // Like the real harness, the tests run even when the agent failed: partial work can pass.
     if (!stop.signal.aborted) {
+      phase = 'verify';
       emit({ type: 'verification-started' });
-      verification = await verify({ task, session, runDir, timeoutMs: task.testTimeoutSec * 1000, signal: stop.signal });
+      for (const leftover of await removeVerifierLeftovers(files.logs)) note(`removed ${leftover}, left by the agent phase: only the verify phase writes the verifier's files`);
+      await stageTests(task, files.tests);
+      await session.startVerifyPhase();
+      verification = await verify({ task, session, runDir, timeoutMs: testTimeoutMs, maxLogBytes: limits.maxLogBytes, signal: stop.signal });
       emit({ type: 'verification-ended', verification });
     }
   } catch (error) {
     failure = error instanceof RunFailure ? error : new RunFailure('setup_error', errorMessage(error));
   } finally {
+    clearTimeout(total);
+    disk.stop();
     options.signal?.removeEventListener('abort', onAbort);
-    await session?.close();
+    try {
+      await session?.close();
+    } catch (error) {
+      note(`the environment could not be closed: ${errorMessage(error)}`);
+    }
   }
-  if (options.signal?.aborted) failure = new RunFailure('aborted', 'the run was stopped');
+  // A stopped run ends with the reason it was stopped for, whatever the protocol made of it.
+  if (stop.signal.aborted && stop.signal.reason instanceof RunFailure) failure = stop.signal.reason;
+  if (failure?.failure === 'aborted' || failure?.failure === 'disk_budget') verification = null;
+  const result = summarize(options, { runId, runDir, started, outcome, failure, verification, notes });
+  await writeRecords(runDir, result, trajectory);
+  emit({ type: 'run-ended', result });
+  return result;
+}
+
+/** Seeds the workspace and opens the backend's environment; a failure here is `setup_error`. */
+async function openEnvironment(
+  options: RunTaskOptions,
+  runId: string,
+  files: ReturnType<typeof runFiles>,
+  signal: AbortSignal,
+  note: (message: string) => void,
+): Promise<BackendSession> {
+  try {
+    await seedWorkspace(options.task, files.workspace);
+    const folders: RunFolders = {
+      workspace: files.workspace,
+      tests: files.tests,
+      logs: files.logs,
+      control: files.control,
+      scratch: files.scratch,
+      environmentLog: files.environmentLog,
+    };
+    return await options.backend.open({
+      runId,
+      task: options.task,
+      folders,
+      agentFolders: [options.agentCwd, ...(options.agentFolders ?? [])],
+      // The task's own folder and the run records are never the agent's to read.
+      hidden: [options.task.dir, path.resolve(options.runsDir), ...(options.hidden ?? [])],
+      onNotice: note,
+      signal,
+    });
+  } catch (error) {
+    throw new RunFailure('setup_error', errorMessage(error));
+  }
+}
+
+interface RunFacts {
+  runId: string;
+  runDir: string;
+  started: Date;
+  outcome: AgentOutcome;
+  failure: RunFailure | undefined;
+  verification: Verification | null;
+  notes: string[];
+}
+
+function summarize(options: RunTaskOptions, facts: RunFacts): RunResult {
+  const { failure, verification, outcome } = facts;
   const passed = failure === undefined && verification !== null && verification.success;
   let cause: FailureCause | null = failure?.failure ?? null;
   let error: string | null = failure?.message ?? null;
@@ -119,16 +206,17 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
     error = verification.error ?? `the tests gave reward ${verification.reward}`;
   }
   const ended = new Date();
-  const result: RunResult = {
-    run_id: runId,
-    task_name: task.name,
-    task_dir: task.dir,
+  return {
+    run_id: facts.runId,
+    task_name: options.task.name,
+    task_dir: options.task.dir,
     ...(options.agentName !== undefined ? { agent: options.agentName } : {}),
-    protocol: options.protocol,
+    protocol: options.protocol.name,
     backend: options.backend.name,
-    started_at: started.toISOString(),
+    backend_label: options.backend.label,
+    started_at: facts.started.toISOString(),
     ended_at: ended.toISOString(),
-    duration_sec: (ended.getTime() - started.getTime()) / 1000,
+    duration_sec: (ended.getTime() - facts.started.getTime()) / 1000,
     steps: outcome.steps,
     agent_completed: outcome.agentCompleted,
     verification,
@@ -136,9 +224,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
     reward: verification?.reward ?? 0,
     failure_cause: cause,
     error,
-    run_dir: runDir,
+    notes: facts.notes,
+    run_dir: facts.runDir,
   };
-  await writeRecords(runDir, result, trajectory);
-  emit({ type: 'run-ended', result });
-  return result;
 }

@@ -28,7 +28,17 @@ export const TaskTomlSchema = z.looseObject({
   metadata: z.record(z.string(), z.unknown()).optional(),
   agent: z.looseObject({ timeout_sec: seconds.optional() }).optional(),
   verifier: z.looseObject({ timeout_sec: seconds.optional() }).optional(),
-  environment: z.record(z.string(), z.unknown()).optional(),
+  environment: z
+    .looseObject({
+      cpus: z.number().positive().optional(),
+      memory_mb: z.number().positive().optional(),
+      /** An older spelling: "2G", "512M" (a number is megabytes). */
+      memory: z.union([z.string(), z.number().positive()]).optional(),
+      storage_mb: z.number().positive().optional(),
+      build_timeout_sec: seconds.optional(),
+      allow_internet: z.boolean().optional(),
+    })
+    .optional(),
 });
 
 export const TaskYamlSchema = z.looseObject({
@@ -60,6 +70,21 @@ export interface Task {
   /** A reference solution script, when the task has one. */
   solutionScript: string | undefined;
   metadata: Record<string, unknown>;
+  environment: TaskEnvironment;
+}
+
+/** How the task's environment is built and bounded (task.toml's [environment], the Docker files). */
+export interface TaskEnvironment {
+  /** The Dockerfile that builds the task's image, when the task has one. */
+  dockerfile: string | undefined;
+  /** docker-compose.yaml (older layout), when present: its main service describes the image. */
+  composeFile: string | undefined;
+  cpus: number | undefined;
+  memoryMb: number | undefined;
+  storageMb: number | undefined;
+  buildTimeoutSec: number | undefined;
+  /** false unless the task says otherwise. */
+  allowInternet: boolean;
 }
 
 /** Defaults of the harnesses (Harbor for the current layout, Terminal-Bench for the older one). */
@@ -134,6 +159,7 @@ async function loadCurrent(dir: string, name: string, file: string): Promise<Tas
     testScript: path.posix.relative(files.tests, files.testScript),
     solutionScript: existsSync(solution) ? solution : undefined,
     metadata: config.metadata ?? {},
+    environment: taskEnvironment(path.join(dir, files.environment), config.environment),
   };
 }
 
@@ -157,6 +183,32 @@ async function loadLegacy(dir: string, name: string, file: string): Promise<Task
     testScript: files.testScript,
     solutionScript: existsSync(solution) ? solution : undefined,
     metadata: { difficulty, category, tags },
+    environment: taskEnvironment(dir, undefined),
+  };
+}
+
+/** The first of `names` that exists in `dir`. */
+function firstFile(dir: string, names: readonly string[]): string | undefined {
+  return names.map((name) => path.join(dir, name)).find((file) => existsSync(file));
+}
+
+function memoryMb(value: string | number | undefined): number | undefined {
+  if (typeof value === 'number') return value;
+  const match = value?.trim().match(/^(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?$/i);
+  if (!match) return undefined;
+  const scale = { '': 1 / (1024 * 1024), k: 1 / 1024, m: 1, g: 1024, t: 1024 * 1024 }[match[2]!.toLowerCase() as '' | 'k' | 'm' | 'g' | 't'];
+  return Number(match[1]) * scale;
+}
+
+function taskEnvironment(dockerDir: string, config: z.infer<typeof TaskTomlSchema>['environment']): TaskEnvironment {
+  return {
+    dockerfile: firstFile(dockerDir, ['Dockerfile']),
+    composeFile: firstFile(dockerDir, ['docker-compose.yaml', 'docker-compose.yml']),
+    cpus: config?.cpus,
+    memoryMb: config?.memory_mb ?? memoryMb(config?.memory),
+    storageMb: config?.storage_mb,
+    buildTimeoutSec: config?.build_timeout_sec,
+    allowInternet: config?.allow_internet ?? false,
   };
 }
 
@@ -211,6 +263,8 @@ export async function seedWorkspace(task: Task, workspace: string): Promise<void
 
 /** Stages the tests (and, in the older layout, run-tests.sh) into the folder the verifier sees. */
 export async function stageTests(task: Task, testsDir: string): Promise<void> {
+  // Whatever is there already did not come from the task.
+  await fs.rm(testsDir, { recursive: true, force: true });
   await fs.mkdir(testsDir, { recursive: true });
   if (task.testsDir) await fs.cp(task.testsDir, testsDir, { recursive: true, verbatimSymlinks: true });
   if (task.layout === 'legacy') await fs.copyFile(path.join(task.dir, LAYOUT_FILES.legacy.testScript), path.join(testsDir, task.testScript));

@@ -44,8 +44,8 @@ describe('belay run', () => {
     assert.match(stderr, /\[hello\] step 2: exit 0 \(\d+ ms\)/);
     assert.match(stderr, /\[hello\] PASSED/);
     const lines = stdout.trim().split('\n');
-    assert.match(lines[0]!, /^task\s+result\s+reward\s+steps\s+time\s+cause$/);
-    assert.match(lines[2]!, /^hello\s+passed\s+1\s+3\s+\d+\.\ds$/);
+    assert.match(lines[0]!, /^task\s+result\s+reward\s+steps\s+time\s+backend\s+cause$/);
+    assert.match(lines[2]!, /^hello\s+passed\s+1\s+3\s+\d+\.\ds\s+local$/);
     assert.equal(lines.at(-1), '1/1 passed');
     const [runDir] = readdirSync(out);
     assert.deepEqual(readdirSync(path.join(out, runDir!)).filter((f) => f.endsWith('.json')).sort(), ['result.json', 'trajectory.json']);
@@ -67,7 +67,7 @@ describe('belay run', () => {
     assert.equal(code, 1);
     assert.match(stdout, /^hello\s+passed/m);
     assert.match(stdout, /^legacy-hello\s+passed/m);
-    assert.match(stdout, /^partial\s+failed\s+0\s+3\s+\S+\s+tests_failed$/m);
+    assert.match(stdout, /^partial\s+failed\s+0\s+3\s+\S+\s+local\s+tests_failed$/m);
     assert.match(stdout, /2\/3 passed/);
   });
 
@@ -100,7 +100,7 @@ describe('belay run', () => {
       },
     );
     assert.equal(code, 1);
-    assert.match(stdout, /^hello\s+failed\s+0\s+\d+\s+\S+\s+aborted$/m);
+    assert.match(stdout, /^hello\s+failed\s+0\s+\d+\s+\S+\s+local\s+aborted$/m);
     assert.deepEqual(processesWith(token), []);
   });
 });

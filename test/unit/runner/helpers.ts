@@ -1,10 +1,13 @@
 // Shared by the runner tests: fixture paths, temporary folders, the backends, orphan checks.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { localBackend, sandboxBackend, type Backend } from '../../../src/runner/core/backend.ts';
-import type { RunEvent } from '../../../src/runner/core/events.ts';
+import type { Backend } from '../../../src/runner/core/backend.ts';
+import { localBackend } from '../../../src/runner/core/backends/local.ts';
+import { sandboxBackend } from '../../../src/runner/core/backends/sandbox.ts';
+import type { Protocol, RunEvent } from '../../../src/runner/core/events.ts';
+import { protocolNamed } from '../../../src/runner/core/protocols/index.ts';
 import type { RunLimits } from '../../../src/runner/core/protocol.ts';
 import { runTask, type RunTaskOptions } from '../../../src/runner/core/run.ts';
 import { loadTask } from '../../../src/runner/core/task.ts';
@@ -13,6 +16,8 @@ export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)
 export const fixtures = path.join(repoRoot, 'test', 'fixtures', 'runner');
 export const taskDir = (name: string) => path.join(fixtures, 'tasks', name);
 export const agentFile = (name: string) => path.join(fixtures, 'agents', name);
+/** The folder of the Node that runs the fixture agents: the agent needs to read it. */
+export const nodeDir = path.dirname(realpathSync(process.execPath));
 /** The shell command that runs a fixture agent with this Node (22). */
 export const nodeAgent = (name: string) => `'${process.execPath}' '${agentFile(name)}'`;
 
@@ -42,7 +47,7 @@ export function tempDir(prefix = 'belay-runner-'): TempDir {
 let sandbox: Promise<Backend | Error> | undefined;
 /** The sandbox backend, or the reason it cannot run here (probed once per test file). */
 export function sandboxOrReason(): Promise<Backend | Error> {
-  sandbox ??= sandboxBackend({ readable: [repoRoot] }).catch((error: Error) => error);
+  sandbox ??= sandboxBackend().catch((error: Error) => error);
   return sandbox;
 }
 
@@ -64,7 +69,7 @@ export async function runFixture(
   backend: Backend,
   runsDir: string,
   agent: string,
-  options: Partial<RunTaskOptions> & { taskName?: string } = {},
+  options: Partial<Omit<RunTaskOptions, 'protocol'>> & { taskName?: string; protocol?: Protocol } = {},
 ): Promise<{ result: Awaited<ReturnType<typeof runTask>>; events: RunEvent[] }> {
   const events: RunEvent[] = [];
   // Output chunks are kept up to a point: the flood test measures the harness, not this list.
@@ -74,10 +79,11 @@ export async function runFixture(
     task,
     agentCommand: agent,
     agentCwd: repoRoot,
-    protocol: 'sdk1',
+    agentFolders: [nodeDir],
     backend,
     runsDir,
     ...options,
+    protocol: protocolNamed(options.protocol ?? 'sdk1'),
     limits: { ...fastLimits, ...options.limits },
     onEvent: (event) => {
       if (event.type !== 'output' || (outputKept += event.chunk.length) < 1_000_000) events.push(event);

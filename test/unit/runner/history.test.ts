@@ -3,7 +3,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { agentTextOf, listRuns, readBounded, readTrajectory, runsByTask } from '../../../src/runner/core/history.ts';
-import { localBackend } from '../../../src/runner/core/backend.ts';
+import { localBackend } from '../../../src/runner/core/backends/local.ts';
+import { sdk1 } from '../../../src/runner/core/protocols/sdk1.ts';
 import { runTask } from '../../../src/runner/core/run.ts';
 import { loadTask } from '../../../src/runner/core/task.ts';
 import { nodeAgent, taskDir, tempDir } from './helpers.ts';
@@ -15,8 +16,8 @@ describe('run history', () => {
   it('lists real runs newest first with their agent, and reads their steps for the views', async () => {
     const runsDir = path.join(tmp.dir, 'runs');
     const task = await loadTask(taskDir('hello'));
-    const first = await runTask({ task, agentCommand: nodeAgent('multi-step.mjs'), agentCwd: tmp.dir, protocol: 'sdk1', agentName: 'scripted', backend: localBackend(), runsDir, runId: '20260101T000000Z-a' });
-    const second = await runTask({ task, agentCommand: nodeAgent('multi-step.mjs'), agentCwd: tmp.dir, protocol: 'sdk1', backend: localBackend(), runsDir, runId: '20260101T000001Z-b' });
+    const first = await runTask({ task, agentCommand: nodeAgent('multi-step.mjs'), agentCwd: tmp.dir, protocol: sdk1, agentName: 'scripted', backend: localBackend(), runsDir, runId: '20260101T000000Z-a' });
+    const second = await runTask({ task, agentCommand: nodeAgent('multi-step.mjs'), agentCwd: tmp.dir, protocol: sdk1, backend: localBackend(), runsDir, runId: '20260101T000001Z-b' });
     mkdirSync(path.join(runsDir, 'not-a-run'));
     const runs = await listRuns(runsDir);
     assert.deepEqual(runs.map((r) => r.result.run_id).sort(), [first.run_id, second.run_id].sort());

@@ -12,7 +12,7 @@ import {
   runNanobot,
   TerminalConfigSchema,
   type NanobotEvent,
-} from '../../../src/runner/core/nanobot.ts';
+} from '../../../src/runner/core/protocols/nanobot.ts';
 import { shellQuote } from '../../../src/shared/shell.ts';
 import { agentFile, processesWith, tempDir } from './helpers.ts';
 

@@ -3,7 +3,9 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { localBackend, sandboxBackend, SandboxUnavailableError } from '../../../src/runner/core/backend.ts';
+import { BackendUnavailableError } from '../../../src/runner/core/backend.ts';
+import { localBackend } from '../../../src/runner/core/backends/local.ts';
+import { sandboxBackend } from '../../../src/runner/core/backends/sandbox.ts';
 import { runFiles } from '../../../src/runner/core/records.ts';
 import { fixtures, nodeAgent, runFixture, sandboxOrReason, tempDir } from './helpers.ts';
 
@@ -14,7 +16,7 @@ after(() => tmp.remove());
 
 describe('sandbox availability', () => {
   it('reports a clear reason when bubblewrap is missing or cannot run', async () => {
-    await assert.rejects(sandboxBackend({ bwrap: '/nonexistent/bwrap' }), (e: unknown) => e instanceof SandboxUnavailableError && /^sandbox unavailable: \/nonexistent\/bwrap not found/.test(e.message));
+    await assert.rejects(sandboxBackend({ bwrap: '/nonexistent/bwrap' }), (e: unknown) => e instanceof BackendUnavailableError && /^sandbox unavailable: \/nonexistent\/bwrap not found/.test(e.message));
     await assert.rejects(sandboxBackend({ bwrap: '/bin/false' }), /sandbox unavailable: \/bin\/false failed: exit code 1/);
   });
 

@@ -3,9 +3,9 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { RunEvent } from '../../../src/runner/core/events.ts';
-import { firstJsonObject } from '../../../src/runner/core/mismatch.ts';
+import { firstJsonObject } from '../../../src/runner/core/protocols/mismatch.ts';
 import { readResult, runFiles } from '../../../src/runner/core/records.ts';
-import { parseSdk1Response, Sdk1RequestSchema } from '../../../src/runner/core/sdk1.ts';
+import { parseSdk1Response, Sdk1RequestSchema } from '../../../src/runner/core/protocols/sdk1.ts';
 import { backends, nodeAgent, processesWith, runFixture, tempDir } from './helpers.ts';
 
 // Resolved before any test is registered: node:test runs root hooks early after a top-level await.
@@ -124,18 +124,25 @@ for (const { name, backend } of available) {
       assert.match(result.error ?? '', /protocol mismatch: the agent listens on TCP port 18765 .* --protocol sdk2/);
     });
 
-    it('keeps memory bounded when a command prints 200 MB and the agent floods its stdout', async () => {
+    it('keeps memory and disk bounded when a command prints 200 MB and the agent floods its stdout', async () => {
       const before = process.memoryUsage().rss;
-      const { result } = await runFixture(be, runs, nodeAgent('flood.mjs'), { env: { FLOOD_SELF: '1' }, limits: { excerptChars: 4000 } });
+      const logLimit = 1024 * 1024;
+      const { result } = await runFixture(be, runs, nodeAgent('flood.mjs'), { env: { FLOOD_SELF: '1' }, limits: { excerptChars: 4000, maxLogBytes: logLimit } });
       const grown = process.memoryUsage().rss - before;
       assert.equal(result.agent_completed, true, result.error ?? '');
-      assert.equal(statSync(path.join(result.run_dir, 'steps', '0001.log')).size, 200 * 1024 * 1024 + 'flood-end\n'.length + 1);
+      // Each log keeps its head and its tail, with a marker saying how much is left out between.
+      const stepLog = readFileSync(path.join(result.run_dir, 'steps', '0001.log'), 'latin1');
+      assert.ok(stepLog.length <= logLimit + 200, `the step log holds ${stepLog.length} bytes`);
+      assert.match(stepLog, /^x{1000}/);
+      assert.match(stepLog, /\n\[\.\.\. \d+ bytes omitted by Belay: each log keeps its first and last 512 KB \.\.\.\]\n/);
+      assert.ok(stepLog.endsWith('x\nflood-end\n'));
       const trajectory = JSON.parse(readFileSync(runFiles(result.run_dir).trajectory, 'utf8')) as { screen: string | null; response: { text: string } }[];
       const shown = trajectory[1]!.screen!;
       assert.ok(shown.length < 9000, `the agent was shown ${shown.length} characters`);
       assert.match(shown, /\[\.\.\. \d+ characters omitted; the full output is in .*0001\.log \.\.\.\]/);
       assert.ok(shown.endsWith('flood-end'));
-      assert.ok(statSync(runFiles(result.run_dir).agentStdout).size > 200 * 1024 * 1024);
+      const agentLog = statSync(runFiles(result.run_dir).agentStdout).size;
+      assert.ok(agentLog <= logLimit + 200, `the agent's stdout log holds ${agentLog} bytes after a 200 MB flood`);
       assert.ok(grown < 150 * 1024 * 1024, `the harness grew by ${Math.round(grown / 1048576)} MB`);
     });
 

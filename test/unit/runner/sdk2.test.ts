@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { runFiles } from '../../../src/runner/core/records.ts';
-import { freePort, httpRequest, StatusSchema } from '../../../src/runner/core/sdk2.ts';
+import { freePort, httpRequest, StatusSchema } from '../../../src/runner/core/protocols/sdk2.ts';
 import { backends, nodeAgent, runFixture, tempDir } from './helpers.ts';
 
 // Resolved before any test is registered: node:test runs root hooks early after a top-level await.

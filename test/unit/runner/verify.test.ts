@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { localBackend } from '../../../src/runner/core/backend.ts';
+import { localBackend } from '../../../src/runner/core/backends/local.ts';
 import { runFiles } from '../../../src/runner/core/records.ts';
 import { loadTask } from '../../../src/runner/core/task.ts';
 import { nodeAgent, runFixture, tempDir } from './helpers.ts';

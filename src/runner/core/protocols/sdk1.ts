@@ -3,11 +3,11 @@
 import * as z from 'zod';
 import * as path from 'node:path';
 import { AgentProcess, type LineResult } from './agent-process.ts';
-import { shellPath } from './backend.ts';
-import { RunFailure } from './events.ts';
+import { shellPath } from '../backend.ts';
+import { RunFailure } from '../events.ts';
 import { firstJsonObject, listeningPorts } from './mismatch.ts';
-import type { AgentContext, AgentOutcome } from './protocol.ts';
-import { runFiles, stepOutputFile } from './records.ts';
+import type { AgentContext, AgentOutcome, AgentProtocol } from '../protocol.ts';
+import { runFiles, stepOutputFile } from '../records.ts';
 import { prepareStep, type PreparedStep } from './step.ts';
 
 export const Sdk1RequestSchema = z.object({
@@ -63,6 +63,9 @@ export function parseSdk1Response(line: string): { response: Sdk1Response; raw: 
 const MAX_INVALID = 3;
 const MAX_EMPTY = 3;
 
+/** Term Challenge SDK 1.x: JSON lines on the agent's stdin and stdout. */
+export const sdk1: AgentProtocol = { name: 'sdk1', run: runSdk1 };
+
 export async function runSdk1(ctx: AgentContext): Promise<AgentOutcome> {
   const files = runFiles(ctx.runDir);
   const agent = new AgentProcess({
@@ -74,6 +77,7 @@ export async function runSdk1(ctx: AgentContext): Promise<AgentOutcome> {
     stdin: 'pipe',
     stdoutLog: files.agentStdout,
     stderrLog: files.agentStderr,
+    maxLogBytes: ctx.limits.maxLogBytes,
     onStderr: (chunk) => ctx.emit({ type: 'agent-log', chunk }),
   });
   let step = 0;
@@ -126,6 +130,8 @@ export async function runSdk1(ctx: AgentContext): Promise<AgentOutcome> {
           cwd,
           timeoutMs: Math.max(1, Math.min(ctx.limits.commandTimeoutMs, ctx.remainingMs())),
           outputFile: path.join(ctx.runDir, outputFile),
+          outputName: outputFile,
+          maxLogBytes: ctx.limits.maxLogBytes,
           onOutput: (chunk) => ctx.emit({ type: 'output', step, chunk }),
           signal: ctx.signal,
         });

@@ -4,13 +4,14 @@ import { existsSync, statSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import * as path from 'node:path';
 import * as z from 'zod';
-import { runBounded } from '../../shared/process.ts';
-import { shellQuote } from '../../shared/shell.ts';
-import { shellPath } from './backend.ts';
-import type { TerminalConfig } from './nanobotConfig.ts';
+import { runBounded } from '../../../shared/process.ts';
+import { shellQuote } from '../../../shared/shell.ts';
+import { programEnvironment, shellPath } from '../backend.ts';
+import { localBaseEnvironment } from '../backends/local.ts';
+import type { TerminalConfig } from '../nanobotConfig.ts';
 
 // The configuration lives apart (the editor reads it without loading the process layer).
-export { ProviderConfigSchema, TerminalConfigSchema, type TerminalConfig } from './nanobotConfig.ts';
+export { ProviderConfigSchema, TerminalConfigSchema, type TerminalConfig } from '../nanobotConfig.ts';
 
 /** The envelope on stdin (snake_case). */
 export const EnvelopeSchema = z.object({
@@ -163,7 +164,8 @@ export async function runNanobot(options: RunNanobotOptions): Promise<NanobotRes
   const result = await runBounded({
     argv: [shellPath(), '-c', buildCommand(config.command, options.input.text)],
     cwd: envelope.workspace,
-    env: { ...process.env, ...config.env },
+    // The micro-agent's own variables and the base ones: never the editor's environment.
+    env: programEnvironment(localBaseEnvironment(), config.env),
     input: `${JSON.stringify(envelope)}\n`,
     timeoutMs: config.timeout * 1000,
     maxOutputChars: maxChars,

@@ -1,9 +1,9 @@
 // A long-lived agent process: its own process group (killed whole at the end, on timeout and
-// on abort), stdout read as lines of bounded length, stdout and stderr copied in full to log
+// on abort), stdout read as lines of bounded length, stdout and stderr copied to capped log
 // files, and only a bounded tail of stderr kept in memory.
-import { closeSync, openSync, writeSync } from 'node:fs';
-import { BoundedText, startChild, type RunningChild } from '../../shared/process.ts';
-import type { HostCommand } from './backend.ts';
+import { BoundedText, startChild, type RunningChild } from '../../../shared/process.ts';
+import type { HostCommand } from '../backend.ts';
+import { CappedLog } from '../logs.ts';
 
 export interface AgentProcessOptions {
   command: HostCommand;
@@ -11,6 +11,8 @@ export interface AgentProcessOptions {
   stdin: 'pipe' | 'ignore';
   stdoutLog: string;
   stderrLog: string;
+  /** Each log keeps its head and tail within this. */
+  maxLogBytes: number;
   /** Longer stdout lines are cut here (the log keeps them whole). */
   maxLineChars?: number;
   /** Unread lines kept; older ones are dropped beyond this. */
@@ -48,21 +50,20 @@ export class AgentProcess {
   constructor(options: AgentProcessOptions) {
     this.maxLine = options.maxLineChars ?? 1_000_000;
     this.maxQueued = options.maxQueuedLines ?? 1000;
-    const stdoutFd = openSync(options.stdoutLog, 'a');
-    const stderrFd = openSync(options.stderrLog, 'a');
+    const stdoutLog = new CappedLog(options.stdoutLog, options.maxLogBytes, 'a');
+    const stderrLog = new CappedLog(options.stderrLog, options.maxLogBytes, 'a');
     this.child = startChild({
       argv: options.command.argv,
       cwd: options.command.cwd,
       env: options.command.env,
       stdin: options.stdin,
-      // Synchronous log writes pace a flooding agent to the disk instead of to memory.
       onStdout: (chunk) => {
-        writeSync(stdoutFd, chunk);
+        stdoutLog.write(chunk);
         options.onStdout?.(chunk);
         this.takeStdout(chunk);
       },
       onStderr: (chunk) => {
-        writeSync(stderrFd, chunk);
+        stderrLog.write(chunk);
         this.stderrTail.append(chunk);
         options.onStderr?.(chunk);
       },
@@ -71,8 +72,8 @@ export class AgentProcess {
       const info: ExitInfo = { code: exitCode, signal, ...(spawnError ? { spawnError } : {}) };
       this.exitInfo = info;
       this.endLines();
-      closeSync(stdoutFd);
-      closeSync(stderrFd);
+      stdoutLog.close();
+      stderrLog.close();
       return info;
     });
   }

@@ -4,13 +4,13 @@ import * as http from 'node:http';
 import * as net from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import * as z from 'zod';
-import { errorMessage } from '../../shared/errors.ts';
+import { errorMessage } from '../../../shared/errors.ts';
 import { AgentProcess } from './agent-process.ts';
-import { shellPath, type Endpoint } from './backend.ts';
-import { RunFailure } from './events.ts';
+import { shellPath, type Endpoint } from '../backend.ts';
+import { RunFailure } from '../events.ts';
 import { looksLikeSdk1Response } from './mismatch.ts';
-import type { AgentContext, AgentOutcome } from './protocol.ts';
-import { runFiles } from './records.ts';
+import type { AgentContext, AgentOutcome, AgentProtocol } from '../protocol.ts';
+import { runFiles } from '../records.ts';
 
 export const HistoryEntrySchema = z.looseObject({
   step: z.number().int(),
@@ -46,34 +46,61 @@ interface HttpAnswer {
   body: string;
 }
 
-/** One HTTP request with a time limit and a bounded body. */
-export function httpRequest(endpoint: Endpoint, method: string, pathName: string, timeoutMs: number, body?: string): Promise<HttpAnswer> {
+/** An answer the agent got wrong by itself (too big, too slow): named as the agent's fault. */
+export class AgentAnswerError extends Error {
+  override name = 'AgentAnswerError';
+}
+
+/**
+ * One HTTP request that ends by `timeoutMs` whatever the server does (an answer trickling in a
+ * byte at a time included), with a body of at most `maxBytes`.
+ */
+export function httpRequest(endpoint: Endpoint, method: string, pathName: string, timeoutMs: number, body?: string, maxBytes = 4 * 1024 * 1024): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
     const target = 'socketPath' in endpoint ? { socketPath: endpoint.socketPath } : { host: endpoint.host, port: endpoint.port };
+    let settled = false;
+    const fail = (error: Error) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      request.destroy();
+      reject(error);
+    };
     const request = http.request(
       {
         ...target,
         method,
         path: pathName,
         agent: false,
+        maxHeaderSize: 16 * 1024,
         headers: body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
       },
       (response) => {
-        let text = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk: string) => {
-          text += chunk;
-          if (text.length > 4_000_000) request.destroy(new Error('response larger than 4 MB'));
+        const chunks: Buffer[] = [];
+        let size = 0;
+        response.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > maxBytes) fail(new AgentAnswerError(`the answer to ${method} ${pathName} is larger than ${maxBytes} bytes`));
+          else chunks.push(chunk);
         });
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
-        response.on('error', reject);
+        response.on('end', () => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
+        });
+        response.on('error', fail);
       },
     );
-    request.setTimeout(timeoutMs, () => request.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-    request.on('error', reject);
+    // A deadline, not an idle timeout: a byte every now and then does not keep the request alive.
+    const timer = setTimeout(() => fail(new AgentAnswerError(`no complete answer to ${method} ${pathName} within ${timeoutMs} ms`)), timeoutMs);
+    request.on('error', fail);
     request.end(body);
   });
 }
+
+/** Term Challenge SDK 2.0: the agent is an HTTP server; the harness starts it and polls its status. */
+export const sdk2: AgentProtocol = { name: 'sdk2', run: runSdk2 };
 
 export async function runSdk2(ctx: AgentContext): Promise<AgentOutcome> {
   const files = runFiles(ctx.runDir);
@@ -95,6 +122,7 @@ export async function runSdk2(ctx: AgentContext): Promise<AgentOutcome> {
     stdin: 'ignore',
     stdoutLog: files.agentStdout,
     stderrLog: files.agentStderr,
+    maxLogBytes: ctx.limits.maxLogBytes,
     maxQueuedLines: 50,
     onStderr: (chunk) => ctx.emit({ type: 'agent-log', chunk }),
     onStdout: (chunk) => {
@@ -116,6 +144,9 @@ export async function runSdk2(ctx: AgentContext): Promise<AgentOutcome> {
     return new RunFailure('agent_error', `the agent ${how} ${what}${tail ? `; its stderr ends with: ${tail}` : ''}`);
   };
   const history = new Map<number, z.infer<typeof HistoryEntrySchema>>();
+  // Every request ends by the agent's deadline at the latest.
+  const within = (ms: number) => Math.max(1, Math.min(ms, ctx.remainingMs()));
+  const agentTimeout = () => new RunFailure('agent_timeout', `the agent did not finish within its time limit of ${Math.round(ctx.limits.agentTimeoutMs / 1000)} s`);
   try {
     // 1. Health: every healthIntervalMs until healthTimeoutMs.
     const healthDeadline = Date.now() + ctx.limits.healthTimeoutMs;
@@ -125,8 +156,9 @@ export async function runSdk2(ctx: AgentContext): Promise<AgentOutcome> {
       if (agent.exit) {
         throw gone(`before its HTTP server answered /health on AGENT_PORT=${port}; an SDK 1.x agent reads requests on stdin instead (use --protocol sdk1)`);
       }
+      if (ctx.remainingMs() <= 0) throw agentTimeout();
       try {
-        const answer = await httpRequest(endpoint, 'GET', '/health', Math.max(100, ctx.limits.healthIntervalMs * 5));
+        const answer = await httpRequest(endpoint, 'GET', '/health', within(Math.max(100, ctx.limits.healthIntervalMs * 5)), undefined, ctx.limits.maxResponseBytes);
         if (answer.status === 200 && answer.body.includes('ok')) break;
         lastProblem = `HTTP ${answer.status}`;
       } catch (error) {
@@ -150,9 +182,10 @@ export async function runSdk2(ctx: AgentContext): Promise<AgentOutcome> {
     });
     let started: HttpAnswer;
     try {
-      started = await httpRequest(endpoint, 'POST', '/start', ctx.limits.startTimeoutMs, startBody);
+      started = await httpRequest(endpoint, 'POST', '/start', within(ctx.limits.startTimeoutMs), startBody, ctx.limits.maxResponseBytes);
     } catch (error) {
-      throw new RunFailure('agent_error', `POST /start failed: ${errorMessage(error)}`);
+      if (ctx.remainingMs() <= 0) throw agentTimeout();
+      throw new RunFailure('agent_error', `POST /start failed: ${errorMessage(error)}${error instanceof AgentAnswerError ? " (the agent's fault)" : ''}`);
     }
     if (started.status !== 200) throw new RunFailure('agent_error', `POST /start answered HTTP ${started.status}: ${started.body.slice(0, 300)}`);
     // 3. Poll.
@@ -160,28 +193,33 @@ export async function runSdk2(ctx: AgentContext): Promise<AgentOutcome> {
     for (;;) {
       await delay(ctx.limits.pollIntervalMs, undefined, { signal: stop }).catch(() => undefined);
       if (stop.aborted) throw new RunFailure('aborted', 'the run was stopped');
-      if (ctx.remainingMs() <= 0) {
-        throw new RunFailure('agent_timeout', `the agent did not finish within its time limit of ${Math.round(ctx.limits.agentTimeoutMs / 1000)} s`);
-      }
+      if (ctx.remainingMs() <= 0) throw agentTimeout();
       if (agent.exit) throw gone('while the task was running');
       let status: AgentStatus;
       try {
-        const answer = await httpRequest(endpoint, 'GET', '/status', ctx.limits.statusTimeoutMs);
+        const answer = await httpRequest(endpoint, 'GET', '/status', within(ctx.limits.statusTimeoutMs), undefined, ctx.limits.maxResponseBytes);
         if (answer.status !== 200) throw new Error(`HTTP ${answer.status}`);
         const parsed = StatusSchema.safeParse(JSON.parse(answer.body));
         if (!parsed.success) throw new Error(`field '${parsed.error.issues[0]!.path.join('.')}': ${parsed.error.issues[0]!.message}`);
         status = parsed.data;
         errorsInARow = 0;
       } catch (error) {
+        if (ctx.remainingMs() <= 0) throw agentTimeout();
+        if (error instanceof AgentAnswerError && /larger than/.test(error.message)) {
+          throw new RunFailure('agent_error', `GET /status: ${error.message} (the agent's fault: the protocol keeps the history short)`);
+        }
         errorsInARow++;
         ctx.emit({ type: 'notice', message: `GET /status failed (${errorsInARow}/${ctx.limits.maxConsecutiveErrors}): ${errorMessage(error)}` });
         if (errorsInARow >= ctx.limits.maxConsecutiveErrors) {
-          throw new RunFailure('agent_error', `GET /status failed ${errorsInARow} times in a row (last: ${errorMessage(error)})`);
+          const fault = error instanceof AgentAnswerError ? " (the agent's fault)" : '';
+          throw new RunFailure('agent_error', `GET /status failed ${errorsInARow} times in a row (last: ${errorMessage(error)})${fault}`);
         }
         continue;
       }
       record(ctx, history, status);
-      const steps = Math.max(status.steps ?? 0, ...history.keys(), 0);
+      // Not Math.max(...keys): spreading a long history overflows the stack.
+      let steps = status.steps ?? 0;
+      for (const step of history.keys()) if (step > steps) steps = step;
       if (status.status === 'completed') return { steps, agentCompleted: true };
       if (status.status === 'failed') {
         const message = status.error ?? 'the agent reported failure without an error';
@@ -198,7 +236,8 @@ export async function runSdk2(ctx: AgentContext): Promise<AgentOutcome> {
 /** Turns history entries not seen before into step events and trajectory entries. */
 function record(ctx: AgentContext, history: Map<number, z.infer<typeof HistoryEntrySchema>>, status: AgentStatus): void {
   for (const entry of status.history ?? []) {
-    if (history.has(entry.step)) continue;
+    // Steps the agent was not given do not count: the trajectory stays within the step limit.
+    if (entry.step < 1 || entry.step > ctx.limits.maxSteps || history.has(entry.step)) continue;
     history.set(entry.step, entry);
     const command = entry.command ?? null;
     ctx.emit({ type: 'step-started', step: entry.step });

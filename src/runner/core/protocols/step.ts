@@ -1,10 +1,9 @@
 // One agent command run as a shell command in the backend. The working directory is tracked
 // for real: after the command, whatever it did, the shell reports its directory on a side
 // channel (the original stderr), while the command's own stdout and stderr share one stream.
-import { closeSync, openSync, writeSync } from 'node:fs';
-import { prepareBounded, type BoundedRunResult } from '../../shared/process.ts';
-
-import { shellPath, type BackendSession } from './backend.ts';
+import { prepareBounded, type BoundedRunResult } from '../../../shared/process.ts';
+import { CappedLog } from '../logs.ts';
+import { shellPath, type BackendSession } from '../backend.ts';
 
 // stdin: the directory to start in (one line), then the command; $1: the fallback directory
 // when that one is gone. Nothing about the step is needed at spawn, so the shell can be started
@@ -19,8 +18,11 @@ export interface StepOptions {
   command: string;
   cwd: string;
   timeoutMs: number;
-  /** Receives the full output; only an excerpt is kept in memory. */
+  /** Receives the output (its head and tail within `maxLogBytes`); only an excerpt is kept in memory. */
   outputFile: string;
+  /** How the agent is told where the output went (the file relative to the run's records). */
+  outputName?: string;
+  maxLogBytes: number;
   /** Characters kept from the start and from the end of the output for the agent. */
   excerptChars: number;
   env?: Record<string, string>;
@@ -59,22 +61,22 @@ export function prepareStep(options: Pick<StepOptions, 'session' | 'env' | 'exce
   return {
     discard: () => prepared.discard(),
     async run(run) {
-      const fd = openSync(run.outputFile, 'w');
+      const log = new CappedLog(run.outputFile, run.maxLogBytes);
       let result;
       try {
         result = await prepared.start({
           input: `${run.cwd.replace(/\n/g, ' ')}\n${run.command}`,
           timeoutMs: run.timeoutMs,
           onStdout: (chunk) => {
-            writeSync(fd, chunk);
+            log.write(chunk);
             run.onOutput?.(chunk);
           },
           signal: run.signal,
         });
       } finally {
-        closeSync(fd);
+        log.close();
       }
-      return observe(result, run.cwd, run.timeoutMs, run.outputFile, options.excerptChars);
+      return observe(result, run.cwd, run.timeoutMs, run.outputName ?? run.outputFile, options.excerptChars);
     },
   };
 }

@@ -1,0 +1,72 @@
+// The local backend: plain child processes in the run's folders, for machines without a
+// sandbox or an engine. Chosen only explicitly and labelled so: the agent can read and write
+// whatever the user can, and reach the network. What it still gets from Belay: an environment
+// built from the allowlist, and, on Linux, the sweep that kills what the agent phase left
+// running (processes are marked by a variable; a program that drops it escapes the sweep).
+import { randomBytes } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import * as os from 'node:os';
+import { programEnvironment, type Backend, type BaseEnvironment, type Phase } from '../backend.ts';
+import { killMarked, type ProcessMark } from './sweep.ts';
+
+/** The variable that marks the processes of one local session. */
+export const SESSION_VARIABLE = 'BELAY_SESSION';
+
+/** Windows programs do not start without these; they hold no secrets. */
+const WINDOWS_VARIABLES = ['SystemRoot', 'SystemDrive', 'windir', 'ComSpec', 'PATHEXT', 'TEMP', 'TMP', 'USERPROFILE', 'APPDATA', 'LOCALAPPDATA'];
+
+/** The base variables for a program run here, taken from Belay's own environment. */
+export function localBaseEnvironment(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): BaseEnvironment & Record<string, string> {
+  const base: BaseEnvironment = {
+    PATH: env.PATH ?? env.Path ?? '/usr/local/bin:/usr/bin:/bin',
+    HOME: env.HOME ?? os.homedir(),
+    LANG: env.LANG ?? 'C.UTF-8',
+    TERM: env.TERM ?? 'dumb',
+  };
+  if (platform !== 'win32') return base;
+  const extra = Object.fromEntries(WINDOWS_VARIABLES.flatMap((name) => (env[name] !== undefined ? [[name, env[name]!]] : [])));
+  return { ...extra, ...base };
+}
+
+export function localBackend(): Backend {
+  return {
+    name: 'local',
+    label: 'local (no isolation: agents can reach the whole filesystem and network)',
+    isolated: false,
+    async open(spec) {
+      const { folders } = spec;
+      await mkdir(folders.control, { recursive: true });
+      await mkdir(folders.logs, { recursive: true });
+      const token = randomBytes(12).toString('hex');
+      const mark: ProcessMark = { file: 'environ', text: `${SESSION_VARIABLE}=${token}\0` };
+      const base = localBaseEnvironment();
+      let phase: Phase = 'agent';
+      return {
+        backend: 'local',
+        workdir: folders.workspace,
+        testsDir: folders.tests,
+        logsDir: folders.logs,
+        get phase() {
+          return phase;
+        },
+        command(command) {
+          return {
+            argv: [...command.argv],
+            cwd: command.cwd ?? folders.workspace,
+            env: { ...programEnvironment(base, command.env), [SESSION_VARIABLE]: token },
+          };
+        },
+        endpoint: (port) => ({ host: '127.0.0.1', port }),
+        async endAgentPhase() {
+          await killMarked(mark);
+        },
+        async startVerifyPhase() {
+          phase = 'verify';
+        },
+        async close() {
+          await killMarked(mark);
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,259 @@
+// The sandbox backend: bubblewrap, where no container engine is available. Every command is
+// its own sandbox with its own PID namespace (everything in it dies with it), no network, no
+// capabilities and no new privileges (also when Belay runs as root), and only what the phase
+// needs: read-only system folders (an allowlist of /etc), the workspace at /app, a private /tmp
+// and home kept for the run, and, in the agent phase, the agent's own folders read-only with
+// the task folders and run records masked inside them; in the verify phase, /tests and /logs.
+import { randomBytes } from 'node:crypto';
+import { existsSync, lstatSync, readdirSync, readlinkSync, realpathSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { runBounded } from '../../../shared/process.ts';
+import { BackendUnavailableError, programEnvironment, type Backend, type BaseEnvironment, type Phase, type RunFolders } from '../backend.ts';
+import { killMarked } from './sweep.ts';
+
+export interface SandboxOptions {
+  bwrap?: string;
+}
+
+/** Top-level system folders shown read-only (or as the symlinks they are). */
+const SYSTEM_FOLDERS = ['usr', 'bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32'];
+
+/**
+ * What programs read in /etc: the loader, users and groups, locales and time zones, certificates,
+ * alternatives, shells' startup files, interpreters' settings. Secrets (shadow, sudoers, ssh host
+ * keys, ssl/private) are never among them.
+ */
+const ETC_ENTRIES = [
+  'alternatives', 'bash.bashrc', 'bash_completion.d', 'ca-certificates', 'ca-certificates.conf', 'crypto-policies', 'debian_version',
+  'fonts', 'gai.conf', 'group', 'host.conf', 'hostname', 'hosts', 'inputrc', 'issue', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d',
+  'locale.alias', 'locale.conf', 'locale.gen', 'localtime', 'lsb-release', 'magic', 'magic.mime', 'mailcap', 'mime.types',
+  'nsswitch.conf', 'os-release', 'passwd', 'perl', 'pki', 'profile', 'profile.d', 'protocols', 'redhat-release', 'resolv.conf',
+  'rpc', 'services', 'shells', 'ssl', 'terminfo', 'timezone', 'vim', 'xdg', 'zsh',
+];
+/** Versioned folders such as python3.11. */
+const ETC_PREFIXES = ['python', 'java', 'gcc', 'ImageMagick'];
+/** Inside allowed /etc folders, still masked. */
+const ETC_MASKED = ['ssl/private', 'pki/tls/private'];
+
+/** The host's system view, computed once per backend. */
+export interface SystemView {
+  /** bwrap arguments that build the read-only system part of the root. */
+  args: string[];
+  /** PATH inside: the host's PATH entries that exist inside. */
+  path: string;
+}
+
+function entryArgs(full: string): string[] {
+  let stat;
+  try {
+    stat = lstatSync(full);
+  } catch {
+    return [];
+  }
+  if (stat.isSymbolicLink()) return ['--symlink', readlinkSync(full), full];
+  return ['--ro-bind', full, full];
+}
+
+export function systemView(hostPath = process.env.PATH ?? '', root = '/'): SystemView {
+  const args: string[] = [];
+  for (const name of SYSTEM_FOLDERS) args.push(...entryArgs(path.join(root, name)));
+  let etc: string[] = [];
+  try {
+    etc = readdirSync(path.join(root, 'etc'));
+  } catch {
+    // no /etc: programs cope
+  }
+  for (const name of etc.sort()) {
+    if (ETC_ENTRIES.includes(name) || ETC_PREFIXES.some((prefix) => name.startsWith(prefix))) args.push(...entryArgs(path.join(root, 'etc', name)));
+  }
+  for (const masked of ETC_MASKED) {
+    const full = path.join(root, 'etc', masked);
+    if (existsSync(full) && lstatSync(full).isDirectory()) args.push('--tmpfs', full, '--remount-ro', full);
+  }
+  const shown = (dir: string) => SYSTEM_FOLDERS.some((name) => dir === `/${name}` || dir.startsWith(`/${name}/`));
+  const entries = hostPath.split(':').filter((dir) => dir.startsWith('/') && shown(dir));
+  const fallback = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
+  return { args, path: [...new Set(entries.length > 0 ? entries : fallback)].join(':') };
+}
+
+/** What one sandboxed command sees, beyond the system view. */
+export interface SandboxLayout {
+  phase: Phase;
+  folders: Pick<RunFolders, 'workspace' | 'tests' | 'logs' | 'control'>;
+  /** Private, writable, kept for the run: shown as /tmp and as the home. */
+  tmp: string;
+  home: string;
+  /** The home as seen inside. */
+  homeInside: string;
+  agentFolders: readonly string[];
+  hidden: readonly string[];
+  /** Folders shown read-only in every phase at the same path (Belay's own runtime for the port bridge). */
+  runtime: readonly string[];
+  cwd: string;
+}
+
+function inside(child: string, parent: string): boolean {
+  return child === parent || child.startsWith(parent.endsWith('/') ? parent : `${parent}/`);
+}
+
+/** The bwrap arguments (after the system view) for one command. */
+export function layoutArgs(layout: SandboxLayout): string[] {
+  const args = ['--bind', layout.folders.workspace, '/app', '--bind', layout.tmp, '/tmp', '--bind', layout.home, layout.homeInside];
+  args.push('--symlink', '../tmp', '/var/tmp');
+  for (const dir of layout.runtime) args.push('--ro-bind', dir, dir);
+  if (layout.phase === 'agent') {
+    args.push('--bind', layout.folders.control, '/belay');
+    for (const dir of layout.agentFolders) args.push('--ro-bind', dir, dir);
+    // Task folders and run records under the agent's folders: an empty, read-only folder instead.
+    for (const hidden of layout.hidden) {
+      if (layout.agentFolders.some((dir) => inside(hidden, dir) && hidden !== dir) && existsSync(hidden)) {
+        if (lstatSync(hidden).isDirectory()) args.push('--tmpfs', hidden, '--remount-ro', hidden);
+        else args.push('--ro-bind', '/dev/null', hidden);
+      }
+    }
+  } else {
+    args.push('--ro-bind', layout.folders.tests, '/tests', '--bind', layout.folders.logs, '/logs');
+  }
+  args.push('--remount-ro', '/', '--chdir', layout.cwd);
+  return args;
+}
+
+/**
+ * The namespaces and privileges: everything unshared (no network), a PID namespace that ends
+ * with the sandbox, no capabilities and no new privileges whatever the user, no user namespaces
+ * inside (they would give capabilities back), a fresh /proc with /proc/sys read-only, a minimal
+ * /dev with a small /dev/shm.
+ */
+export function isolationArgs(userNamespace: boolean): string[] {
+  // No --new-session: the sandbox has no terminal to inject into (its stdio are pipes), and
+  // staying in the harness's process group lets it find an agent's listening ports.
+  const args = ['--unshare-all', '--die-with-parent', '--cap-drop', 'ALL'];
+  if (userNamespace) args.push('--unshare-user', '--disable-userns');
+  args.push('--dev', '/dev', '--size', String(64 * 1024 * 1024), '--tmpfs', '/dev/shm', '--proc', '/proc', '--ro-bind', '/proc/sys', '/proc/sys');
+  return args;
+}
+
+/** Whether an agent folder would show the user's whole home (or more): refused. */
+export function tooWide(dir: string, home = os.homedir()): boolean {
+  return dir === '/' || inside(home, dir);
+}
+
+// Forwards connections on a Unix socket (reachable from the host through the bound control
+// folder) to a TCP port on the sandbox's private loopback: the only way in from outside.
+const BRIDGE_SOURCE = `const net=require('node:net');const [sock,port]=process.argv.slice(-2);
+require('node:fs').rmSync(sock,{force:true});
+net.createServer((c)=>{const t=net.connect(Number(port),'127.0.0.1');c.pipe(t).pipe(c);
+c.on('error',()=>t.destroy());t.on('error',()=>c.destroy());}).listen(sock);`;
+
+function realDir(dir: string): string {
+  try {
+    return realpathSync(dir);
+  } catch {
+    return path.resolve(dir);
+  }
+}
+
+/**
+ * Probes once; throws BackendUnavailableError with bwrap's own words when it cannot run here.
+ * Where user namespaces are unavailable, root still gets the sandbox without one.
+ */
+export async function sandboxBackend(options: SandboxOptions = {}): Promise<Backend> {
+  const bwrap = options.bwrap ?? '/usr/bin/bwrap';
+  if (process.platform !== 'linux') throw new BackendUnavailableError('sandbox', `bubblewrap needs Linux (this is ${process.platform})`);
+  if (!existsSync(bwrap)) throw new BackendUnavailableError('sandbox', `${bwrap} not found (Debian/Ubuntu: apt-get install bubblewrap)`);
+  const system = systemView();
+  const probe = async (userNamespace: boolean) =>
+    runBounded({
+      argv: [bwrap, ...isolationArgs(userNamespace), ...system.args, '--tmpfs', '/app', '--remount-ro', '/', '--', '/bin/sh', '-c', 'exit 0'],
+      cwd: '/',
+      env: { PATH: system.path },
+      timeoutMs: 10_000,
+      maxOutputChars: 2000,
+    });
+  let userNamespace = true;
+  let result = await probe(true);
+  if (result.exitCode !== 0 && !result.spawnError && process.getuid?.() === 0) {
+    const without = await probe(false);
+    if (without.exitCode === 0) {
+      userNamespace = false;
+      result = without;
+    }
+  }
+  if (result.spawnError) throw new BackendUnavailableError('sandbox', result.spawnError.message);
+  if (result.exitCode !== 0) {
+    const said = result.stderr.text('…').trim() || `exit code ${result.exitCode ?? result.signal}`;
+    throw new BackendUnavailableError('sandbox', `${bwrap} failed: ${said} (user namespaces may be disabled here)`);
+  }
+  const isolation = isolationArgs(userNamespace);
+  const node = realpathSync(process.execPath);
+  const runtime = path.dirname(node);
+  return {
+    name: 'sandbox',
+    label: 'sandbox (bubblewrap: only /app writable, no network, no capabilities)',
+    isolated: true,
+    async open(spec) {
+      const { folders } = spec;
+      const agentFolders = [...new Set(spec.agentFolders.map(realDir))];
+      const wide = agentFolders.find((dir) => tooWide(dir));
+      if (wide) throw new Error(`the agent's folder ${wide} would show your whole home folder to the agent: give the agent a folder of its own`);
+      const hidden = spec.hidden.map(realDir);
+      for (const dir of agentFolders) {
+        const covering = hidden.find((h) => inside(dir, h));
+        if (covering) throw new Error(`the agent's folder ${dir} is inside ${covering}, which the agent must not see (a task's tests and solution, or run records): give the agent a folder of its own`);
+      }
+      // A random part in the private folders' paths: it shows in the mount table of every process
+      // of this session, which is how the sweep finds them.
+      const token = randomBytes(12).toString('hex');
+      const privateRoot = path.join(folders.scratch, `sandbox-${token}`);
+      const tmp = path.join(privateRoot, 'tmp');
+      const home = path.join(privateRoot, 'home');
+      for (const dir of [tmp, home, folders.control, folders.logs, folders.tests]) await mkdir(dir, { recursive: true });
+      const homeInside = process.getuid?.() === 0 ? '/root' : os.homedir();
+      const base: BaseEnvironment = { PATH: system.path, HOME: homeInside, LANG: process.env.LANG ?? 'C.UTF-8', TERM: process.env.TERM ?? 'dumb' };
+      const mark = { file: 'mountinfo' as const, text: token };
+      let phase: Phase = 'agent';
+      return {
+        backend: 'sandbox',
+        workdir: '/app',
+        testsDir: '/tests',
+        logsDir: '/logs',
+        get phase() {
+          return phase;
+        },
+        command(command) {
+          let argv: string[] = [...command.argv];
+          const bridged = command.exposePort !== undefined;
+          if (bridged) {
+            const bridge = ['-e', BRIDGE_SOURCE, '/belay/agent.sock', String(command.exposePort)];
+            // Electron (the editor's runtime) behaves as Node only with ELECTRON_RUN_AS_NODE.
+            argv = ['/bin/sh', '-c', 'ELECTRON_RUN_AS_NODE=1 "$0" "$1" "$2" "$3" "$4" & shift 4; exec "$@"', node, ...bridge, ...argv];
+          }
+          const layout: SandboxLayout = {
+            phase,
+            folders,
+            tmp,
+            home,
+            homeInside,
+            agentFolders,
+            hidden,
+            runtime: bridged ? [runtime] : [],
+            cwd: command.cwd ?? '/app',
+          };
+          return { argv: [bwrap, ...isolation, ...system.args, ...layoutArgs(layout), '--', ...argv], cwd: '/', env: programEnvironment(base, command.env) };
+        },
+        endpoint: () => ({ socketPath: path.join(folders.control, 'agent.sock') }),
+        async endAgentPhase() {
+          await killMarked(mark);
+        },
+        async startVerifyPhase() {
+          phase = 'verify';
+        },
+        async close() {
+          await killMarked(mark);
+        },
+      };
+    },
+  };
+}
