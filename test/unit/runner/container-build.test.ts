@@ -163,7 +163,7 @@ describe('task image builds (real engine)', { skip }, () => {
       taskImage({ ...options(dir, name), source: source as Exclude<typeof source, { kind: 'base' }> }),
       (e: unknown) => e instanceof Error && /^environment\/Dockerfile:13: RUN echo hi && exit 3: the image build failed: .*exit status 3.* \(build log: .*build\.log\)$/.test(e.message),
     );
-    assert.match(readFileSync(path.join(dir, 'build.log'), 'utf8'), /^first$/m);
+    assert.match(readFileSync(path.join(dir, 'build.log'), 'utf8'), /^hi$/m);
   });
 
   it('has no network while building', async () => {
