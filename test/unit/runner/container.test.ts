@@ -5,7 +5,10 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import type { Backend } from '../../../src/runner/core/backend.ts';
+import { PassThrough } from 'node:stream';
+import { run as runCommandModule } from '../../../src/cli/run.ts';
+import { BackendUnavailableError, type Backend } from '../../../src/runner/core/backend.ts';
+import { pickBackend } from '../../../src/runner/core/backends/choose.ts';
 import {
   agentMounts,
   containerBackend,
@@ -26,6 +29,8 @@ import { engineWithBase, uniqueName } from './container-helpers.ts';
 import { agentFile, nodeAgent, nodeDir, repoRoot, runFixture, taskDir, tempDir } from './helpers.ts';
 
 const tmp = tempDir('belay-container-');
+/** `belay run ARGS` (the first argument, 'run', is the subcommand's name). */
+const runCommand = (args: string[], io: Parameters<typeof runCommandModule>[1]) => runCommandModule(args.slice(1), io);
 const found = await engineWithBase();
 const skip = found instanceof Error ? found.message : false;
 const backend: Backend | Error = found instanceof Error ? found : await containerBackend().catch((error: Error) => error);
@@ -205,6 +210,36 @@ describe('container backend: runs', { skip }, () => {
     assert.equal(result.passed, false);
     assert.equal(result.reward, 0);
     assert.equal(result.failure_cause, 'tests_failed');
+  });
+});
+
+describe('container backend: the default and the command line', { skip }, () => {
+  it('is chosen first when none is named; without an engine the choice falls to the sandbox', async () => {
+    assert.equal((await pickBackend()).name, 'container');
+    const noEngine = { container: { env: { PATH: '/nonexistent' } } };
+    await assert.rejects(pickBackend('container', noEngine), (e: unknown) => e instanceof BackendUnavailableError && /^container unavailable: no container engine answers here \(podman: not installed.*; docker: not installed.*\); install podman/.test(e.message));
+    const fallback = await pickBackend(undefined, noEngine).catch((error: Error) => error);
+    if (!(fallback instanceof Error)) assert.equal(fallback.name, 'sandbox');
+    else assert.match(fallback.message, /^isolation unavailable: no isolating backend works here \(container unavailable: .*; sandbox unavailable: /);
+  });
+
+  it('`belay run --backend container` runs the demo tasks in their images and names the backend', async () => {
+    const out = new PassThrough();
+    const err = new PassThrough();
+    let stdout = '';
+    let stderr = '';
+    out.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+    err.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    const demo = path.join(repoRoot, 'demo');
+    const code = await runCommand(
+      ['run', 'tasks', '--agent', `'${process.execPath}' agents/sdk1-agent.mjs`, '--protocol', 'sdk1', '--backend', 'container', '--out', path.join(tmp.dir, 'demo-runs')],
+      { stdin: new PassThrough(), stdout: out, stderr: err, env: process.env, cwd: demo },
+    );
+    assert.equal(code, 0, stderr);
+    assert.match(stderr, /backend container \((podman|docker) /);
+    assert.match(stdout, /^count-words\s+passed\s+1\s+\d+\s+\S+\s+container\b/m);
+    assert.match(stdout, /^hello-world\s+passed\s+1\s+\d+\s+\S+\s+container\b/m);
+    await assert.rejects(runCommand(['run', 'tasks', '--agent', 'x', '--protocol', 'sdk1', '--engine', 'lxc'], { stdin: new PassThrough(), stdout: out, stderr: err, env: process.env, cwd: demo }), /--engine must be podman or docker \(got 'lxc'\)/);
   });
 });
 
