@@ -172,7 +172,8 @@ suite('Belay runner', () => {
     const active = runner.service.activeRuns[0];
     assert.ok(active, 'the run is active');
     const runDir = path.join(runner.service.runsDirFor(active.task.dir), active.id);
-    assert.ok(processesWith(runDir).length > 0, 'the run has processes (the sandboxed agent and its command)');
+    // A sandbox's processes name the run folder, a container's (engine clients, conmon) the run id in its name.
+    assert.ok(processesWith(active.id).length > 0, 'the run has processes (the isolated agent and its command)');
     await vscode.commands.executeCommand('belay.runner.stopRun');
     const result = await running;
     assert.equal(result.failure_cause, 'aborted');
@@ -180,7 +181,7 @@ suite('Belay runner', () => {
     out.dispose();
     assert.deepEqual(processesWith('sleep 600'), []);
     assert.equal(result.run_dir, runDir);
-    assert.deepEqual(processesWith(runDir), []);
+    assert.deepEqual(processesWith(active.id), []);
     assert.equal(runner.service.activeRuns.length, 0);
   });
 
