@@ -203,6 +203,18 @@ describe('container backend: runs', { skip }, () => {
     }
   });
 
+  it("stops the agent phase when the container writes more than the task's storage", async () => {
+    const bounded = await containerBackend({ storageCheckMs: 300 });
+    const dir = baseTask(uniqueName('storage'), 'exit 0\n', { 'task.toml': '[agent]\ntimeout_sec = 60\n[verifier]\ntimeout_sec = 30\n[environment]\nstorage_mb = 5\n' });
+    const commands = ['head -c 20000000 /dev/zero > /tmp/big.bin && sleep 50'];
+    const { result } = await runFixture(bounded, path.join(tmp.dir, 'runs'), nodeAgent('commands.mjs'), { task: await loadTask(dir), env: { AGENT_COMMANDS: JSON.stringify(commands) } });
+    assert.match((result.notes ?? []).join('\n'), /the container wrote \d+ MB, more than its storage limit of 5 MB: the agent phase is stopped/);
+    assert.equal(result.passed, false);
+    assert.equal(result.failure_cause, 'agent_error');
+    const trajectory = JSON.parse(readFileSync(runFiles(result.run_dir).trajectory, 'utf8')) as { exit_code: number | null; timed_out: boolean }[];
+    assert.deepEqual([trajectory[0]!.exit_code, trajectory[0]!.timed_out], [137, false], 'the command was killed by the stop, not by its timeout');
+  });
+
   it('a forged reward does not turn failing tests into a pass', async () => {
     const dir = baseTask(uniqueName('forge'), '#!/bin/sh\nexit 1\n');
     const commands = ['mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt && echo \'{"reward": 1}\' > /logs/verifier/reward.json'];

@@ -37,11 +37,13 @@ export interface ContainerBackendOptions {
   buildLogChars?: number;
   /** Most the container may write (its writable layer) when the task does not say ([environment] storage_mb). */
   storageMb?: number;
+  /** How often the writable layer is measured against the storage limit (default 10 s). */
+  storageCheckMs?: number;
   /** The agent's final /app is copied into the run's workspace when the container wrote at most this. */
   workspaceCopyLimitBytes?: number;
 }
 
-export const CONTAINER_DEFAULTS = { cpus: 2, memoryMb: 4096, pidsLimit: 1024, buildTimeoutSec: 600, buildLogChars: 2_000_000, storageMb: 4096, workspaceCopyLimitBytes: 200 * 1024 * 1024 };
+export const CONTAINER_DEFAULTS = { cpus: 2, memoryMb: 4096, pidsLimit: 1024, buildTimeoutSec: 600, buildLogChars: 2_000_000, storageMb: 4096, storageCheckMs: 10_000, workspaceCopyLimitBytes: 200 * 1024 * 1024 };
 
 /** Labels every container of Belay carries. */
 export const LABELS = { run: 'belay.run', owner: 'belay.owner', task: 'belay.task' } as const;
@@ -280,7 +282,11 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
   );
   if (created.exitCode !== 0) throw new Error(`${engine.name} create: ${failureText(created, 120_000)}`);
   const storageMb = task.environment.storageMb ?? options.storageMb ?? CONTAINER_DEFAULTS.storageMb;
-  const session = new ContainerSession(engine, name, spec, searchPath, storageMb, options.workspaceCopyLimitBytes ?? CONTAINER_DEFAULTS.workspaceCopyLimitBytes);
+  const session = new ContainerSession(engine, name, spec, searchPath, {
+    storageBytes: storageMb * 1024 * 1024,
+    storageCheckMs: options.storageCheckMs ?? CONTAINER_DEFAULTS.storageCheckMs,
+    copyLimitBytes: options.workspaceCopyLimitBytes ?? CONTAINER_DEFAULTS.workspaceCopyLimitBytes,
+  });
   try {
     if (source.kind === 'base' && existsSync(folders.workspace)) {
       await engine.check(['cp', `${path.resolve(folders.workspace)}/.`, `${name}:/app`], { timeoutMs: 300_000 });
@@ -310,8 +316,6 @@ export async function imagePath(engine: Engine, image: string): Promise<string> 
 export function agentRuntimes(agentFolders: readonly string[]): string[] {
   return agentFolders.map((folder) => path.resolve(folder)).filter((folder) => /\/(bin|sbin)$/.test(folder) && !SYSTEM_FOLDERS.some((system) => inside(system, folder)));
 }
-/** How often the container's writable layer is measured against its storage limit. */
-const STORAGE_CHECK_MS = 10_000;
 
 class ContainerSession implements BackendSession {
   readonly backend = 'container';
@@ -330,17 +334,15 @@ class ContainerSession implements BackendSession {
   readonly #spec: SessionSpec;
   readonly #agentPath: string;
   readonly #verifyPath: string;
-  readonly #storageBytes: number;
-  readonly #copyLimitBytes: number;
+  readonly #bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number };
   readonly #bridges = new Map<number, net.Server>();
   readonly #connections = new Set<RunningChild>();
 
-  constructor(engine: Engine, name: string, spec: SessionSpec, imagePath: string, storageMb: number, copyLimitBytes: number) {
+  constructor(engine: Engine, name: string, spec: SessionSpec, imagePath: string, bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number }) {
     this.#engine = engine;
     this.#name = name;
     this.#spec = spec;
-    this.#storageBytes = storageMb * 1024 * 1024;
-    this.#copyLimitBytes = copyLimitBytes;
+    this.#bounds = bounds;
     this.#verifyPath = imagePath;
     this.#agentPath = [imagePath, ...agentRuntimes(spec.agentFolders)].join(':');
   }
@@ -388,15 +390,15 @@ class ContainerSession implements BackendSession {
       const measured = await this.#engine.run(['container', 'inspect', '--size', '--format', '{{.SizeRw}}', this.#name], { timeoutMs: 60_000 });
       const bytes = Number(measured.stdout.text('').trim());
       if (this.#agentEnded) return;
-      if (Number.isFinite(bytes) && bytes > this.#storageBytes) {
-        this.#spec.onNotice?.(`the container wrote ${Math.round(bytes / 1024 / 1024)} MB, more than its storage limit of ${Math.round(this.#storageBytes / 1024 / 1024)} MB: the agent phase is stopped`);
+      if (Number.isFinite(bytes) && bytes > this.#bounds.storageBytes) {
+        this.#spec.onNotice?.(`the container wrote ${Math.round(bytes / 1024 / 1024)} MB, more than its storage limit of ${Math.round(this.#bounds.storageBytes / 1024 / 1024)} MB: the agent phase is stopped`);
         await this.endAgentPhase();
         return;
       }
-      this.#storageTimer = setTimeout(() => void check(), STORAGE_CHECK_MS);
+      this.#storageTimer = setTimeout(() => void check(), this.#bounds.storageCheckMs);
       this.#storageTimer.unref();
     };
-    this.#storageTimer = setTimeout(() => void check(), STORAGE_CHECK_MS);
+    this.#storageTimer = setTimeout(() => void check(), this.#bounds.storageCheckMs);
     this.#storageTimer.unref();
   }
 
@@ -478,8 +480,8 @@ class ContainerSession implements BackendSession {
   async #copyWorkspaceOut(): Promise<void> {
     const measured = await this.#engine.run(['container', 'inspect', '--size', '--format', '{{.SizeRw}}', this.#name], { timeoutMs: 60_000 });
     const written = Number(measured.stdout.text('').trim());
-    if (!Number.isFinite(written) || written > this.#copyLimitBytes) {
-      this.#spec.onNotice?.(`the container wrote ${Number.isFinite(written) ? `${Math.round(written / 1024 / 1024)} MB` : 'an unknown amount'}: its /app is not copied into the run's workspace (limit ${Math.round(this.#copyLimitBytes / 1024 / 1024)} MB)`);
+    if (!Number.isFinite(written) || written > this.#bounds.copyLimitBytes) {
+      this.#spec.onNotice?.(`the container wrote ${Number.isFinite(written) ? `${Math.round(written / 1024 / 1024)} MB` : 'an unknown amount'}: its /app is not copied into the run's workspace (limit ${Math.round(this.#bounds.copyLimitBytes / 1024 / 1024)} MB)`);
       return;
     }
     const workspace = path.resolve(this.#spec.folders.workspace);
