@@ -1,4 +1,5 @@
 // `belay run`: runs an agent on tasks, live progress on stderr, a summary table at the end.
+import { existsSync, statSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseCommandLine } from '../shared/args.ts';
@@ -125,6 +126,11 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   }
   io.stderr.write(`belay run: ${tasks.length} task(s), protocol ${protocol}, backend ${backend.label}\n`);
 
+  // Every task of this run stays out of the agent's sight, not only the one being run: the
+  // folders named on the command line too, unless the agent's own folder is inside one.
+  const roots = positionals.map((p) => path.resolve(io.cwd, p)).filter((root) => !isInside(agentCwd, root));
+  const hidden = [...tasks.map((t) => t.dir), ...errors.map((e) => taskFolderOf(e.file)), ...roots];
+
   const controller = new AbortController();
   const onSigint = () => {
     io.stderr.write('\nbelay run: stopping (killing every agent and command)...\n');
@@ -144,8 +150,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
             agentCwd,
             // The agent's command may name Belay's own runtime.
             agentFolders: [path.dirname(process.execPath)],
-            // Every task of this run stays out of sight, not only the one being run.
-            hidden: tasks.map((t) => t.dir),
+            hidden,
             protocol: protocolNamed(protocol),
             backend,
             runsDir,
@@ -165,6 +170,16 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   if (values.json) io.stdout.write(JSON.stringify({ results, broken_tasks: errors.map((e) => e.message) }, null, 2) + '\n');
   else io.stdout.write(summaryTable(results, errors.map((e) => path.relative(io.cwd, e.file) || e.file)));
   return results.every((r) => r.passed) && errors.length === 0 && results.length === tasks.length ? 0 : 1;
+}
+
+function isInside(child: string, parent: string): boolean {
+  const relative = path.relative(parent, child);
+  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
+}
+
+/** The folder a broken task's error names: the file's folder, or the folder itself. */
+function taskFolderOf(file: string): string {
+  return existsSync(file) && statSync(file).isDirectory() ? file : path.dirname(file);
 }
 
 function oneLine(text: string, max = 160): string {

@@ -34,6 +34,8 @@ export interface ActiveRun {
   id: string;
   task: Task;
   agent: Agent;
+  /** The backend's name (sandbox, local, …). */
+  backend: string;
   controller: AbortController;
 }
 
@@ -290,7 +292,7 @@ export class RunnerService implements vscode.Disposable {
     const abort = () => controller.abort();
     if (options.signal?.aborted) controller.abort();
     options.signal?.addEventListener('abort', abort);
-    const active: ActiveRun = { id: runId, task, agent, controller };
+    const active: ActiveRun = { id: runId, task, agent, backend: backend.name, controller };
     this.#active.set(runId, active);
     this.#changed.fire();
     const runsDir = this.runsDirFor(task.dir);
@@ -300,10 +302,10 @@ export class RunnerService implements vscode.Disposable {
         task,
         agentCommand: expandCommand(agent.command, process.execPath, agent.baseDir),
         agentCwd: resolveDir(agent.baseDir, agent.cwd),
-        // `${node}` is the editor's own runtime; the extension's folder holds the bundled agents.
-        agentFolders: [agent.baseDir, path.dirname(process.execPath), this.#ctx.extension.extensionPath],
+        // The folder the agent was declared in, and `${node}`: the editor's own runtime.
+        agentFolders: [agent.baseDir, path.dirname(process.execPath)],
         // Every task of the workspace stays out of the agent's sight, not only this one.
-        hidden: [...this.#tasks.map((t) => t.dir), ...this.#folders().map((f) => this.#runsDirOf(f))],
+        hidden: [...this.#tasks.map((t) => t.dir), ...this.#taskErrors.map((e) => path.dirname(e.file)), ...this.#folders().map((f) => this.#runsDirOf(f))],
         protocol: protocolNamed(agent.protocol),
         agentName: agent.name,
         backend,

@@ -65,7 +65,7 @@ export class TasksTree implements vscode.TreeDataProvider<TaskNode> {
     const last = runs[0]?.result;
     if (active) {
       item.iconPath = new vscode.ThemeIcon('loading~spin');
-      item.description = `running with ${active.agent.name}…`;
+      item.description = `running with ${active.agent.name} (${active.backend})…`;
       item.contextValue = 'belay.task.running';
     } else {
       item.iconPath = last ? resultIcon(last) : new vscode.ThemeIcon('beaker');
@@ -138,9 +138,12 @@ function runItem(run: PastRun): vscode.TreeItem {
   item.iconPath = resultIcon(r);
   const facts = [`reward ${round(r.reward)}`, `${r.steps} step${r.steps === 1 ? '' : 's'}`, formatDuration(r.duration_sec * 1000)];
   if (r.failure_cause) facts.push(r.failure_cause);
+  facts.push(r.backend);
   if (r.agent !== undefined) facts.push(r.agent);
   item.description = facts.join(' · ');
-  item.tooltip = `${r.passed ? 'Passed' : `Failed: ${r.failure_cause ?? ''}${r.error ? ` — ${r.error}` : ''}`}\n${r.protocol}, ${r.backend}${r.agent !== undefined ? `, agent ${r.agent}` : ''}\n${r.run_dir}`;
+  const verdict = r.passed ? 'Passed' : `Failed: ${r.failure_cause ?? ''}${r.error ? ` — ${r.error}` : ''}`;
+  const notes = (r.notes ?? []).map((note) => `\n! ${note}`).join('');
+  item.tooltip = `${verdict}\n${r.protocol}, ${r.backend_label ?? r.backend}${r.agent !== undefined ? `, agent ${r.agent}` : ''}${notes}\n${r.run_dir}`;
   item.contextValue = r.agent !== undefined ? 'belay.run.repeatable' : 'belay.run';
   item.command = { command: 'belay.runner.openTrajectory', title: 'Open Trajectory', arguments: [{ kind: 'run', run }] };
   return item;

@@ -107,6 +107,10 @@ suite('Belay runner', () => {
     const runNode = runNodes.find((n) => n.kind === 'run' && n.run.result.run_id === result.run_id)!;
     const runItem = runner.tree.getTreeItem(runNode);
     assert.match(String(runItem.description), /^reward 1 · 3 steps · .* · Demo SDK 1\.x agent$/);
+    assert.match(String(runItem.description), / · sandbox · /, 'the run names its backend');
+    assert.match(String(runItem.tooltip), /sdk1, sandbox \(bubblewrap: only \/app writable/);
+    assert.equal(result.backend, 'sandbox');
+    assert.match(plain, /^backend sandbox \(bubblewrap/m);
     const steps = await runner.tree.getChildren(runNode);
     const labels = steps.map((s) => String(runner.tree.getTreeItem(s).label));
     assert.equal(labels.length, 3);

@@ -6,7 +6,8 @@ import type { FailureCause, Protocol, RunResult, Verification } from './records.
 export type { FailureCause, Protocol } from './records.ts';
 
 export type RunEvent =
-  | { type: 'run-started'; runId: string; task: string; protocol: Protocol; backend: string; runDir: string }
+  /** `backend` is the backend's label; `isolated` says whether it keeps the agent from the host. */
+  | { type: 'run-started'; runId: string; task: string; protocol: Protocol; backend: string; isolated: boolean; runDir: string }
   | { type: 'step-started'; step: number }
   | { type: 'agent-text'; step: number; text: string }
   | { type: 'command'; step: number; command: string; cwd: string }

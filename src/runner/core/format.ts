@@ -70,6 +70,8 @@ export const CAUSE_WORDS: Record<string, string> = {
   tests_failed: 'the tests failed',
   setup_error: 'the run could not be set up',
   aborted: 'the run was stopped',
+  disk_budget: 'the run wrote more than its disk budget',
+  harness_error: 'Belay itself failed',
 };
 
 /** One line of the result: "PASSED reward 1 · 3 steps · 2.1 s" or "FAILED (tests_failed): …". */
@@ -89,8 +91,11 @@ export function round(n: number): number {
  */
 export function formatEvent(event: RunEvent): string {
   switch (event.type) {
-    case 'run-started':
-      return `${ansi.bold(`Belay: ${event.task}`)} ${ansi.dim(`(${event.protocol}, ${event.backend})`)}\n${ansi.dim(`run folder ${event.runDir}`)}\n`;
+    case 'run-started': {
+      // The backend on a line of its own: where the agent runs is the first thing to know.
+      const backend = event.isolated ? ansi.dim(`backend ${event.backend}`) : ansi.yellow(`backend ${event.backend}`);
+      return `${ansi.bold(`Belay: ${event.task}`)} ${ansi.dim(`(${event.protocol})`)}\n${backend}\n${ansi.dim(`run folder ${event.runDir}`)}\n`;
+    }
     case 'step-started':
       return `\n${ansi.blue(ansi.bold(`── step ${event.step} ──`))}\n`;
     case 'agent-text':

@@ -92,7 +92,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
   let session: BackendSession | undefined;
   try {
     await fs.mkdir(files.steps, { recursive: true });
-    emit({ type: 'run-started', runId, task: task.name, protocol: options.protocol.name, backend: backend.label, runDir });
+    emit({ type: 'run-started', runId, task: task.name, protocol: options.protocol.name, backend: backend.label, isolated: backend.isolated, runDir });
     session = await openEnvironment(options, runId, files, stop.signal, note);
 
     phase = 'agent';

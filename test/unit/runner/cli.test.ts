@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { agentFile, fixtures, nodeAgent, processesWith, repoRoot, taskDir, tempDir } from './helpers.ts';
@@ -69,6 +69,30 @@ describe('belay run', () => {
     assert.match(stdout, /^legacy-hello\s+passed/m);
     assert.match(stdout, /^partial\s+failed\s+0\s+3\s+\S+\s+local\s+tests_failed$/m);
     assert.match(stdout, /2\/3 passed/);
+  });
+
+  it("gives the agent --env variables and never the shell's environment", async () => {
+    process.env.BELAY_CLI_SHELL_SECRET = 'from-the-shell';
+    process.env.BELAY_CLI_PASSED_ON = 'passed-on';
+    try {
+      const out = path.join(tmp.dir, 'env');
+      const { code, stderr } = await belay([
+        'run', taskDir('hello'), '--agent', nodeAgent('commands.mjs'), '--protocol', 'sdk1', '--backend', 'local', '--out', out,
+        '--env', 'AGENT_COMMANDS=["env > seen-env.txt"]', '--env', 'GIVEN=a=b', '--env', 'BELAY_CLI_PASSED_ON',
+      ]);
+      assert.equal(code, 1, stderr);
+      const seen = readFileSync(path.join(out, readdirSync(out)[0]!, 'app', 'seen-env.txt'), 'utf8');
+      assert.match(seen, /^GIVEN=a=b$/m);
+      assert.match(seen, /^BELAY_CLI_PASSED_ON=passed-on$/m);
+      assert.match(seen, /^TERM_TASK_ID=hello$/m);
+      assert.doesNotMatch(seen, /BELAY_CLI_SHELL_SECRET/);
+      const unset = await belay(['run', taskDir('hello'), '--agent', 'x', '--protocol', 'sdk1', '--env', 'BELAY_CLI_NEVER_SET']);
+      assert.equal(unset.code, 2);
+      assert.match(unset.stderr, /--env: BELAY_CLI_NEVER_SET is not set in this environment/);
+    } finally {
+      delete process.env.BELAY_CLI_SHELL_SECRET;
+      delete process.env.BELAY_CLI_PASSED_ON;
+    }
   });
 
   it('exits 2 on usage errors and never guesses the protocol', async () => {

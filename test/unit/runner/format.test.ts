@@ -19,6 +19,13 @@ describe('the agent terminal text', () => {
     assert.equal(sanitizeTerminalText('progress\rdone\r\nnext'), 'progress\ndone\nnext');
   });
 
+  it('names the backend on its own line, in yellow when it does not isolate the agent', () => {
+    const started = (isolated: boolean, backend: string) => formatEvent({ type: 'run-started', runId: 'r', task: 'hello', protocol: 'sdk1', backend, isolated, runDir: '/runs/r' });
+    assert.equal(plain(started(true, 'sandbox (bubblewrap)')), 'Belay: hello (sdk1)\nbackend sandbox (bubblewrap)\nrun folder /runs/r\n');
+    assert.match(started(false, 'local (no isolation)'), /\x1b\[33mbackend local \(no isolation\)/);
+    assert.doesNotMatch(started(true, 'sandbox (bubblewrap)'), /\x1b\[33m/);
+  });
+
   it('converts newlines for the pseudoterminal', () => {
     assert.equal(toTerminalNewlines('a\nb\r\nc'), 'a\r\nb\r\nc');
   });

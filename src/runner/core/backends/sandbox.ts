@@ -6,7 +6,7 @@
 // the task folders and run records masked inside them; in the verify phase, /tests and /logs.
 import { randomBytes } from 'node:crypto';
 import { existsSync, lstatSync, readdirSync, readlinkSync, realpathSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { runBounded } from '../../../shared/process.ts';
@@ -87,7 +87,9 @@ export interface SandboxLayout {
   home: string;
   /** The home as seen inside. */
   homeInside: string;
-  agentFolders: readonly string[];
+  /** Shown read-only at `path` (as the agent names it) from `source` (where it really is). */
+  agentFolders: readonly { path: string; source: string }[];
+  /** Real paths never shown, masked where they lie inside an agent folder. */
   hidden: readonly string[];
   /** Folders shown read-only in every phase at the same path (Belay's own runtime for the port bridge). */
   runtime: readonly string[];
@@ -105,12 +107,14 @@ export function layoutArgs(layout: SandboxLayout): string[] {
   for (const dir of layout.runtime) args.push('--ro-bind', dir, dir);
   if (layout.phase === 'agent') {
     args.push('--bind', layout.folders.control, '/belay');
-    for (const dir of layout.agentFolders) args.push('--ro-bind', dir, dir);
+    for (const dir of layout.agentFolders) args.push('--ro-bind', dir.source, dir.path);
     // Task folders and run records under the agent's folders: an empty, read-only folder instead.
-    for (const hidden of layout.hidden) {
-      if (layout.agentFolders.some((dir) => inside(hidden, dir) && hidden !== dir) && existsSync(hidden)) {
-        if (lstatSync(hidden).isDirectory()) args.push('--tmpfs', hidden, '--remount-ro', hidden);
-        else args.push('--ro-bind', '/dev/null', hidden);
+    for (const dir of layout.agentFolders) {
+      for (const hidden of layout.hidden) {
+        if (hidden === dir.source || !inside(hidden, dir.source) || !existsSync(hidden)) continue;
+        const target = path.join(dir.path, path.relative(dir.source, hidden));
+        if (lstatSync(hidden).isDirectory()) args.push('--tmpfs', target, '--remount-ro', target);
+        else args.push('--ro-bind', '/dev/null', target);
       }
     }
   } else {
@@ -195,13 +199,15 @@ export async function sandboxBackend(options: SandboxOptions = {}): Promise<Back
     isolated: true,
     async open(spec) {
       const { folders } = spec;
-      const agentFolders = [...new Set(spec.agentFolders.map(realDir))];
-      const wide = agentFolders.find((dir) => tooWide(dir));
-      if (wide) throw new Error(`the agent's folder ${wide} would show your whole home folder to the agent: give the agent a folder of its own`);
+      // Shown where the agent names them, read from where they really are (through symlinks).
+      const agentFolders = [...new Set(spec.agentFolders.map((dir) => path.resolve(dir)))].map((dir) => ({ path: dir, source: realDir(dir) }));
+      const userHome = realDir(os.homedir());
+      const wide = agentFolders.find((dir) => tooWide(dir.source, userHome));
+      if (wide) throw new Error(`the agent's folder ${wide.path} would show your whole home folder to the agent: give the agent a folder of its own`);
       const hidden = spec.hidden.map(realDir);
       for (const dir of agentFolders) {
-        const covering = hidden.find((h) => inside(dir, h));
-        if (covering) throw new Error(`the agent's folder ${dir} is inside ${covering}, which the agent must not see (a task's tests and solution, or run records): give the agent a folder of its own`);
+        const covering = hidden.find((h) => inside(dir.source, h));
+        if (covering) throw new Error(`the agent's folder ${dir.path} is inside ${covering}, which the agent must not see (a task's tests and solution, or run records): give the agent a folder of its own`);
       }
       // A random part in the private folders' paths: it shows in the mount table of every process
       // of this session, which is how the sweep finds them.
@@ -252,6 +258,8 @@ export async function sandboxBackend(options: SandboxOptions = {}): Promise<Back
         },
         async close() {
           await killMarked(mark);
+          // The private /tmp and home go with the sandbox: the records keep /app.
+          await rm(privateRoot, { recursive: true, force: true });
         },
       };
     },

@@ -21,6 +21,9 @@ export interface AgentProcessOptions {
   onStdout?: (chunk: string) => void;
 }
 
+/** Characters of unread stdout lines kept at most (a flooding agent is read, not hoarded). */
+const MAX_QUEUED_CHARS = 16_000_000;
+
 export type LineResult =
   | { kind: 'line'; text: string; truncated: boolean }
   | { kind: 'eof' }
@@ -45,6 +48,7 @@ export class AgentProcess {
   private wake: (() => void) | undefined;
   private readonly maxLine: number;
   private readonly maxQueued: number;
+  private queuedChars = 0;
   private exitInfo: ExitInfo | undefined;
 
   constructor(options: AgentProcessOptions) {
@@ -107,6 +111,7 @@ export class AgentProcess {
       };
       const check = () => {
         const line = this.lines.shift();
+        if (line) this.queuedChars -= line.text.length;
         if (line) finish({ kind: 'line', ...line });
         else if (this.ended) finish({ kind: 'eof' });
         else return false;
@@ -144,7 +149,11 @@ export class AgentProcess {
   private pushLine(): void {
     const text = this.partial.endsWith('\r') ? this.partial.slice(0, -1) : this.partial;
     this.lines.push({ text, truncated: this.partialTruncated });
-    if (this.lines.length > this.maxQueued) this.lines.shift();
+    this.queuedChars += text.length;
+    // Unread lines are bounded in number and in size: the oldest go first.
+    while (this.lines.length > this.maxQueued || (this.queuedChars > MAX_QUEUED_CHARS && this.lines.length > 1)) {
+      this.queuedChars -= this.lines.shift()!.text.length;
+    }
     this.partial = '';
     this.partialTruncated = false;
     this.wake?.();
