@@ -52,7 +52,11 @@ describe('container backend: the parts', () => {
 
   it("shows the agent's folders read-only and masks the hidden paths under them", () => {
     const agent = tmp.writeTask('agent-folder', { 'agent.py': '', 'tasks/t1/tests/test.sh': '', 'secret.txt': '' });
-    const { flags, skipped } = agentMounts([agent, '/', '/usr/bin', '/usr/local', path.join(agent, 'tasks', 't1'), '/nonexistent-folder'], [path.join(agent, 'tasks'), path.join(agent, 'secret.txt'), '/elsewhere'], '/run/empty');
+    const { flags, skipped } = agentMounts(
+      [agent, '/', '/usr/bin', '/usr/local', path.join(agent, 'tasks', 't1'), '/nonexistent-folder'],
+      [path.join(agent, 'tasks', 't1'), path.join(agent, 'tasks'), path.join(agent, 'secret.txt'), '/elsewhere'],
+      '/run/empty',
+    );
     assert.deepEqual(flags, ['--volume', `${agent}:${agent}:ro`, '--volume', `/run/empty:${path.join(agent, 'tasks')}:ro`, '--volume', `/dev/null:${path.join(agent, 'secret.txt')}:ro`]);
     assert.deepEqual(skipped, ['/', '/usr/bin', '/usr/local'], "the image's own system folders are never shadowed");
     assert.deepEqual(agentMounts([agent], [agent], '/run/empty'), { flags: [], skipped: [] });
@@ -194,7 +198,7 @@ describe('container backend: runs', { skip }, () => {
       assert.match(screen(8), /^314572800\n1024/);
       assert.match(screen(9), /from-the-image/);
       assert.equal(result.passed, true, `${result.failure_cause}: ${result.error}; ${result.verification?.output}`);
-      assert.match((result.notes ?? []).join('\n'), /reward\.txt/, 'the forged reward was removed and noted');
+      assert.match(screen(6), /Permission denied/, "the verifier's folder is not the agent's to write");
       assert.equal(await containersOf(engine, result.run_id), '');
     } finally {
       server.close();

@@ -178,11 +178,32 @@ export function agentMounts(agentFolders: readonly string[], hidden: readonly st
   }
   for (const target of masked) {
     if (!folders.some((folder) => inside(folder, target) && folder !== target) || !existsSync(target)) continue;
+    // Inside a masked folder there is nothing left to mask (and no folder to mount on).
+    if (masked.some((other) => other !== target && inside(other, target))) continue;
     if (/[:,]/.test(target)) throw new Error(`cannot hide ${target} in the container: its path holds ':' or ','`);
     if (statSync(target).isDirectory()) flags.push('--volume', `${empty}:${target}:ro`);
     else flags.push('--volume', `/dev/null:${target}:ro`);
   }
   return { flags, skipped };
+}
+
+/** The user that owns the run's logs folder while the agent runs: root inside cannot write it. */
+const NOBODY = 65534;
+
+/**
+ * Gives a host folder to `uid` as the container sees users: directly when Belay runs as root
+ * beside a rootful engine (the container's users are the host's), through `podman unshare` for
+ * rootless podman (its users are mapped). False when neither can be done here.
+ */
+export async function chownForContainer(engine: Engine, dir: string, uid: number): Promise<boolean> {
+  if (engine.info.rootless) {
+    if (engine.name !== 'podman') return false;
+    const result = await engine.run(['unshare', 'chown', `${uid}:${uid}`, dir], { timeoutMs: 60_000 });
+    return result.exitCode === 0;
+  }
+  if (process.getuid?.() !== 0) return false;
+  await fs.chown(dir, uid, uid);
+  return true;
 }
 
 export async function containerBackend(options: ContainerBackendOptions = {}): Promise<Backend> {
@@ -281,11 +302,20 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
     { timeoutMs: 120_000, ...(signal ? { signal } : {}) },
   );
   if (created.exitCode !== 0) throw new Error(`${engine.name} create: ${failureText(created, 120_000)}`);
+  // While the agent runs, the logs folder (the verifier's /logs) belongs to a user the agent is
+  // not and cannot become: root without capabilities can neither write it nor take it back.
+  await fs.chmod(folders.logs, 0o555);
+  const logsLocked = await chownForContainer(engine, path.resolve(folders.logs), NOBODY);
+  if (!logsLocked) {
+    await fs.chmod(folders.logs, 0o755);
+    spec.onNotice?.(`the run's /logs stays writable in the agent phase here (${engine.name} is rootful and Belay does not run as root): what the agent leaves there is removed before the tests`);
+  }
   const storageMb = task.environment.storageMb ?? options.storageMb ?? CONTAINER_DEFAULTS.storageMb;
   const session = new ContainerSession(engine, name, spec, searchPath, {
     storageBytes: storageMb * 1024 * 1024,
     storageCheckMs: options.storageCheckMs ?? CONTAINER_DEFAULTS.storageCheckMs,
     copyLimitBytes: options.workspaceCopyLimitBytes ?? CONTAINER_DEFAULTS.workspaceCopyLimitBytes,
+    logsLocked,
   });
   try {
     if (source.kind === 'base' && existsSync(folders.workspace)) {
@@ -334,11 +364,11 @@ class ContainerSession implements BackendSession {
   readonly #spec: SessionSpec;
   readonly #agentPath: string;
   readonly #verifyPath: string;
-  readonly #bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number };
+  readonly #bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number; logsLocked: boolean };
   readonly #bridges = new Map<number, net.Server>();
   readonly #connections = new Set<RunningChild>();
 
-  constructor(engine: Engine, name: string, spec: SessionSpec, imagePath: string, bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number }) {
+  constructor(engine: Engine, name: string, spec: SessionSpec, imagePath: string, bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number; logsLocked: boolean }) {
     this.#engine = engine;
     this.#name = name;
     this.#spec = spec;
@@ -503,8 +533,22 @@ class ContainerSession implements BackendSession {
     await this.endAgentPhase();
     this.#verifyStarted = true;
     this.#phase = 'verify';
+    await this.#unlockLogs();
     // Only the keeper comes back; the tests are in /tests through its read-only mount.
     await this.start();
+  }
+
+  /**
+   * The logs folder back to root and writable for the tests, whichever user the image runs them
+   * as (no process of the agent is left to use it); `final` leaves it as a run folder should be.
+   */
+  async #unlockLogs(final = false): Promise<void> {
+    const logs = path.resolve(this.#spec.folders.logs);
+    if (this.#bounds.logsLocked) {
+      this.#bounds.logsLocked = false;
+      if (!(await chownForContainer(this.#engine, logs, 0))) throw new Error(`could not give ${logs} back to the container's root`);
+    }
+    await fs.chmod(logs, final ? 0o755 : 0o777).catch(() => undefined);
   }
 
   async close(): Promise<void> {
@@ -516,6 +560,8 @@ class ContainerSession implements BackendSession {
     const removed = await this.#engine.run(['rm', '--force', this.#name], { timeoutMs: 120_000 });
     this.#keeper?.kill();
     await this.#keeper?.ended;
+    // A run folder its user cannot delete would be a leftover too.
+    await this.#unlockLogs(true);
     if (removed.exitCode !== 0 && !/no such container|no container with name/i.test(failureText(removed, 120_000))) {
       throw new Error(`${this.#engine.name} rm ${this.#name}: ${failureText(removed, 120_000)}`);
     }
