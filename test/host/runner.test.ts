@@ -1,4 +1,5 @@
 import * as assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -285,6 +286,28 @@ suite('Belay runner', () => {
     const memory = path.join(workspace(), '.belay', 'micro-agents', 'Demo_micro-agent', 'users', 'vscode', 'memory.json');
     assert.deepEqual(JSON.parse(readFileSync(memory, 'utf8')), { messages: 2 });
     chat.close();
+  });
+
+  test('with the container backend named, the micro-agent answers from a container', async () => {
+    const settings = vscode.workspace.getConfiguration('belay');
+    await settings.update('runner.backend', 'container', vscode.ConfigurationTarget.Workspace);
+    const since = new Date(Date.now() - 1000).toISOString();
+    try {
+      const chat = (await vscode.commands.executeCommand('belay.runner.chat', 'Demo micro-agent')) as ChatTerminal;
+      chat.open();
+      await chat.send('draw where you are');
+      const text = chat.transcript.replace(/\x1b\[[0-9;]*m/g, '');
+      assert.match(text, /You said "draw where you are"/, text);
+      const media = /media: (\/\S+\.png)/.exec(text);
+      assert.ok(media && existsSync(media[1]!), `the workspace is shared at its own path: ${text}`);
+      chat.close();
+      // The engine saw the bot's container come and go (and none is left).
+      const created = execFileSync('podman', ['events', '--stream=false', '--since', since, '--filter', 'event=create', '--format', '{{.Name}}'], { encoding: 'utf8' });
+      assert.match(created, /^belay-nanobot-[0-9a-f]+$/m);
+      assert.doesNotMatch(execFileSync('podman', ['ps', '--all', '--format', '{{.Names}}'], { encoding: 'utf8' }), /belay-nanobot-/);
+    } finally {
+      await settings.update('runner.backend', undefined, vscode.ConfigurationTarget.Workspace);
+    }
   });
 
   test('a `belay` task from tasks.json runs and ends with exit code 0', async () => {
