@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { detectEngine, engineChoice, engineEnvironment, EngineUnavailableError, findProgram, parseEngineInfo, parseHostLimits, ulimitFlags } from '../../../src/runner/core/backends/engine.ts';
+import { detectEngine, Engine, engineChoice, engineEnvironment, EngineUnavailableError, findProgram, parseEngineInfo, parseHostLimits, ulimitFlags } from '../../../src/runner/core/backends/engine.ts';
 import { tempDir } from './helpers.ts';
 
 const tmp = tempDir('belay-engine-');
@@ -75,6 +75,16 @@ describe('container engine: choice and detection', () => {
     assert.deepEqual(podman, { version: '4.3.1', runtime: 'runc', rootless: true, cgroupVersion: 1 });
     const docker = parseEngineInfo('docker', JSON.stringify({ ServerVersion: '28.2.2', DefaultRuntime: 'runc', CgroupVersion: '2', SecurityOptions: ['name=seccomp', 'name=rootless'] }));
     assert.deepEqual(docker, { version: '28.2.2', runtime: 'runc', rootless: true, cgroupVersion: 2 });
+  });
+
+  it('bounds CPUs, memory without swap, and processes, except where a rootless engine on cgroups v1 cannot', () => {
+    const limits = parseHostLimits(LIMITS, '32768');
+    const bounds = { cpus: 1.5, memoryMb: 512, pidsLimit: 256 };
+    const v2 = new Engine('podman', '/usr/bin/podman', { version: '5', runtime: 'crun', rootless: true, cgroupVersion: 2 }, {}, limits);
+    assert.deepEqual(v2.resourceFlags(bounds), ['--cpus', '1.5', '--memory', '512m', '--memory-swap', '512m', '--pids-limit=256']);
+    const rootlessV1 = new Engine('podman', '/usr/bin/podman', { version: '4', runtime: 'runc', rootless: true, cgroupVersion: 1 }, {}, limits);
+    assert.equal(rootlessV1.canLimitResources, false);
+    assert.deepEqual(rootlessV1.resourceFlags(bounds), []);
   });
 
   it('gives the engine client only the variables it needs, never API keys', () => {

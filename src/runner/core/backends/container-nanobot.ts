@@ -52,7 +52,6 @@ export function containerLauncher(options: ContainerLauncherOptions): { start(sp
         '/nonexistent',
       );
       const limits = containerLimits({ cpus: undefined, memoryMb: undefined }, { ...(options.cpus ? { cpus: options.cpus } : {}), ...(options.memoryMb ? { memoryMb: options.memoryMb } : {}), ...(options.pidsLimit ? { pidsLimit: options.pidsLimit } : {}) });
-      const resources = engine.canLimitResources ? ['--cpus', String(limits.cpus), '--memory', `${limits.memoryMb}m`, '--memory-swap', `${limits.memoryMb}m`] : [];
       const name = `belay-nanobot-${randomBytes(6).toString('hex')}`;
       const runtimes = agentRuntimes(options.agentFolders.filter((folder) => existsSync(folder)));
       const env = execEnvironment(engine.env, { PATH: [await searchPath, ...runtimes].join(':'), LANG: 'C.UTF-8', TERM: 'dumb', ...spec.env });
@@ -70,8 +69,7 @@ export function containerLauncher(options: ContainerLauncherOptions): { start(sp
         ...engine.isolationFlags(),
         '--cap-drop=all',
         '--security-opt=no-new-privileges',
-        `--pids-limit=${limits.pidsLimit}`,
-        ...resources,
+        ...engine.resourceFlags(limits),
         '--volume',
         `${workspace}:${workspace}:rw`,
         ...flags,

@@ -265,8 +265,7 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
   const limits = containerLimits(task.environment, options);
   const mounts = agentMounts(spec.agentFolders, spec.hidden, empty);
   for (const folder of mounts.skipped) spec.onNotice?.(`${folder} is not shown in the container: the image has its own system folders (install what the agent needs in the task's image)`);
-  const resources = engine.canLimitResources ? ['--cpus', String(limits.cpus), '--memory', `${limits.memoryMb}m`, '--memory-swap', `${limits.memoryMb}m`] : [];
-  if (!engine.canLimitResources) spec.onNotice?.(`${engine.name} runs rootless on cgroups v1 here: the container's CPUs and memory are not bounded`);
+  if (!engine.canLimitResources) spec.onNotice?.(`${engine.name} runs rootless on cgroups v1 here: the container's CPUs, memory and processes are not bounded`);
   const created = await engine.run(
     [
       'create',
@@ -283,8 +282,7 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
       ...engine.isolationFlags(),
       '--cap-drop=all',
       '--security-opt=no-new-privileges',
-      `--pids-limit=${limits.pidsLimit}`,
-      ...resources,
+      ...engine.resourceFlags(limits),
       '--workdir',
       '/app',
       // Read-only and empty until the harness stages the tests between the phases.

@@ -3,7 +3,7 @@
 // that shaped it: a runtime refuses rlimits above the host's hard limits (podman's defaults are
 // above them on many machines), so every container gets explicit ones; the default bridge
 // network rewrites the host's firewall, so Belay never lets an engine choose a network.
-import { accessSync, constants, readFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { runBounded, type BoundedRunResult } from '../../../shared/process.ts';
 
@@ -122,6 +122,23 @@ export class Engine {
   /** Whether `--memory` and `--cpus` can be applied (rootless engines on cgroups v1 cannot). */
   get canLimitResources(): boolean {
     return !(this.info.rootless && this.info.cgroupVersion === 1);
+  }
+
+  /**
+   * Flags that bound a container's CPUs, memory (no swap beyond it where the kernel accounts
+   * swap) and processes; none where the engine cannot apply them (rootless on cgroups v1).
+   */
+  resourceFlags(bounds: { cpus: number; memoryMb: number; pidsLimit: number }): string[] {
+    if (!this.canLimitResources) return [];
+    const swapAccounted = this.info.cgroupVersion !== 1 || existsSync('/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes');
+    return [
+      '--cpus',
+      String(bounds.cpus),
+      '--memory',
+      `${bounds.memoryMb}m`,
+      ...(swapAccounted ? ['--memory-swap', `${bounds.memoryMb}m`] : []),
+      `--pids-limit=${bounds.pidsLimit}`,
+    ];
   }
 
   /** The flags every `run`, `create` and `build` gets: no network, rlimits the host allows. */
