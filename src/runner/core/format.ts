@@ -131,11 +131,41 @@ export function formatEvent(event: RunEvent): string {
   }
 }
 
-/** Ensures the step header starts on a new line after output that did not end with one. */
+/** Characters of one step's output shown in a terminal; the rest is in the step's log. */
+export const TERMINAL_OUTPUT_PER_STEP = 256 * 1024;
+
+/**
+ * Ensures the step header starts on a new line after output that did not end with one, and
+ * shows at most `maxOutputPerStep` characters of a step's output (a flood stays in the log).
+ */
 export class EventFormatter {
   private atLineStart = true;
+  private shown = 0;
+  private step = 0;
+  private readonly maxOutput: number;
+
+  constructor(maxOutputPerStep = TERMINAL_OUTPUT_PER_STEP) {
+    this.maxOutput = maxOutputPerStep;
+  }
 
   format(event: RunEvent): string {
+    if (event.type === 'step-started') this.shown = 0;
+    if (event.type === 'step-started' || event.type === 'output') this.step = event.step;
+    if (event.type === 'output') return this.output(event);
+    return this.frame(event);
+  }
+
+  private output(event: RunEvent & { type: 'output' }): string {
+    const room = this.maxOutput - this.shown;
+    if (room < 0) return '';
+    this.shown += event.chunk.length;
+    if (event.chunk.length <= room) return this.frame(event);
+    this.shown = this.maxOutput + 1;
+    const head = this.frame({ ...event, chunk: event.chunk.slice(0, room) });
+    return `${head}${this.frame({ type: 'notice', message: `more output than a terminal should hold: the rest of step ${this.step} is in its log (steps/${String(this.step).padStart(4, '0')}.log)` })}`;
+  }
+
+  private frame(event: RunEvent): string {
     let text = formatEvent(event);
     if (text === '') return '';
     if (event.type !== 'output' && !this.atLineStart && !text.startsWith('\n')) text = `\n${text}`;

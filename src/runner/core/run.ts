@@ -2,14 +2,14 @@
 // environment; the agent phase (the agent through its protocol, in the backend); the end of
 // that phase, once everything it started is dead; the verify phase (the tests staged and run
 // where the agent can no longer reach them); the records. Reported as an event stream. Bounds
-// hold throughout: a total time, a disk budget, capped logs.
+// hold throughout (bounds.ts): the user's Stop, a total time, a disk budget.
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { errorMessage } from '../../shared/errors.ts';
 import type { Backend, BackendSession, RunFolders } from './backend.ts';
 import { RunFailure, type RunEvent, type RunEventListener } from './events.ts';
-import { formatBytes, watchDiskBudget } from './logs.ts';
+import { RunBounds } from './bounds.ts';
 import { DEFAULT_LIMITS, type AgentContext, type AgentOutcome, type AgentProtocol, type RunLimits } from './protocol.ts';
 import { runFiles, writeRecords, type FailureCause, type RunResult, type TrajectoryEntry, type Verification } from './records.ts';
 import { seedWorkspace, stageTests, type Task } from './task.ts';
@@ -44,9 +44,6 @@ export function newRunId(taskName: string, now = new Date()): string {
   return `${stamp}-${taskName.replace(/[^A-Za-z0-9._-]/g, '_')}-${randomBytes(3).toString('hex')}`;
 }
 
-/** Time beyond the agent's and the tests' own for setting up, ending phases and writing records. */
-const TOTAL_MARGIN_MS = 60_000;
-
 export async function runTask(options: RunTaskOptions): Promise<RunResult> {
   const { task, backend } = options;
   const runId = options.runId ?? newRunId(task.name);
@@ -67,23 +64,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
     notes.push(message);
     emit({ type: 'notice', message });
   };
-
-  // Whatever stops the run (the user, the total time, the disk budget) goes through one signal;
-  // its reason says why.
-  const stop = new AbortController();
-  const stopWith = (failure: RunFailure) => stop.abort(failure);
-  const onAbort = () => stopWith(new RunFailure('aborted', 'the run was stopped'));
-  if (options.signal?.aborted) onAbort();
-  options.signal?.addEventListener('abort', onAbort);
-  let phase: 'setup' | 'agent' | 'verify' = 'setup';
-  const totalMs = limits.agentTimeoutMs + testTimeoutMs + TOTAL_MARGIN_MS;
-  const total = setTimeout(() => {
-    const cause = phase === 'verify' ? 'test_timeout' : 'agent_timeout';
-    stopWith(new RunFailure(cause, `the run did not end within its total time of ${Math.round(totalMs / 1000)} s`));
-  }, totalMs);
-  const disk = watchDiskBudget(runDir, limits.diskBudgetBytes, (used) =>
-    stopWith(new RunFailure('disk_budget', `the run wrote ${formatBytes(used)}, more than its disk budget of ${formatBytes(limits.diskBudgetBytes)}`)),
-  );
+  const bounds = new RunBounds(runDir, { ...limits, testTimeoutMs }, options.signal);
 
   const trajectory: TrajectoryEntry[] = [];
   let outcome: AgentOutcome = { steps: 0, agentCompleted: false };
@@ -93,9 +74,10 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
   try {
     await fs.mkdir(files.steps, { recursive: true });
     emit({ type: 'run-started', runId, task: task.name, protocol: options.protocol.name, backend: backend.label, isolated: backend.isolated, runDir });
-    session = await openEnvironment(options, runId, files, stop.signal, note);
+    session = await openEnvironment(options, runId, files, bounds.signal, note);
 
-    phase = 'agent';
+    // The agent phase: the agent through its protocol, until it is done and everything it started is dead.
+    bounds.enter('agent');
     const deadline = Date.now() + limits.agentTimeoutMs;
     const ctx: AgentContext = {
       task,
@@ -108,49 +90,46 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
       remainingMs: () => deadline - Date.now(),
       emit,
       trajectory,
-      signal: stop.signal,
+      signal: bounds.signal,
     };
-    try {
-      outcome = await options.protocol.run(ctx);
-    } catch (error) {
-      failure = error instanceof RunFailure ? error : new RunFailure('harness_error', `Belay failed while running the agent: ${errorMessage(error)}`);
-      outcome = { steps: failure.steps ?? trajectory.length, agentCompleted: false };
-    }
-    try {
-      await session.endAgentPhase();
-    } catch (error) {
+    ({ outcome, failure } = await agentPhase(options.protocol, ctx));
+    await session.endAgentPhase().catch((error: unknown) => {
       throw new RunFailure('harness_error', `the agent phase could not be ended: ${errorMessage(error)}`);
-    }
+    });
 
-    // Like the real harness, the tests run even when the agent failed: partial work can pass.
-    if (!stop.signal.aborted) {
-      phase = 'verify';
+    // The verify phase. Like the real harness, the tests run even when the agent failed: partial work can pass.
+    if (!bounds.signal.aborted) {
+      bounds.enter('verify');
       emit({ type: 'verification-started' });
       for (const leftover of await removeVerifierLeftovers(files.logs)) note(`removed ${leftover}, left by the agent phase: only the verify phase writes the verifier's files`);
       await stageTests(task, files.tests);
       await session.startVerifyPhase();
-      verification = await verify({ task, session, runDir, timeoutMs: testTimeoutMs, maxLogBytes: limits.maxLogBytes, signal: stop.signal });
+      verification = await verify({ task, session, runDir, timeoutMs: testTimeoutMs, maxLogBytes: limits.maxLogBytes, signal: bounds.signal });
       emit({ type: 'verification-ended', verification });
     }
   } catch (error) {
     failure = error instanceof RunFailure ? error : new RunFailure('setup_error', errorMessage(error));
   } finally {
-    clearTimeout(total);
-    disk.stop();
-    options.signal?.removeEventListener('abort', onAbort);
-    try {
-      await session?.close();
-    } catch (error) {
-      note(`the environment could not be closed: ${errorMessage(error)}`);
-    }
+    bounds.dispose();
+    await session?.close().catch((error: unknown) => note(`the environment could not be closed: ${errorMessage(error)}`));
   }
   // A stopped run ends with the reason it was stopped for, whatever the protocol made of it.
-  if (stop.signal.aborted && stop.signal.reason instanceof RunFailure) failure = stop.signal.reason;
+  failure = bounds.failure ?? failure;
   if (failure?.failure === 'aborted' || failure?.failure === 'disk_budget') verification = null;
   const result = summarize(options, { runId, runDir, started, outcome, failure, verification, notes });
   await writeRecords(runDir, result, trajectory);
   emit({ type: 'run-ended', result });
   return result;
+}
+
+/** Runs the agent; its failure is the run's failure, anything else thrown is Belay's own fault. */
+async function agentPhase(protocol: AgentProtocol, ctx: AgentContext): Promise<{ outcome: AgentOutcome; failure: RunFailure | undefined }> {
+  try {
+    return { outcome: await protocol.run(ctx), failure: undefined };
+  } catch (error) {
+    const failure = error instanceof RunFailure ? error : new RunFailure('harness_error', `Belay failed while running the agent: ${errorMessage(error)}`);
+    return { outcome: { steps: failure.steps ?? ctx.trajectory.length, agentCompleted: false }, failure };
+  }
 }
 
 /** Seeds the workspace and opens the backend's environment; a failure here is `setup_error`. */

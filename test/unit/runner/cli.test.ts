@@ -104,6 +104,12 @@ describe('belay run', () => {
     const badSteps = await belay(['run', taskDir('hello'), '--agent', 'x', '--protocol', 'sdk1', '--max-steps', '0']);
     assert.equal(badSteps.code, 2);
     assert.match(badSteps.stderr, /--max-steps needs a positive whole number, got '0'/);
+    const badLimit = await belay(['run', taskDir('hello'), '--agent', 'x', '--protocol', 'sdk1', '--log-limit', '0']);
+    assert.equal(badLimit.code, 2);
+    assert.match(badLimit.stderr, /--log-limit needs a positive number, got '0'/);
+    const badBudget = await belay(['run', taskDir('hello'), '--agent', 'x', '--protocol', 'sdk1', '--disk-budget', 'lots']);
+    assert.equal(badBudget.code, 2);
+    assert.match(badBudget.stderr, /--disk-budget needs a positive number, got 'lots'/);
     const noTask = await belay(['run', tmp.dir, '--agent', 'x', '--protocol', 'sdk1']);
     assert.equal(noTask.code, 2);
     assert.match(noTask.stderr, /no task \(task\.toml or task\.yaml\)/);

@@ -26,6 +26,16 @@ describe('the agent terminal text', () => {
     assert.doesNotMatch(started(true, 'sandbox (bubblewrap)'), /\x1b\[33m/);
   });
 
+  it('shows a bounded part of a flooding step, says where the rest is, and starts afresh at the next step', () => {
+    const f = new EventFormatter(10);
+    const shown = [f.format({ type: 'step-started', step: 7 }), f.format({ type: 'output', step: 7, chunk: 'abcdef' }), f.format({ type: 'output', step: 7, chunk: 'ghijklmnop' }), f.format({ type: 'output', step: 7, chunk: 'more' })].map(plain);
+    assert.equal(shown[1], 'abcdef');
+    assert.equal(shown[2], 'ghij\n! more output than a terminal should hold: the rest of step 7 is in its log (steps/0007.log)\n');
+    assert.equal(shown[3], '');
+    f.format({ type: 'step-started', step: 8 });
+    assert.equal(plain(f.format({ type: 'output', step: 8, chunk: 'again' })), 'again');
+  });
+
   it('converts newlines for the pseudoterminal', () => {
     assert.equal(toTerminalNewlines('a\nb\r\nc'), 'a\r\nb\r\nc');
   });
