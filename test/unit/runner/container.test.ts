@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -12,6 +12,7 @@ import { pickBackend } from '../../../src/runner/core/backends/choose.ts';
 import {
   agentMounts,
   containerBackend,
+  containerEnvironment,
   containerLimits,
   containerName,
   execEnvironment,
@@ -50,6 +51,14 @@ describe('container backend: the parts', () => {
     assert.deepEqual(env, { PATH: '/usr/bin', HOME: '/root', OPENAI_API_KEY: 'sk-secret', BELAY_WORKDIR: '/app' });
   });
 
+  it("builds a program's environment from the image and Belay's variables only", () => {
+    const root = containerEnvironment({ path: '/usr/bin:/bin', home: '/root' }, ['/opt/node/bin'], { AGENT_PORT: '8765' });
+    assert.deepEqual(root, { SHLVL: '1', PATH: '/usr/bin:/bin:/opt/node/bin', HOME: '/root', LANG: 'C.UTF-8', TERM: 'dumb', AGENT_PORT: '8765' });
+    // The image's own user: its home comes from the image, not a guess.
+    assert.equal('HOME' in containerEnvironment({ path: '/bin', home: undefined }, [], {}), false);
+    assert.equal(containerEnvironment({ path: '/bin', home: undefined }, [], { HOME: '/work' }).HOME, '/work');
+  });
+
   it("shows the agent's folders read-only and masks the hidden paths under them", () => {
     const agent = tmp.writeTask('agent-folder', { 'agent.py': '', 'tasks/t1/tests/test.sh': '', 'secret.txt': '' });
     const { flags, skipped } = agentMounts(
@@ -60,6 +69,10 @@ describe('container backend: the parts', () => {
     assert.deepEqual(flags, ['--volume', `${agent}:${agent}:ro`, '--volume', `/run/empty:${path.join(agent, 'tasks')}:ro`, '--volume', `/dev/null:${path.join(agent, 'secret.txt')}:ro`]);
     assert.deepEqual(skipped, ['/', '/usr/bin', '/usr/local'], "the image's own system folders are never shadowed");
     assert.deepEqual(agentMounts([agent], [agent], '/run/empty'), { flags: [], skipped: [] });
+    // Shown where the agent names it, through a symlink; what is hidden is compared as real paths.
+    const link = path.join(tmp.dir, 'agent-link');
+    symlinkSync(agent, link);
+    assert.deepEqual(agentMounts([link], [path.join(agent, 'tasks')], '/run/empty').flags, ['--volume', `${link}:${link}:ro`, '--volume', `/run/empty:${path.join(link, 'tasks')}:ro`]);
     const odd = tmp.writeTask('odd:name', { 'a.txt': '' });
     assert.throws(() => agentMounts([odd], [], '/run/empty'), /its path holds ':' or ','/);
   });

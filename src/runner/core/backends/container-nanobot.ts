@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
-import { agentMounts, agentRuntimes, containerLimits, execEnvironment, imagePath, LABELS, ownerMark, type ContainerBackendOptions } from './container.ts';
+import { agentMounts, agentRuntimes, containerEnvironment, containerLimits, execEnvironment, imageConfig, LABELS, ownerMark, type ContainerBackendOptions, type ImageConfig } from './container.ts';
 import type { Engine } from './engine.ts';
 import { BASE_IMAGE } from './image-base.ts';
 
@@ -37,13 +37,13 @@ export interface ContainerLauncherOptions extends Pick<ContainerBackendOptions, 
 export function containerLauncher(options: ContainerLauncherOptions): { start(spec: LaunchSpec): Promise<Launched> } {
   const { engine } = options;
   const image = options.image ?? BASE_IMAGE;
-  let searchPath: Promise<string> | undefined;
+  let config: Promise<ImageConfig> | undefined;
   return {
     async start(spec) {
       if (!(await engine.imageExists(image))) {
         throw new Error(image === BASE_IMAGE ? `${BASE_IMAGE} is not built yet: run 'belay image build-base' once` : `the image ${image} is not in ${engine.name}'s storage`);
       }
-      searchPath ??= imagePath(engine, image);
+      config ??= imageConfig(engine, image);
       const workspace = path.resolve(spec.cwd);
       if (/[:,]/.test(workspace)) throw new Error(`cannot show ${workspace} in a container: its path holds ':' or ','`);
       const { flags } = agentMounts(
@@ -54,7 +54,7 @@ export function containerLauncher(options: ContainerLauncherOptions): { start(sp
       const limits = containerLimits({ cpus: undefined, memoryMb: undefined }, { ...(options.cpus ? { cpus: options.cpus } : {}), ...(options.memoryMb ? { memoryMb: options.memoryMb } : {}), ...(options.pidsLimit ? { pidsLimit: options.pidsLimit } : {}) });
       const name = `belay-nanobot-${randomBytes(6).toString('hex')}`;
       const runtimes = agentRuntimes(options.agentFolders.filter((folder) => existsSync(folder)));
-      const env = execEnvironment(engine.env, { PATH: [await searchPath, ...runtimes].join(':'), LANG: 'C.UTF-8', TERM: 'dumb', ...spec.env });
+      const env = execEnvironment(engine.env, containerEnvironment(await config, runtimes, spec.env));
       const args = [
         'run',
         '--rm',

@@ -10,12 +10,12 @@
 // their owner (host, process, start time) in a label, and the next Belay to start removes
 // those whose owner is gone.
 import { randomBytes } from 'node:crypto';
-import { existsSync, promises as fs, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, promises as fs, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { startChild, type RunningChild } from '../../../shared/process.ts';
-import { BackendUnavailableError, type Backend, type BackendSession, type CommandSpec, type HostCommand, type Phase, type SessionSpec } from '../backend.ts';
+import { BackendUnavailableError, programEnvironment, type Backend, type BackendSession, type CommandSpec, type HostCommand, type Phase, type SessionSpec } from '../backend.ts';
 import type { TaskEnvironment } from '../task.ts';
 import { detectEngine, EngineUnavailableError, failureText, type Engine, type EngineName } from './engine.ts';
 import { BASE_IMAGE } from './image-base.ts';
@@ -155,34 +155,46 @@ function inside(parent: string, child: string): boolean {
   return child === parent || child.startsWith(`${parent}/`);
 }
 
+/** The real path of an existing file or folder (symlinks resolved); undefined when it is not there. */
+function realPath(file: string): string | undefined {
+  try {
+    return realpathSync(file);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * Mount flags: the agent's folders read-only at their paths, the hidden paths under them masked
- * by an empty folder (`empty`) or, for a file, by /dev/null. `skipped` names the agent's folders
- * that are not shown: '/', and the image's system folders (the image brings its own).
+ * Mount flags: the agent's folders read-only at the paths given (the agent's command names them
+ * so, even through a symlink: the engine binds what they point to), the hidden paths in them
+ * (compared as real paths) masked by an empty folder (`empty`) or, for a file, by /dev/null.
+ * `skipped` names the agent's folders that are not shown: '/', and the image's system folders
+ * (the image brings its own).
  */
 export function agentMounts(agentFolders: readonly string[], hidden: readonly string[], empty: string): { flags: string[]; skipped: string[] } {
-  const unique = (paths: readonly string[]) => [...new Set(paths.map((p) => path.resolve(p)))];
-  const masked = unique(hidden);
+  const masked = [...new Set(hidden.map((h) => realPath(path.resolve(h))).filter((h): h is string => h !== undefined))];
   const skipped: string[] = [];
-  const folders: string[] = [];
-  for (const folder of unique(agentFolders)) {
+  const folders: { shown: string; real: string }[] = [];
+  for (const shown of new Set(agentFolders.map((folder) => path.resolve(folder)))) {
+    const real = realPath(shown);
     // A folder that is (or lies in) a hidden one is not shown at all.
-    if (!existsSync(folder) || masked.some((h) => inside(h, folder))) continue;
-    if (folder === '/' || SYSTEM_FOLDERS.some((system) => inside(system, folder))) skipped.push(folder);
-    else folders.push(folder);
+    if (real === undefined || masked.some((h) => inside(h, real))) continue;
+    if ([shown, real].some((p) => p === '/' || SYSTEM_FOLDERS.some((system) => inside(system, p)))) skipped.push(shown);
+    else if (!folders.some((folder) => folder.shown === shown)) folders.push({ shown, real });
   }
   const flags: string[] = [];
+  const mount = (source: string, target: string) => {
+    if (/[:,]/.test(source) || /[:,]/.test(target)) throw new Error(`cannot show ${target} in the container: its path holds ':' or ','`);
+    flags.push('--volume', `${source}:${target}:ro`);
+  };
+  for (const folder of folders) mount(folder.shown, folder.shown);
+  // Inside a masked folder there is nothing left to mask (and no folder to mount on).
+  const outermost = masked.filter((target) => !masked.some((other) => other !== target && inside(other, target)));
   for (const folder of folders) {
-    if (/[:,]/.test(folder)) throw new Error(`cannot show ${folder} in the container: its path holds ':' or ','`);
-    flags.push('--volume', `${folder}:${folder}:ro`);
-  }
-  for (const target of masked) {
-    if (!folders.some((folder) => inside(folder, target) && folder !== target) || !existsSync(target)) continue;
-    // Inside a masked folder there is nothing left to mask (and no folder to mount on).
-    if (masked.some((other) => other !== target && inside(other, target))) continue;
-    if (/[:,]/.test(target)) throw new Error(`cannot hide ${target} in the container: its path holds ':' or ','`);
-    if (statSync(target).isDirectory()) flags.push('--volume', `${empty}:${target}:ro`);
-    else flags.push('--volume', `/dev/null:${target}:ro`);
+    for (const target of outermost) {
+      if (target === folder.real || !inside(folder.real, target)) continue;
+      mount(statSync(target).isDirectory() ? empty : '/dev/null', path.join(folder.shown, path.relative(folder.real, target)));
+    }
   }
   return { flags, skipped };
 }
@@ -217,8 +229,8 @@ export async function containerBackend(options: ContainerBackendOptions = {}): P
   // "The next start removes labelled leftovers": containers of a Belay that was killed.
   await removeLeftovers(engine).catch(() => []);
   const owner = ownerMark();
-  // Each image's PATH, read once.
-  const images = new Map<string, string>();
+  // Each image's configuration, read once.
+  const images = new Map<string, ImageConfig>();
   return {
     name: 'container',
     label: `container (${engine.label}: the task's image, no network, no capabilities)`,
@@ -227,7 +239,7 @@ export async function containerBackend(options: ContainerBackendOptions = {}): P
   };
 }
 
-async function openSession(engine: Engine, owner: string, options: ContainerBackendOptions, spec: SessionSpec, images: Map<string, string>): Promise<BackendSession> {
+async function openSession(engine: Engine, owner: string, options: ContainerBackendOptions, spec: SessionSpec, images: Map<string, ImageConfig>): Promise<BackendSession> {
   const { folders, task, signal } = spec;
   for (const dir of [folders.logs, folders.tests, folders.scratch, path.dirname(folders.environmentLog)]) await fs.mkdir(dir, { recursive: true });
   await fs.mkdir(folders.control, { recursive: true, mode: 0o700 });
@@ -255,8 +267,8 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
     });
     image = built.image;
   }
-  let searchPath = images.get(image);
-  if (searchPath === undefined) images.set(image, (searchPath = await imagePath(engine, image)));
+  let config = images.get(image);
+  if (config === undefined) images.set(image, (config = await imageConfig(engine, image)));
 
   // 2. The container, created stopped.
   const empty = path.join(path.resolve(folders.scratch), 'empty');
@@ -309,7 +321,7 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
     spec.onNotice?.(`the run's /logs stays writable in the agent phase here (${engine.name} is rootful and Belay does not run as root): what the agent leaves there is removed before the tests`);
   }
   const storageMb = task.environment.storageMb ?? options.storageMb ?? CONTAINER_DEFAULTS.storageMb;
-  const session = new ContainerSession(engine, name, spec, searchPath, {
+  const session = new ContainerSession(engine, name, spec, config, {
     storageBytes: storageMb * 1024 * 1024,
     storageCheckMs: options.storageCheckMs ?? CONTAINER_DEFAULTS.storageCheckMs,
     copyLimitBytes: options.workspaceCopyLimitBytes ?? CONTAINER_DEFAULTS.workspaceCopyLimitBytes,
@@ -329,15 +341,38 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
 
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
-/** The PATH the image sets (a usual one when it sets none). */
-export async function imagePath(engine: Engine, image: string): Promise<string> {
-  const out = await engine.check(['image', 'inspect', '--format', '{{json .Config.Env}}', image], { timeoutMs: 60_000 });
+/** What a program inside needs from the image's configuration: its PATH, and the home of its user. */
+export interface ImageConfig {
+  path: string;
+  /** /root when the image runs as root; unknown otherwise (the engine then sets it from the image's users). */
+  home: string | undefined;
+}
+
+/** Reads the image's PATH (a usual one when it sets none) and user. */
+export async function imageConfig(engine: Engine, image: string): Promise<ImageConfig> {
+  const out = await engine.check(['image', 'inspect', '--format', '{{json .Config}}', image], { timeoutMs: 60_000 });
+  let config: { Env?: string[] | null; User?: string } = {};
   try {
-    const env = JSON.parse(out) as string[] | null;
-    return env?.find((entry) => entry.startsWith('PATH='))?.slice('PATH='.length) || DEFAULT_PATH;
+    config = (JSON.parse(out) as typeof config | null) ?? {};
   } catch {
-    return DEFAULT_PATH;
+    // an engine that says nothing usable: the usual values
   }
+  const user = (config.User ?? '').split(':', 1)[0]!;
+  return {
+    path: config.Env?.find((entry) => entry.startsWith('PATH='))?.slice('PATH='.length) || DEFAULT_PATH,
+    home: user === '' || user === 'root' || user === '0' ? '/root' : undefined,
+  };
+}
+
+/**
+ * A program's environment inside: the base variables (the image's PATH, then the agent's
+ * runtimes; the home; a UTF-8 locale; a dumb terminal) and Belay's, nothing of the host's.
+ */
+export function containerEnvironment(config: ImageConfig, runtimes: readonly string[], env: Record<string, string> | undefined): Record<string, string> {
+  const base = { PATH: [config.path, ...runtimes].join(':'), HOME: config.home ?? '', LANG: 'C.UTF-8', TERM: 'dumb' };
+  const result = programEnvironment(base, env);
+  if (config.home === undefined && env?.HOME === undefined) delete result.HOME;
+  return result;
 }
 
 /** The agent's folders that hold programs (a host Node's bin, say), put on PATH after the image's own. */
@@ -360,19 +395,19 @@ class ContainerSession implements BackendSession {
   readonly #engine: Engine;
   readonly #name: string;
   readonly #spec: SessionSpec;
-  readonly #agentPath: string;
-  readonly #verifyPath: string;
+  readonly #config: ImageConfig;
+  readonly #runtimes: string[];
   readonly #bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number; logsLocked: boolean };
   readonly #bridges = new Map<number, net.Server>();
   readonly #connections = new Set<RunningChild>();
 
-  constructor(engine: Engine, name: string, spec: SessionSpec, imagePath: string, bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number; logsLocked: boolean }) {
+  constructor(engine: Engine, name: string, spec: SessionSpec, config: ImageConfig, bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number; logsLocked: boolean }) {
     this.#engine = engine;
     this.#name = name;
     this.#spec = spec;
     this.#bounds = bounds;
-    this.#verifyPath = imagePath;
-    this.#agentPath = [imagePath, ...agentRuntimes(spec.agentFolders)].join(':');
+    this.#config = config;
+    this.#runtimes = agentRuntimes(spec.agentFolders);
   }
 
   get phase(): Phase {
@@ -432,7 +467,8 @@ class ContainerSession implements BackendSession {
 
   command(spec: CommandSpec): HostCommand {
     const agentPhase = this.#phase === 'agent';
-    const env = { PATH: agentPhase ? this.#agentPath : this.#verifyPath, LANG: 'C.UTF-8', TERM: 'dumb', ...spec.env };
+    // The agent's runtimes are on PATH while its folders are; the tests get the image's own.
+    const env = containerEnvironment(this.#config, agentPhase ? this.#runtimes : [], spec.env);
     const exec = execEnvironment(this.#engine.env, env);
     return {
       argv: this.#engine.argv(['exec', '--interactive', '--workdir', spec.cwd ?? this.workdir, ...exec.flags, this.#name, ...spec.argv]),
