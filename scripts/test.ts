@@ -3,6 +3,7 @@
 import { execFileSync } from 'node:child_process';
 import { repoRoot } from './lib/paths.ts';
 import { runGrammarTests, runHostTests, runNodeTests, runUiTests, type SuiteResult } from './lib/suites.ts';
+import { CONTAINER_PACKAGES, ensureSystemPackages } from './lib/system.ts';
 
 const all = ['unit', 'grammar', 'host', 'ui'] as const;
 type Suite = (typeof all)[number];
@@ -17,7 +18,11 @@ const suites: Suite[] = asked.length > 0 ? (asked as Suite[]) : [...all];
 execFileSync(process.execPath, ['scripts/build.ts', '--tests'], { cwd: repoRoot, stdio: 'inherit' });
 
 const runners: Record<Suite, () => Promise<SuiteResult>> = {
-  unit: () => runNodeTests('unit', ['test/unit/**/*.test.ts'], 2),
+  unit: () => {
+    // The container backend's tests run real containers (the base image is built from .cache/belay).
+    ensureSystemPackages(CONTAINER_PACKAGES);
+    return runNodeTests('unit', ['test/unit/**/*.test.ts'], 2);
+  },
   grammar: () => runGrammarTests(),
   host: () => runHostTests(),
   ui: () => runUiTests(),

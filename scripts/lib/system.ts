@@ -17,7 +17,16 @@ export const needs: Record<string, Need> = {
   ripgrep: { pkg: 'ripgrep', present: () => onPath('rg'), why: "VS Code's search binary (its own download cannot work offline)" },
   krb5: { pkg: 'libkrb5-dev', present: () => existsSync('/usr/include/krb5.h') || existsSync('/usr/include/krb5/krb5.h'), why: "kerberos headers for code-server's native modules" },
   bubblewrap: { pkg: 'bubblewrap', present: () => onPath('bwrap'), why: "the task runner's sandbox backend" },
+  podman: { pkg: 'podman', present: () => onPath('podman'), why: "the task runner's container backend" },
+  // crun, podman's usual runtime, cannot set rlimits on hosts with hybrid cgroups; runc can.
+  runc: { pkg: 'runc', present: () => onPath('runc'), why: 'the OCI runtime podman uses for the container backend' },
+  // podman's --init (containers removed at once, zombies reaped) runs it; podman only recommends it.
+  catatonit: { pkg: 'catatonit', present: () => existsSync('/usr/libexec/podman/catatonit') || onPath('catatonit'), why: "the init process of the container backend's containers" },
+  mmdebstrap: { pkg: 'mmdebstrap', present: () => onPath('mmdebstrap'), why: 'builds the base image (belay image build-base) from Debian packages' },
 };
+
+/** What the container backend's tests need: an engine with runc, and mmdebstrap for the base image. */
+export const CONTAINER_PACKAGES: (keyof typeof needs)[] = ['podman', 'runc', 'catatonit', 'mmdebstrap'];
 
 /** Installs the missing packages with apt-get when running as root; otherwise says what to run. */
 export function ensureSystemPackages(names: (keyof typeof needs)[]): void {

@@ -5,6 +5,9 @@ import { parseCommandLine } from '../shared/args.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { UsageError, type CliIO } from './io.ts';
 import { runNanobot, TerminalConfigSchema, type NanobotEvent, type TerminalConfig } from '../runner/core/protocols/nanobot.ts';
+import { containerLauncher } from '../runner/core/backends/container-nanobot.ts';
+import { detectEngine, EngineUnavailableError } from '../runner/core/backends/engine.ts';
+import { BASE_IMAGE } from '../runner/core/backends/image-base.ts';
 
 /** Printed by `belay nanobot --help` (and when no action is given). */
 export const usage = `Usage: belay nanobot --command "COMMAND" --text TEXT [options]
@@ -21,6 +24,12 @@ Options:
   --media FILE           a file the user attached (repeatable)
   --config FILE          a nanobot config.json; its "terminal" section (env, providers, ...) is used,
                          the options above override it
+  --backend local|container
+                         local (default): a child process, no isolation; container: a fresh
+                         container of ${BASE_IMAGE} per message, the workspace writable, the
+                         current folder read-only, no network (a bot that calls its LLM itself
+                         cannot reach it there)
+  --engine podman|docker the container's engine (default: podman, else docker)
   --json                 print the whole result as JSON
   -h, --help             show this help
 
@@ -40,6 +49,8 @@ export async function run(args: string[], io: CliIO): Promise<number> {
       workspace: { type: 'string' },
       media: { type: 'string', multiple: true, default: [] },
       config: { type: 'string' },
+      backend: { type: 'string' },
+      engine: { type: 'string' },
       json: { type: 'boolean' },
     },
     { positionals: false },
@@ -72,6 +83,21 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   const terminal: TerminalConfig = config.data;
   if (terminal.command.trim() === '') throw new UsageError('--command "COMMAND" is required');
   if (values.text === undefined) throw new UsageError('--text TEXT is required');
+  if (values.backend !== undefined && values.backend !== 'local' && values.backend !== 'container') throw new UsageError(`--backend must be local or container (got '${values.backend}')`);
+  if (values.engine !== undefined && values.engine !== 'podman' && values.engine !== 'docker') throw new UsageError(`--engine must be podman or docker (got '${values.engine}')`);
+  let launcher;
+  if (values.backend === 'container') {
+    let engine;
+    try {
+      engine = await detectEngine({ ...(values.engine ? { engine: values.engine } : {}), env: io.env });
+    } catch (error) {
+      if (!(error instanceof EngineUnavailableError)) throw error;
+      io.stderr.write(`belay nanobot: container unavailable: ${error.message}\nRun with --backend local to run the micro-agent without isolation.\n`);
+      return 1;
+    }
+    // Its program (the current folder) and this Node (a command may name it), read-only.
+    launcher = containerLauncher({ engine, agentFolders: [io.cwd, path.dirname(process.execPath)] });
+  }
 
   const show = (event: NanobotEvent) => {
     if (values.json) return;
@@ -86,6 +112,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     config: terminal,
     input: { text: values.text, media: values.media, workspace: path.resolve(io.cwd, values.workspace ?? '.') },
     onEvent: show,
+    ...(launcher ? { launcher } : {}),
   });
   if (values.json) io.stdout.write(JSON.stringify(result, null, 2) + '\n');
   return result.ok ? 0 : 1;

@@ -20,6 +20,7 @@ export const subcommands: readonly Subcommand[] = [
   { name: 'session', summary: 'run the outbox/inbox loop with an LLM by copy and paste', load: () => import('./session.ts') },
   { name: 'run', summary: 'run an agent (Term Challenge SDK 1.x or 2.0) on tasks and verify them', load: () => import('./run.ts') },
   { name: 'nanobot', summary: 'run a nanobot terminal micro-agent once and show what the user would see', load: () => import('./nanobot.ts') },
+  { name: 'image', summary: 'build the base image of the container backend from Debian packages', load: () => import('./image.ts') },
   { name: 'cues', summary: 'list and answer agents\' pending cues (HAP mailbox)', load: () => import('./cues.ts') },
   { name: 'mcp', summary: 'serve the HAP mailbox as an MCP server, or run one behind Belay (--wrap)', load: () => import('./mcp.ts') },
 ];

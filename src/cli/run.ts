@@ -26,9 +26,14 @@ Options:
   --agent-dir DIR          the agent's folder (default: the current folder); an isolating
                            backend shows it read-only, without the task folders or run records
   --protocol sdk1|sdk2     sdk1: JSON lines on stdin/stdout; sdk2: HTTP server on AGENT_PORT
-  --backend sandbox|local  sandbox: bubblewrap, only /app writable, no network, no capabilities;
+  --backend container|sandbox|local
+                           container: a container of the task's image (podman or docker), /app,
+                           no network, no capabilities, bounded CPUs, memory and processes;
+                           sandbox: bubblewrap, only /app writable, no network, no capabilities;
                            local: plain child processes, no isolation (only when asked for);
-                           default: the best isolating backend that works here
+                           default: the best isolating backend that works here (container, else
+                           sandbox)
+  --engine podman|docker   the container backend's engine (default: podman, else docker)
   --env KEY=VALUE          a variable for the agent (repeatable); KEY alone passes it on from
                            this shell. The agent gets these and PATH, HOME, LANG, TERM: nothing
                            else of this environment
@@ -61,6 +66,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   const { values, positionals } = parseCommandLine(args, {
     agent: { type: 'string' },
     'agent-dir': { type: 'string' },
+    engine: { type: 'string' },
     protocol: { type: 'string' },
     backend: { type: 'string' },
     env: { type: 'string', multiple: true, default: [] },
@@ -82,6 +88,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   const protocol: Protocol = values.protocol;
   const backendName = values.backend;
   if (backendName !== undefined && !isBackendName(backendName)) throw new UsageError(`--backend must be ${BACKEND_NAMES.join(' or ')} (got '${backendName}')`);
+  if (values.engine !== undefined && values.engine !== 'podman' && values.engine !== 'docker') throw new UsageError(`--engine must be podman or docker (got '${values.engine}')`);
   let env: Record<string, string>;
   try {
     env = parseEnvOptions(values.env);
@@ -111,7 +118,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
 
   let backend: Backend;
   try {
-    backend = await pickBackend(backendName);
+    backend = await pickBackend(backendName, { container: values.engine !== undefined ? { engine: values.engine } : {} });
   } catch (error) {
     if (!(error instanceof BackendUnavailableError)) throw error;
     io.stderr.write(`belay run: ${error.message}\nRun with --backend local to run without isolation.\n`);

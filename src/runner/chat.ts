@@ -7,7 +7,7 @@ import * as vscode from 'vscode';
 import { errorMessage } from '../shared/errors.ts';
 import { resolveDir, terminalConfig, type MicroAgent } from './core/agents.ts';
 import { ansi, sanitizeTerminalText } from './core/format.ts';
-import type { NanobotEvent } from './core/protocols/nanobot.ts';
+import type { NanobotEvent, NanobotLauncher } from './core/protocols/nanobot.ts';
 import { BufferedTerminalOutput, MEDIA_PREFIX } from './terminal.ts';
 
 export interface ChatOptions {
@@ -18,6 +18,8 @@ export interface ChatOptions {
   /** Why nothing may run now (untrusted workspace), checked before each message. */
   refusal: () => string | undefined;
   log: vscode.LogOutputChannel;
+  /** Where each message runs the micro-agent (a container, say); a child process when it gives none. */
+  launcher?: () => Promise<NanobotLauncher | undefined>;
 }
 
 export class ChatTerminal implements vscode.Pseudoterminal {
@@ -115,11 +117,13 @@ export class ChatTerminal implements vscode.Pseudoterminal {
       };
       // The nanobot runner (and the process layer under it) loads with the first message.
       const { runNanobot } = await import('./core/protocols/nanobot.ts');
+      const launcher = await this.#options.launcher?.();
       const result = await runNanobot({
         config,
         input: { text, workspace: this.#options.workspace, chatId: 'vscode', channel: 'vscode' },
         onEvent: show,
         signal: controller.signal,
+        ...(launcher ? { launcher } : {}),
       });
       if (controller.signal.aborted) this.#print(ansi.yellow('(stopped)\n'));
       this.#options.log.info(`micro-agent ${agent.name}: ${result.ok ? 'ok' : 'failed'} (exit ${result.exitCode ?? 'none'}) in ${resolveDir(agent.baseDir, agent.cwd)}`);

@@ -144,6 +144,15 @@ async function openChat(parts: RunnerParts, arg: unknown): Promise<ChatTerminal 
     secrets: () => service.secretsFor(microAgentSecretTexts(chosen)),
     refusal: () => ctx.trust.refusal('runAgents'),
     log: ctx.log,
+    // Only when containers are asked for by name: micro-agents usually call their LLM themselves.
+    launcher: async () => {
+      if (ctx.config.get('runner.backend') !== 'container') return undefined;
+      const { detectEngine } = await import('./core/backends/engine.ts');
+      const { containerLauncher } = await import('./core/backends/container-nanobot.ts');
+      const choice = ctx.config.get('runner.containerEngine');
+      const engine = await detectEngine(choice === 'auto' ? {} : { engine: choice });
+      return containerLauncher({ engine, agentFolders: [chosen.baseDir, path.dirname(process.execPath)] });
+    },
   });
   parts.terminals.openChat(`Belay chat: ${chosen.name}`, chat);
   return chat;

@@ -113,7 +113,7 @@ export class RunnerService implements vscode.Disposable {
     this.#disposables.push(
       vscode.workspace.onDidChangeWorkspaceFolders(() => this.refreshSoon()),
       ctx.trust.onDidGrant(() => this.#changed.fire()),
-      ctx.config.onDidChange(['agents', 'microAgents', 'runner.backend', 'runner.runsDir'], () => {
+      ctx.config.onDidChange(['agents', 'microAgents', 'runner.backend', 'runner.containerEngine', 'runner.containerCpus', 'runner.containerMemoryMB', 'runner.runsDir'], () => {
         this.#backendChoice = undefined;
         this.refreshSoon();
       }),
@@ -264,7 +264,9 @@ export class RunnerService implements vscode.Disposable {
     const { pickBackend, isBackendName } = await import('./core/backends/choose.ts');
     const { BackendUnavailableError } = await import('./core/backend.ts');
     const setting = this.#ctx.config.get('runner.backend');
-    this.#backendChoice ??= pickBackend(isBackendName(setting) ? setting : undefined);
+    const engine = this.#ctx.config.get('runner.containerEngine');
+    const container = { ...(engine !== 'auto' ? { engine } : {}), cpus: this.#ctx.config.get('runner.containerCpus'), memoryMb: this.#ctx.config.get('runner.containerMemoryMB') };
+    this.#backendChoice ??= pickBackend(isBackendName(setting) ? setting : undefined, { container });
     try {
       return await this.#backendChoice;
     } catch (error) {

@@ -1,4 +1,5 @@
 import * as assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -176,7 +177,8 @@ suite('Belay runner', () => {
     const active = runner.service.activeRuns[0];
     assert.ok(active, 'the run is active');
     const runDir = path.join(runner.service.runsDirFor(active.task.dir), active.id);
-    assert.ok(processesWith(runDir).length > 0, 'the run has processes (the sandboxed agent and its command)');
+    // A sandbox's processes name the run folder, a container's (engine clients, conmon) the run id in its name.
+    assert.ok(processesWith(active.id).length > 0, 'the run has processes (the isolated agent and its command)');
     await vscode.commands.executeCommand('belay.runner.stopRun');
     const result = await running;
     assert.equal(result.failure_cause, 'aborted');
@@ -184,7 +186,7 @@ suite('Belay runner', () => {
     out.dispose();
     assert.deepEqual(processesWith('sleep 600'), []);
     assert.equal(result.run_dir, runDir);
-    assert.deepEqual(processesWith(runDir), []);
+    assert.deepEqual(processesWith(active.id), []);
     assert.equal(runner.service.activeRuns.length, 0);
   });
 
@@ -284,6 +286,28 @@ suite('Belay runner', () => {
     const memory = path.join(workspace(), '.belay', 'micro-agents', 'Demo_micro-agent', 'users', 'vscode', 'memory.json');
     assert.deepEqual(JSON.parse(readFileSync(memory, 'utf8')), { messages: 2 });
     chat.close();
+  });
+
+  test('with the container backend named, the micro-agent answers from a container', async () => {
+    const settings = vscode.workspace.getConfiguration('belay');
+    await settings.update('runner.backend', 'container', vscode.ConfigurationTarget.Workspace);
+    const since = new Date(Date.now() - 1000).toISOString();
+    try {
+      const chat = (await vscode.commands.executeCommand('belay.runner.chat', 'Demo micro-agent')) as ChatTerminal;
+      chat.open();
+      await chat.send('draw where you are');
+      const text = chat.transcript.replace(/\x1b\[[0-9;]*m/g, '');
+      assert.match(text, /You said "draw where you are"/, text);
+      const media = /media: (\/\S+\.png)/.exec(text);
+      assert.ok(media && existsSync(media[1]!), `the workspace is shared at its own path: ${text}`);
+      chat.close();
+      // The engine saw the bot's container come and go (and none is left).
+      const created = execFileSync('podman', ['events', '--stream=false', '--since', since, '--filter', 'event=create', '--format', '{{.Name}}'], { encoding: 'utf8' });
+      assert.match(created, /^belay-nanobot-[0-9a-f]+$/m);
+      assert.doesNotMatch(execFileSync('podman', ['ps', '--all', '--format', '{{.Names}}'], { encoding: 'utf8' }), /belay-nanobot-/);
+    } finally {
+      await settings.update('runner.backend', undefined, vscode.ConfigurationTarget.Workspace);
+    }
   });
 
   test('a `belay` task from tasks.json runs and ends with exit code 0', async () => {

@@ -75,11 +75,14 @@ describe('the task runner in the workbench', () => {
     // Where the agent runs is said before anything else.
     assert.match(live, /Belay: hello-world \(sdk1\)backend sandbox \(bubblewrap: only \/app writable, no network, no capabilities\)run folder/);
     await wb.screenshot('runner-terminal-during-run');
-    assert.ok(processesWith(wb.workspace + '/.belay/runs/').length > 0, 'the run has processes');
+    // The run's id names its folder; a sandbox's processes name the folder, a container's (engine
+    // clients, conmon) the id in the container's name.
+    const runId = readdirSync(wb.workspace + '/.belay/runs/').sort().at(-1)!;
+    assert.ok(processesWith(runId).length > 0, 'the run has processes');
     await runPaletteCommand(page, 'Belay: Stop Run');
     const ended = await waitForTerminal(page, /FAILED .*aborted/);
     assert.match(ended, /the run was stopped/);
-    assert.deepEqual(processesWith(wb.workspace + '/.belay/runs/'), []);
+    assert.deepEqual(processesWith(runId), []);
     assert.deepEqual(processesWith('sleep 600'), []);
     await runPaletteCommand(page, 'View: Toggle Maximized Panel');
   });

@@ -4,7 +4,7 @@
 // capabilities, the network) are tried on backends with `isolated: true`; the rest (the
 // environment, forged results, disk, timeouts, SDK 2.0 abuse, survivors) on every backend.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
@@ -14,12 +14,14 @@ import type { Backend } from '../../../src/runner/core/backend.ts';
 import { localBackend } from '../../../src/runner/core/backends/local.ts';
 import { runFiles, type RunResult } from '../../../src/runner/core/records.ts';
 import { loadTask, type Task } from '../../../src/runner/core/task.ts';
+import { containerOrReason } from './container-helpers.ts';
 import { fixtures, nodeAgent, processesWith, repoRoot, runFixture, sandboxOrReason, tempDir } from './helpers.ts';
 
 /** Every backend the suite runs against; a backend that cannot run here is skipped with its reason. */
 export const HOSTILE_BACKENDS: { name: string; get: () => Promise<Backend | Error> }[] = [
   { name: 'local', get: async () => localBackend() },
   { name: 'sandbox', get: sandboxOrReason },
+  { name: 'container', get: containerOrReason },
 ];
 
 // Resolved before any test is registered: node:test runs root hooks early after a top-level await.
@@ -53,13 +55,35 @@ interface Attempt {
   command: string;
 }
 
+/**
+ * The SHA-256 of a host file, or undefined when this process cannot read it. Reading a path
+ * is an escape only when what was read is the host's: a container has its own /etc/shadow and
+ * /root, which it may read.
+ */
+function hostHash(file: string | undefined): string | undefined {
+  if (file === undefined) return undefined;
+  try {
+    return createHash('sha256').update(readFileSync(file)).digest('hex');
+  } catch {
+    return undefined;
+  }
+}
+
+/** A command that prints ESCAPED when it reads the host's own `file` (same content). */
+function readsHostFile(file: string): string | undefined {
+  const hash = hostHash(file);
+  return hash === undefined ? undefined : `[ "$(sha256sum '${file}' 2>/dev/null | cut -c1-64)" = '${hash}' ] && echo ESCAPED`;
+}
+
 /** The ways out only an isolating backend can close. */
 function isolationAttempts(ctx: { runsDir: string; otherProject: string; port: number; writeProbe: string; hostTmp: string }): Attempt[] {
   const attempts: Attempt[] = [];
   const file = homeFile();
-  if (file) attempts.push({ name: 'read a file in the home folder', command: `cat '${file}' >/dev/null 2>&1 && echo ESCAPED` });
+  const home = file === undefined ? undefined : readsHostFile(file);
+  if (home) attempts.push({ name: 'read a file in the home folder', command: home });
+  const shadow = readsHostFile('/etc/shadow');
+  if (shadow) attempts.push({ name: 'read /etc/shadow', command: shadow });
   attempts.push(
-    { name: 'read /etc/shadow', command: `cat /etc/shadow >/dev/null 2>&1 && echo ESCAPED` },
     { name: "read the task's tests", command: `grep -q TESTS-SECRET '${hostileTaskDir}/tests/test.sh' 2>/dev/null && echo ESCAPED` },
     { name: "read the task's solution", command: `grep -q SOLUTION-SECRET '${hostileTaskDir}/solution/solve.sh' 2>/dev/null && echo ESCAPED` },
     { name: 'read the run records', command: `cat '${ctx.runsDir}'/earlier/result.json >/dev/null 2>&1 && echo ESCAPED` },
@@ -92,9 +116,9 @@ function screens(result: RunResult): (string | null)[] {
   return trajectory.map((t) => t.screen);
 }
 
-function finalReport(result: RunResult): { read: string[]; variable: string | null; forged: string[] } {
+function finalReport(result: RunResult): { read: { file: string; sha256: string }[]; variable: string | null; forged: string[] } {
   const trajectory = JSON.parse(readFileSync(runFiles(result.run_dir).trajectory, 'utf8')) as { response: { text?: string } }[];
-  return JSON.parse(trajectory.at(-1)!.response.text ?? '{}') as { read: string[]; variable: string | null; forged: string[] };
+  return JSON.parse(trajectory.at(-1)!.response.text ?? '{}') as { read: { file: string; sha256: string }[]; variable: string | null; forged: string[] };
 }
 
 /** A copy of the hostile task with another test script. */
@@ -143,7 +167,8 @@ for (const { name, backend } of available) {
         const escaped = attempts.filter((_, i) => (seen[i + 1] ?? '').includes('ESCAPED')).map((a) => `${a.name}: ${seen[attempts.indexOf(a) + 1]}`);
         assert.deepEqual(escaped, []);
         const report = finalReport(result);
-        assert.deepEqual(report.read, [], 'the agent process itself read host files');
+        const hostFilesRead = report.read.filter((read) => read.sha256 === hostHash(read.file)).map((read) => read.file);
+        assert.deepEqual(hostFilesRead, [], 'the agent process itself read host files');
         assert.equal(report.variable, null, "the agent saw Belay's environment");
         assert.deepEqual(connections, []);
         assert.equal(existsSync(writeProbe), false, 'the agent wrote into its program folder');

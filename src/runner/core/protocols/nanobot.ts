@@ -120,6 +120,16 @@ export interface RunNanobotOptions {
   maxOutputChars?: number;
   onEvent?: (event: NanobotEvent) => void;
   signal?: AbortSignal;
+  /** Where the micro-agent runs (a container, say); a child process of Belay when absent. */
+  launcher?: NanobotLauncher;
+}
+
+/** Turns the micro-agent's program into the host command that runs it elsewhere; `end` cleans up. */
+export interface NanobotLauncher {
+  start(program: { argv: [string, ...string[]]; cwd: string; env: Record<string, string> }): Promise<{
+    command: { argv: [string, ...string[]]; cwd: string; env: Record<string, string> };
+    end(): Promise<void>;
+  }>;
 }
 
 export async function runNanobot(options: RunNanobotOptions): Promise<NanobotResult> {
@@ -161,11 +171,14 @@ export async function runNanobot(options: RunNanobotOptions): Promise<NanobotRes
   };
 
   const rich = config.protocol === 'rich';
+  const program = { argv: [shellPath(), '-c', buildCommand(config.command, options.input.text)] as [string, ...string[]], cwd: envelope.workspace, env: config.env };
+  const launched = await options.launcher?.start(program);
+  // The micro-agent's own variables and the base ones: never the editor's environment.
+  const command = launched?.command ?? { ...program, env: programEnvironment(localBaseEnvironment(), config.env) };
   const result = await runBounded({
-    argv: [shellPath(), '-c', buildCommand(config.command, options.input.text)],
-    cwd: envelope.workspace,
-    // The micro-agent's own variables and the base ones: never the editor's environment.
-    env: programEnvironment(localBaseEnvironment(), config.env),
+    argv: command.argv,
+    cwd: command.cwd,
+    env: command.env,
     input: `${JSON.stringify(envelope)}\n`,
     timeoutMs: config.timeout * 1000,
     maxOutputChars: maxChars,
@@ -178,7 +191,7 @@ export async function runNanobot(options: RunNanobotOptions): Promise<NanobotRes
         }
       : undefined,
     signal: options.signal,
-  });
+  }).finally(() => launched?.end());
   if (rich && partial !== '') takeLine(partial);
   const stderr = result.stderr.text('[… stderr cut …]');
   const exitCode = result.exitCode;

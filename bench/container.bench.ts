@@ -1,0 +1,144 @@
+// The container backend's overheads, each beside what the engine alone costs in the same run:
+// - per SDK 1.x step: 500 steps of `true` through the whole protocol in a container (request,
+//   response, the command as an `exec`, cwd tracking, records) against 500 bare
+//   `<engine> exec <container> true`, in interleaved rounds of 100 so that a burst of load from
+//   other processes does not decide the ratio;
+// - a task image with a warm cache (the build context hashed, the image found) against
+//   `<engine> image exists` of the same image.
+// Needs a working engine and the base image (`belay image build-base`); says so and gives no
+// figure otherwise.
+import { realpathSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import * as path from 'node:path';
+import type { Backend } from '../src/runner/core/backend.ts';
+import { containerBackend } from '../src/runner/core/backends/container.ts';
+import { detectEngine, type Engine } from '../src/runner/core/backends/engine.ts';
+import { BASE_IMAGE } from '../src/runner/core/backends/image-base.ts';
+import { imageSource, taskImage } from '../src/runner/core/backends/image-task.ts';
+import { sdk1 } from '../src/runner/core/protocols/sdk1.ts';
+import { runTask } from '../src/runner/core/run.ts';
+import { loadTask, type Task } from '../src/runner/core/task.ts';
+import { runBounded } from '../src/shared/process.ts';
+import { alternatingMedians, percentile, type BenchContext, type BenchFile, type Figure } from './lib.ts';
+
+const STEPS = 500;
+const ROUNDS = 5;
+const PER_ROUND = STEPS / ROUNDS;
+
+/** `count` bare `exec … true` in a container of the task's image, each timed. */
+async function bareExecs(engine: Engine, backend: Backend, base: string, count: number, task: Task): Promise<number[]> {
+  const folders = {
+    workspace: path.join(base, 'app'),
+    tests: path.join(base, 'tests'),
+    logs: path.join(base, 'logs'),
+    control: path.join(base, 'control'),
+    scratch: path.join(base, 'scratch'),
+    environmentLog: path.join(base, 'environment.log'),
+  };
+  await mkdir(folders.workspace, { recursive: true });
+  const runId = `bench-bare-${process.pid}-${Date.now()}`;
+  const session = await backend.open({ runId, task, folders, agentFolders: [], hidden: [] });
+  const name = (await engine.check(['ps', '--filter', `label=belay.run=${runId}`, '--format', '{{.Names}}'], { timeoutMs: 60_000 })).trim();
+  const times: number[] = [];
+  try {
+    for (let i = 0; i < count; i++) {
+      const t0 = performance.now();
+      const result = await runBounded({ argv: engine.argv(['exec', name, 'true']), cwd: '/', env: engine.env, timeoutMs: 30_000, maxOutputChars: 1000 });
+      times.push(performance.now() - t0);
+      if (result.exitCode !== 0) throw new Error(`bare exec failed: ${result.stderr.text('…')}`);
+    }
+  } finally {
+    await session.close();
+  }
+  return times;
+}
+
+/** Each step's whole cycle (step-started to step-started) of an SDK 1.x run in a container. */
+async function harnessSteps(ctx: BenchContext, backend: Backend, runsDir: string, task: Task): Promise<number[]> {
+  const agents = path.join(ctx.repoRoot, 'test', 'fixtures', 'runner', 'agents');
+  const starts: number[] = [];
+  const result = await runTask({
+    task,
+    agentCommand: `'${process.execPath}' '${path.join(agents, 'commands.mjs')}'`,
+    agentCwd: agents,
+    agentFolders: [path.dirname(realpathSync(process.execPath))],
+    protocol: sdk1,
+    backend,
+    runsDir,
+    limits: { maxSteps: PER_ROUND + 1, agentTimeoutMs: 600_000 },
+    env: { AGENT_COMMANDS: JSON.stringify(Array.from({ length: PER_ROUND }, () => 'true')) },
+    onEvent: (event) => {
+      if (event.type === 'step-started') starts.push(performance.now());
+    },
+  });
+  if (!result.agent_completed || result.steps !== PER_ROUND + 1) throw new Error(`the bench run failed: ${result.failure_cause}: ${result.error}`);
+  return starts.slice(1).map((t, i) => t - starts[i]!);
+}
+
+const bench: BenchFile = {
+  title: 'Container backend',
+  async run(ctx) {
+    let engine: Engine;
+    let backend: Backend;
+    try {
+      engine = await detectEngine();
+      if (!(await engine.imageExists(BASE_IMAGE))) throw new Error(`${BASE_IMAGE} is not built (belay image build-base)`);
+      backend = await containerBackend({ engine: engine.name });
+    } catch (error) {
+      ctx.log(`container backend skipped: ${(error as Error).message}`);
+      return [];
+    }
+    const figures: Figure[] = [];
+
+    // A task of the base image with a small build context, built once before timing.
+    const taskDir = path.join(ctx.tmpDir, 'task');
+    await mkdir(path.join(taskDir, 'environment'), { recursive: true });
+    await mkdir(path.join(taskDir, 'tests'), { recursive: true });
+    await writeFile(path.join(taskDir, 'task.toml'), '[agent]\ntimeout_sec = 600\n');
+    await writeFile(path.join(taskDir, 'instruction.md'), 'Run true.\n');
+    await writeFile(path.join(taskDir, 'tests', 'test.sh'), 'exit 0\n');
+    await writeFile(path.join(taskDir, 'environment', 'Dockerfile'), `FROM ${BASE_IMAGE}\nWORKDIR /app\nCOPY data.txt /app/data.txt\n`);
+    await writeFile(path.join(taskDir, 'environment', 'data.txt'), 'x'.repeat(64 * 1024));
+    const task = await loadTask(taskDir);
+    const source = await imageSource(taskDir, 'current');
+    if (source.kind === 'base') throw new Error('the bench task has no Dockerfile');
+    const build = (log: string) => taskImage({ engine, taskName: task.name, taskDir, source, logFile: path.join(ctx.tmpDir, log), timeoutMs: 600_000 });
+    const { image } = await build('first-build.log');
+    try {
+      const [exists, warm] = await alternatingMedians(
+        () => engine.imageExists(image),
+        async () => {
+          if (!(await build('warm-build.log')).cached) throw new Error('the warm build built again');
+        },
+        20,
+      );
+      ctx.log(`${engine.name}: warm-cache image ${warm.toFixed(1)} ms, image exists ${exists.toFixed(1)} ms`);
+      figures.push({ name: `task image with a warm cache (${engine.name})`, value: warm, baselineName: `\`${engine.name} image exists\` of the same image`, baseline: exists, unit: 'ms', goal: 2 });
+
+      const base = path.join(ctx.tmpDir, 'steps');
+      await bareExecs(engine, backend, path.join(base, 'warmup'), 20, task);
+      const bare: number[] = [];
+      const steps: number[] = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        bare.push(...(await bareExecs(engine, backend, path.join(base, `bare-${round}`), PER_ROUND, task)));
+        steps.push(...(await harnessSteps(ctx, backend, path.join(base, 'runs'), task)));
+      }
+      const value = percentile(steps, 50);
+      const baseline = percentile(bare, 50);
+      ctx.log(`${engine.name}: median ${value.toFixed(1)} ms per SDK 1.x step in a container, ${baseline.toFixed(1)} ms per bare exec`);
+      figures.push({
+        name: `SDK 1.x step of \`true\` in a container, median of ${steps.length} (${engine.name})`,
+        value,
+        baselineName: `bare \`${engine.name} exec <container> true\`, median of ${bare.length}`,
+        baseline,
+        unit: 'ms',
+        goal: 1.3,
+      });
+    } finally {
+      await engine.run(['rmi', '--force', image], { timeoutMs: 120_000 });
+    }
+    return figures;
+  },
+};
+
+export default bench;

@@ -1,0 +1,622 @@
+// The container backend: each run in its own container of the task's image, as the real
+// harnesses run agents. The container is created with no network, no capabilities, no new
+// privileges, bounded CPUs, memory and process count, /app as the working directory, the
+// agent's folders read-only at their own paths, and the run's verifier logs at /logs; every
+// program (the agent, its commands, the tests) is an `exec` in it.
+// Phases: ending the agent phase stops the container (the engine kills every process in it,
+// setsid or not) and starts it again with only Belay's keeper; the tests are then copied in.
+// Lifetimes: the keeper is an attached session that holds the container's main process on a
+// pipe from Belay, so the container stops when Belay dies, however it dies; containers carry
+// their owner (host, process, start time) in a label, and the next Belay to start removes
+// those whose owner is gone.
+import { randomBytes } from 'node:crypto';
+import { existsSync, promises as fs, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { startChild, type RunningChild } from '../../../shared/process.ts';
+import { BackendUnavailableError, programEnvironment, type Backend, type BackendSession, type CommandSpec, type HostCommand, type Phase, type SessionSpec } from '../backend.ts';
+import type { TaskEnvironment } from '../task.ts';
+import { detectEngine, EngineUnavailableError, failureText, type Engine, type EngineName } from './engine.ts';
+import { BASE_IMAGE } from './image-base.ts';
+import { imageSource, taskImage } from './image-task.ts';
+
+export interface ContainerBackendOptions {
+  /** podman or docker; the first that answers when absent. */
+  engine?: EngineName;
+  env?: NodeJS.ProcessEnv;
+  /** CPUs when the task does not say (task.toml [environment] cpus). */
+  cpus?: number;
+  /** Memory in MB when the task does not say (task.toml [environment] memory_mb). */
+  memoryMb?: number;
+  /** Most processes (and threads) alive at once in a container. */
+  pidsLimit?: number;
+  /** Longest image build when the task does not say ([environment] build_timeout_sec). */
+  buildTimeoutSec?: number;
+  /** The build log kept with the run is cut beyond this (head and tail kept). */
+  buildLogChars?: number;
+  /** Most the container may write (its writable layer) when the task does not say ([environment] storage_mb). */
+  storageMb?: number;
+  /** How often the writable layer is measured against the storage limit (default 10 s). */
+  storageCheckMs?: number;
+  /** The agent's final /app is copied into the run's workspace when the container wrote at most this. */
+  workspaceCopyLimitBytes?: number;
+}
+
+export const CONTAINER_DEFAULTS = { cpus: 2, memoryMb: 4096, pidsLimit: 1024, buildTimeoutSec: 600, buildLogChars: 2_000_000, storageMb: 4096, storageCheckMs: 10_000, workspaceCopyLimitBytes: 200 * 1024 * 1024 };
+
+/** Labels every container of Belay carries. */
+export const LABELS = { run: 'belay.run', owner: 'belay.owner', task: 'belay.task' } as const;
+
+/** The mark of this Belay process: host, pid, and the process's start time (pids are reused). */
+export function ownerMark(): string {
+  return `${os.hostname()}/${process.pid}/${processStart(process.pid) ?? 'unknown'}`;
+}
+
+/** The start time of a process in clock ticks since boot, with the boot's id; undefined when it is not running. */
+export function processStart(pid: number, proc = '/proc'): string | undefined {
+  try {
+    const stat = readFileSync(`${proc}/${pid}/stat`, 'utf8');
+    // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const boot = readFileSync(`${proc}/sys/kernel/random/boot_id`, 'utf8').trim();
+    return `${boot.slice(0, 8)}-${fields[19]}`;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether the Belay that labelled a container is gone (only judged for this host's containers). */
+export function ownerGone(mark: string, host = os.hostname(), proc = '/proc'): boolean {
+  const [owner, pid, start] = mark.split('/');
+  if (owner !== host || pid === undefined || !/^\d+$/.test(pid)) return false;
+  const now = processStart(Number(pid), proc);
+  return now === undefined || (start !== 'unknown' && now !== start);
+}
+
+/** Removes the containers whose Belay is gone (killed before it could remove them); returns their names. */
+export async function removeLeftovers(engine: Engine): Promise<string[]> {
+  const label = engine.name === 'podman' ? `{{index .Labels "${LABELS.owner}"}}` : `{{.Label "${LABELS.owner}"}}`;
+  const listed = await engine.run(['ps', '--all', '--filter', `label=${LABELS.owner}`, '--format', `{{.ID}}\t{{.Names}}\t${label}`], { timeoutMs: 60_000 });
+  if (listed.exitCode !== 0) return [];
+  const stale = listed.stdout
+    .text('')
+    .split('\n')
+    .map((line) => line.split('\t'))
+    .filter((fields) => fields.length === 3 && ownerGone(fields[2]!.trim()));
+  if (stale.length === 0) return [];
+  await engine.run(['rm', '--force', ...stale.map((fields) => fields[0]!)], { timeoutMs: 120_000 });
+  return stale.map((fields) => fields[1]!);
+}
+
+/** A container name from the run id (names allow [a-zA-Z0-9_.-], starting with a letter or digit). */
+export function containerName(runId: string): string {
+  return `belay-${runId.replace(/[^a-zA-Z0-9_.-]/g, '_')}`.slice(0, 200);
+}
+
+/**
+ * Variables the engine client itself reads: these go on the command line with their values
+ * (nothing secret about them); every other variable reaches the container through the client's
+ * environment (`--env NAME`), so that secrets never show in the host's process list.
+ */
+function clientReads(name: string): boolean {
+  return /^(PATH|HOME|USER|LOGNAME|SHELL|TMPDIR|TZ|LANG|LC_\w+|TERM|XDG_\w+|CONTAINERS?_\w+|DOCKER_\w+|BUILDAH_\w+|PODMAN_\w+|REGISTRY_AUTH_FILE|DBUS_SESSION_BUS_ADDRESS|GODEBUG|GOMAXPROCS|HTTPS?_PROXY|NO_PROXY|https?_proxy|no_proxy)$/.test(name);
+}
+
+/** `exec` flags and the client's environment that give a program exactly `env`. */
+export function execEnvironment(clientEnv: Record<string, string>, env: Record<string, string>): { flags: string[]; env: Record<string, string> } {
+  const flags: string[] = [];
+  const passed: Record<string, string> = { ...clientEnv };
+  for (const [name, value] of Object.entries(env)) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) continue;
+    if (clientReads(name)) flags.push('--env', `${name}=${value}`);
+    else {
+      flags.push('--env', name);
+      passed[name] = value;
+    }
+  }
+  return { flags, env: passed };
+}
+
+// Forwards one connection between stdin/stdout and 127.0.0.1:$0 inside the container: bash's
+// /dev/tcp where bash is (cat copies both ways; the reply ends the exchange), else python3.
+const BRIDGE_SCRIPT = `p=$0
+if command -v bash >/dev/null 2>&1; then exec bash -c 'exec 3<>/dev/tcp/127.0.0.1/$0 || exit 111; exec 4<&0; cat <&4 >&3 & cat <&3; kill $! 2>/dev/null' "$p"; fi
+if command -v python3 >/dev/null 2>&1; then exec python3 -c '
+import socket,sys,threading
+s=socket.create_connection(("127.0.0.1",int(sys.argv[1])))
+def up():
+  while True:
+    d=sys.stdin.buffer.read1(65536)
+    if not d: break
+    s.sendall(d)
+threading.Thread(target=up,daemon=True).start()
+while True:
+  d=s.recv(65536)
+  if not d: break
+  sys.stdout.buffer.write(d); sys.stdout.buffer.flush()
+' "$p"; fi
+echo "neither bash nor python3 in the image: Belay cannot reach the agent's port" >&2; exit 127`;
+
+/** The bounds a container gets: the task's [environment] first, then the settings. */
+export function containerLimits(environment: Pick<TaskEnvironment, 'cpus' | 'memoryMb'>, options: ContainerBackendOptions, hostCpus = os.availableParallelism()): { cpus: number; memoryMb: number; pidsLimit: number } {
+  const cpus = environment.cpus ?? options.cpus ?? CONTAINER_DEFAULTS.cpus;
+  return {
+    cpus: Math.max(0.01, Math.min(cpus, hostCpus)),
+    memoryMb: Math.max(6, Math.round(environment.memoryMb ?? options.memoryMb ?? CONTAINER_DEFAULTS.memoryMb)),
+    pidsLimit: options.pidsLimit ?? CONTAINER_DEFAULTS.pidsLimit,
+  };
+}
+
+/** Folders of the image's own system: a host folder there would shadow the image's programs. */
+const SYSTEM_FOLDERS = ['/bin', '/boot', '/dev', '/etc', '/lib', '/lib32', '/lib64', '/libx32', '/proc', '/run', '/sbin', '/sys', '/usr', '/var'];
+
+function inside(parent: string, child: string): boolean {
+  return child === parent || child.startsWith(`${parent}/`);
+}
+
+/** The real path of an existing file or folder (symlinks resolved); undefined when it is not there. */
+function realPath(file: string): string | undefined {
+  try {
+    return realpathSync(file);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Mount flags: the agent's folders read-only at the paths given (the agent's command names them
+ * so, even through a symlink: the engine binds what they point to), the hidden paths in them
+ * (compared as real paths) masked by an empty folder (`empty`) or, for a file, by /dev/null.
+ * `skipped` names the agent's folders that are not shown: '/', and the image's system folders
+ * (the image brings its own).
+ */
+export function agentMounts(agentFolders: readonly string[], hidden: readonly string[], empty: string): { flags: string[]; skipped: string[] } {
+  const masked = [...new Set(hidden.map((h) => realPath(path.resolve(h))).filter((h): h is string => h !== undefined))];
+  const skipped: string[] = [];
+  const folders: { shown: string; real: string }[] = [];
+  for (const shown of new Set(agentFolders.map((folder) => path.resolve(folder)))) {
+    const real = realPath(shown);
+    // A folder that is (or lies in) a hidden one is not shown at all.
+    if (real === undefined || masked.some((h) => inside(h, real))) continue;
+    if ([shown, real].some((p) => p === '/' || SYSTEM_FOLDERS.some((system) => inside(system, p)))) skipped.push(shown);
+    else if (!folders.some((folder) => folder.shown === shown)) folders.push({ shown, real });
+  }
+  const flags: string[] = [];
+  const mount = (source: string, target: string) => {
+    if (/[:,]/.test(source) || /[:,]/.test(target)) throw new Error(`cannot show ${target} in the container: its path holds ':' or ','`);
+    flags.push('--volume', `${source}:${target}:ro`);
+  };
+  for (const folder of folders) mount(folder.shown, folder.shown);
+  // Inside a masked folder there is nothing left to mask (and no folder to mount on).
+  const outermost = masked.filter((target) => !masked.some((other) => other !== target && inside(other, target)));
+  for (const folder of folders) {
+    for (const target of outermost) {
+      if (target === folder.real || !inside(folder.real, target)) continue;
+      mount(statSync(target).isDirectory() ? empty : '/dev/null', path.join(folder.shown, path.relative(folder.real, target)));
+    }
+  }
+  return { flags, skipped };
+}
+
+/** The user that owns the run's logs folder while the agent runs: root inside cannot write it. */
+const NOBODY = 65534;
+
+/**
+ * Gives a host folder to `uid` as the container sees users: directly when Belay runs as root
+ * beside a rootful engine (the container's users are the host's), through `podman unshare` for
+ * rootless podman (its users are mapped). False when neither can be done here.
+ */
+export async function chownForContainer(engine: Engine, dir: string, uid: number): Promise<boolean> {
+  if (engine.info.rootless) {
+    if (engine.name !== 'podman') return false;
+    const result = await engine.run(['unshare', 'chown', `${uid}:${uid}`, dir], { timeoutMs: 60_000 });
+    return result.exitCode === 0;
+  }
+  if (process.getuid?.() !== 0) return false;
+  await fs.chown(dir, uid, uid);
+  return true;
+}
+
+export async function containerBackend(options: ContainerBackendOptions = {}): Promise<Backend> {
+  let engine: Engine;
+  try {
+    engine = await detectEngine({ ...(options.engine ? { engine: options.engine } : {}), ...(options.env ? { env: options.env } : {}) });
+  } catch (error) {
+    if (error instanceof EngineUnavailableError) throw new BackendUnavailableError('container', `${error.message}; install podman (Debian/Ubuntu: apt-get install podman runc) or start docker`);
+    throw error;
+  }
+  // "The next start removes labelled leftovers": containers of a Belay that was killed.
+  await removeLeftovers(engine).catch(() => []);
+  const owner = ownerMark();
+  // Each image's configuration, read once.
+  const images = new Map<string, ImageConfig>();
+  return {
+    name: 'container',
+    label: `container (${engine.label}: the task's image, no network, no capabilities)`,
+    isolated: true,
+    open: (spec) => openSession(engine, owner, options, spec, images),
+  };
+}
+
+async function openSession(engine: Engine, owner: string, options: ContainerBackendOptions, spec: SessionSpec, images: Map<string, ImageConfig>): Promise<BackendSession> {
+  const { folders, task, signal } = spec;
+  for (const dir of [folders.logs, folders.tests, folders.scratch, path.dirname(folders.environmentLog)]) await fs.mkdir(dir, { recursive: true });
+  await fs.mkdir(folders.control, { recursive: true, mode: 0o700 });
+
+  // 1. The image.
+  const source = await imageSource(task.dir, task.layout);
+  let image: string;
+  if (source.kind === 'base') {
+    if (!(await engine.imageExists(BASE_IMAGE, signal))) {
+      throw new Error(`the task has no Dockerfile, so it runs in ${BASE_IMAGE}, which is not built yet: run 'belay image build-base' once`);
+    }
+    image = BASE_IMAGE;
+    await fs.writeFile(folders.environmentLog, `No Dockerfile in the task: ${BASE_IMAGE}, /app seeded from the task's environment files.\n`);
+  } else {
+    const built = await taskImage({
+      engine,
+      taskName: task.name,
+      taskDir: task.dir,
+      source,
+      logFile: folders.environmentLog,
+      logLimitChars: options.buildLogChars ?? CONTAINER_DEFAULTS.buildLogChars,
+      timeoutMs: (task.environment.buildTimeoutSec ?? options.buildTimeoutSec ?? CONTAINER_DEFAULTS.buildTimeoutSec) * 1000,
+      ...(spec.onNotice ? { onNotice: spec.onNotice } : {}),
+      ...(signal ? { signal } : {}),
+    });
+    image = built.image;
+  }
+  let config = images.get(image);
+  if (config === undefined) images.set(image, (config = await imageConfig(engine, image)));
+
+  // 2. The container, created stopped.
+  const empty = path.join(path.resolve(folders.scratch), 'empty');
+  await fs.mkdir(empty, { recursive: true });
+  const name = containerName(spec.runId);
+  const limits = containerLimits(task.environment, options);
+  const mounts = agentMounts(spec.agentFolders, spec.hidden, empty);
+  for (const folder of mounts.skipped) spec.onNotice?.(`${folder} is not shown in the container: the image has its own system folders (install what the agent needs in the task's image)`);
+  if (!engine.canLimitResources) spec.onNotice?.(`${engine.name} runs rootless on cgroups v1 here: the container's CPUs, memory and processes are not bounded`);
+  const created = await engine.run(
+    [
+      'create',
+      '--interactive',
+      '--init',
+      '--name',
+      name,
+      '--label',
+      `${LABELS.run}=${spec.runId}`,
+      '--label',
+      `${LABELS.owner}=${owner}`,
+      '--label',
+      `${LABELS.task}=${task.name}`,
+      ...engine.isolationFlags(),
+      '--cap-drop=all',
+      '--security-opt=no-new-privileges',
+      ...engine.resourceFlags(limits),
+      '--workdir',
+      '/app',
+      // Read-only and empty until the harness stages the tests between the phases.
+      '--volume',
+      `${path.resolve(folders.tests)}:/tests:ro`,
+      '--volume',
+      `${path.resolve(folders.logs)}:/logs:rw`,
+      ...mounts.flags,
+      '--entrypoint',
+      '/bin/sh',
+      image,
+      '-c',
+      'echo belay-ready; read -r _',
+    ],
+    { timeoutMs: 120_000, ...(signal ? { signal } : {}) },
+  );
+  if (created.exitCode !== 0) throw new Error(`${engine.name} create: ${failureText(created, 120_000)}`);
+  // While the agent runs, the logs folder (the verifier's /logs) belongs to a user the agent is
+  // not and cannot become: root without capabilities can neither write it nor take it back.
+  await fs.chmod(folders.logs, 0o555);
+  const logsLocked = await chownForContainer(engine, path.resolve(folders.logs), NOBODY);
+  if (!logsLocked) {
+    await fs.chmod(folders.logs, 0o755);
+    spec.onNotice?.(`the run's /logs stays writable in the agent phase here (${engine.name} is rootful and Belay does not run as root): what the agent leaves there is removed before the tests`);
+  }
+  const storageMb = task.environment.storageMb ?? options.storageMb ?? CONTAINER_DEFAULTS.storageMb;
+  const session = new ContainerSession(engine, name, spec, config, {
+    storageBytes: storageMb * 1024 * 1024,
+    storageCheckMs: options.storageCheckMs ?? CONTAINER_DEFAULTS.storageCheckMs,
+    copyLimitBytes: options.workspaceCopyLimitBytes ?? CONTAINER_DEFAULTS.workspaceCopyLimitBytes,
+    logsLocked,
+  });
+  try {
+    if (source.kind === 'base' && existsSync(folders.workspace)) {
+      await engine.check(['cp', `${path.resolve(folders.workspace)}/.`, `${name}:/app`], { timeoutMs: 300_000 });
+    }
+    await session.start();
+  } catch (error) {
+    await session.close();
+    throw error;
+  }
+  return session;
+}
+
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** What a program inside needs from the image's configuration: its PATH, and the home of its user. */
+export interface ImageConfig {
+  path: string;
+  /** /root when the image runs as root; unknown otherwise (the engine then sets it from the image's users). */
+  home: string | undefined;
+}
+
+/** Reads the image's PATH (a usual one when it sets none) and user. */
+export async function imageConfig(engine: Engine, image: string): Promise<ImageConfig> {
+  const out = await engine.check(['image', 'inspect', '--format', '{{json .Config}}', image], { timeoutMs: 60_000 });
+  let config: { Env?: string[] | null; User?: string } = {};
+  try {
+    config = (JSON.parse(out) as typeof config | null) ?? {};
+  } catch {
+    // an engine that says nothing usable: the usual values
+  }
+  const user = (config.User ?? '').split(':', 1)[0]!;
+  return {
+    path: config.Env?.find((entry) => entry.startsWith('PATH='))?.slice('PATH='.length) || DEFAULT_PATH,
+    home: user === '' || user === 'root' || user === '0' ? '/root' : undefined,
+  };
+}
+
+/**
+ * A program's environment inside: the base variables (the image's PATH, then the agent's
+ * runtimes; the home; a UTF-8 locale; a dumb terminal) and Belay's, nothing of the host's.
+ */
+export function containerEnvironment(config: ImageConfig, runtimes: readonly string[], env: Record<string, string> | undefined): Record<string, string> {
+  const base = { PATH: [config.path, ...runtimes].join(':'), HOME: config.home ?? '', LANG: 'C.UTF-8', TERM: 'dumb' };
+  const result = programEnvironment(base, env);
+  if (config.home === undefined && env?.HOME === undefined) delete result.HOME;
+  return result;
+}
+
+/** The agent's folders that hold programs (a host Node's bin, say), put on PATH after the image's own. */
+export function agentRuntimes(agentFolders: readonly string[]): string[] {
+  return agentFolders.map((folder) => path.resolve(folder)).filter((folder) => /\/(bin|sbin)$/.test(folder) && !SYSTEM_FOLDERS.some((system) => inside(system, folder)));
+}
+
+class ContainerSession implements BackendSession {
+  readonly backend = 'container';
+  readonly workdir = '/app';
+  readonly testsDir = '/tests';
+  readonly logsDir = '/logs';
+  #phase: Phase = 'agent';
+  #agentEnded = false;
+  #agentEnding: Promise<void> | undefined;
+  #verifyStarted = false;
+  #closed = false;
+  #keeper: RunningChild | undefined;
+  #storageTimer: NodeJS.Timeout | undefined;
+  readonly #engine: Engine;
+  readonly #name: string;
+  readonly #spec: SessionSpec;
+  readonly #config: ImageConfig;
+  readonly #runtimes: string[];
+  readonly #bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number; logsLocked: boolean };
+  readonly #bridges = new Map<number, net.Server>();
+  readonly #connections = new Set<RunningChild>();
+
+  constructor(engine: Engine, name: string, spec: SessionSpec, config: ImageConfig, bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number; logsLocked: boolean }) {
+    this.#engine = engine;
+    this.#name = name;
+    this.#spec = spec;
+    this.#bounds = bounds;
+    this.#config = config;
+    this.#runtimes = agentRuntimes(spec.agentFolders);
+  }
+
+  get phase(): Phase {
+    return this.#phase;
+  }
+
+  /** Starts the container with the keeper attached; resolves once it runs. */
+  async start(): Promise<void> {
+    let stdout = '';
+    let stderr = '';
+    let ready: () => void = () => undefined;
+    const started = new Promise<void>((resolve) => (ready = resolve));
+    const keeper = startChild({
+      argv: this.#engine.argv(['start', '--attach', '--interactive', this.#name]),
+      cwd: '/',
+      env: this.#engine.env,
+      stdin: 'pipe',
+      onStdout: (chunk) => {
+        stdout += chunk;
+        if (stdout.includes('belay-ready')) ready();
+      },
+      onStderr: (chunk) => {
+        if (stderr.length < 8000) stderr += chunk;
+      },
+    });
+    this.#keeper = keeper;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), 120_000)));
+    const first = await Promise.race([started.then(() => 'ready' as const), keeper.ended.then(() => 'ended' as const), timeout]);
+    clearTimeout(timer);
+    if (first === 'ready') {
+      if (!this.#agentEnded) this.#watchStorage();
+      return;
+    }
+    keeper.kill();
+    const said = stderr.trim().split('\n').slice(-4).join('\n') || stdout.trim().slice(-500);
+    throw new Error(`${this.#engine.name} start: ${first === 'timeout' ? 'the container did not start within 120 s' : said || 'the container stopped at once'}`);
+  }
+
+  /** Stops the agent phase when the container's writable layer outgrows the task's storage. */
+  #watchStorage(): void {
+    const check = async () => {
+      const measured = await this.#engine.run(['container', 'inspect', '--size', '--format', '{{.SizeRw}}', this.#name], { timeoutMs: 60_000 });
+      const bytes = Number(measured.stdout.text('').trim());
+      if (this.#agentEnded) return;
+      if (Number.isFinite(bytes) && bytes > this.#bounds.storageBytes) {
+        this.#spec.onNotice?.(`the container wrote ${Math.round(bytes / 1024 / 1024)} MB, more than its storage limit of ${Math.round(this.#bounds.storageBytes / 1024 / 1024)} MB: the agent phase is stopped`);
+        await this.endAgentPhase();
+        return;
+      }
+      this.#storageTimer = setTimeout(() => void check(), this.#bounds.storageCheckMs);
+      this.#storageTimer.unref();
+    };
+    this.#storageTimer = setTimeout(() => void check(), this.#bounds.storageCheckMs);
+    this.#storageTimer.unref();
+  }
+
+  command(spec: CommandSpec): HostCommand {
+    const agentPhase = this.#phase === 'agent';
+    // The agent's runtimes are on PATH while its folders are; the tests get the image's own.
+    const env = containerEnvironment(this.#config, agentPhase ? this.#runtimes : [], spec.env);
+    const exec = execEnvironment(this.#engine.env, env);
+    return {
+      argv: this.#engine.argv(['exec', '--interactive', '--workdir', spec.cwd ?? this.workdir, ...exec.flags, this.#name, ...spec.argv]),
+      cwd: '/',
+      env: exec.env,
+    };
+  }
+
+  endpoint(port: number): { socketPath: string } {
+    const socketPath = path.join(this.#spec.folders.control, `agent-${port}.sock`);
+    if (!this.#bridges.has(port)) this.#bridges.set(port, this.#bridge(socketPath, port));
+    return { socketPath };
+  }
+
+  /** A Unix socket on the host whose every connection is an `exec` piping to 127.0.0.1:port inside. */
+  #bridge(socketPath: string, port: number): net.Server {
+    const server = net.createServer((connection) => {
+      if (this.#connections.size >= 16 || this.#agentEnded) {
+        connection.destroy();
+        return;
+      }
+      const child = startChild({
+        argv: this.#engine.argv(['exec', '--interactive', this.#name, '/bin/sh', '-c', BRIDGE_SCRIPT, String(port)]),
+        cwd: '/',
+        env: this.#engine.env,
+        stdin: 'pipe',
+        onStdout: (chunk) => connection.write(chunk),
+      });
+      this.#connections.add(child);
+      connection.setEncoding('utf8');
+      connection.on('data', (chunk: string) => child.write(chunk));
+      connection.on('end', () => child.endInput());
+      connection.on('error', () => child.kill());
+      connection.on('close', () => child.kill());
+      void child.ended.then(() => {
+        this.#connections.delete(child);
+        connection.end();
+      });
+    });
+    rmSync(socketPath, { force: true });
+    server.listen(socketPath);
+    server.on('error', () => undefined);
+    return server;
+  }
+
+  #closeBridges(): void {
+    for (const server of this.#bridges.values()) server.close();
+    this.#bridges.clear();
+    for (const child of this.#connections) child.kill();
+  }
+
+  endAgentPhase(): Promise<void> {
+    this.#agentEnding ??= this.#endAgentPhase();
+    return this.#agentEnding;
+  }
+
+  async #endAgentPhase(): Promise<void> {
+    this.#agentEnded = true;
+    clearTimeout(this.#storageTimer);
+    this.#closeBridges();
+    // Stopping kills every process of the container at once (its PID namespace ends, setsid or
+    // not); the keeper session ends with it. The files stay as the agent left them.
+    await this.#engine.check(['stop', '-t', '0', this.#name], { timeoutMs: 120_000 });
+    await this.#keeper?.ended;
+    await this.#copyWorkspaceOut();
+  }
+
+  /**
+   * The agent's /app into the run's workspace, for the records. Only the engine reads the
+   * container's files (its programs are the agent's to replace), and only when what the
+   * container wrote is within the limit.
+   */
+  async #copyWorkspaceOut(): Promise<void> {
+    const measured = await this.#engine.run(['container', 'inspect', '--size', '--format', '{{.SizeRw}}', this.#name], { timeoutMs: 60_000 });
+    const written = Number(measured.stdout.text('').trim());
+    if (!Number.isFinite(written) || written > this.#bounds.copyLimitBytes) {
+      this.#spec.onNotice?.(`the container wrote ${Number.isFinite(written) ? `${Math.round(written / 1024 / 1024)} MB` : 'an unknown amount'}: its /app is not copied into the run's workspace (limit ${Math.round(this.#bounds.copyLimitBytes / 1024 / 1024)} MB)`);
+      return;
+    }
+    const workspace = path.resolve(this.#spec.folders.workspace);
+    const copy = `${workspace}.copy-${randomBytes(4).toString('hex')}`;
+    await fs.mkdir(copy, { mode: 0o700 });
+    try {
+      await this.#engine.check(['cp', `${this.#name}:/app/.`, copy], { timeoutMs: 300_000 });
+      await sanitizeTree(copy);
+      await fs.rm(workspace, { recursive: true, force: true });
+      await fs.rename(copy, workspace);
+      await fs.chmod(workspace, 0o755);
+    } finally {
+      await fs.rm(copy, { recursive: true, force: true });
+    }
+  }
+
+  async startVerifyPhase(): Promise<void> {
+    if (this.#verifyStarted) return;
+    await this.endAgentPhase();
+    this.#verifyStarted = true;
+    this.#phase = 'verify';
+    await this.#unlockLogs();
+    // Only the keeper comes back; the tests are in /tests through its read-only mount.
+    await this.start();
+  }
+
+  /**
+   * The logs folder back to root and writable for the tests, whichever user the image runs them
+   * as (no process of the agent is left to use it); `final` leaves it as a run folder should be.
+   */
+  async #unlockLogs(final = false): Promise<void> {
+    const logs = path.resolve(this.#spec.folders.logs);
+    if (this.#bounds.logsLocked) {
+      this.#bounds.logsLocked = false;
+      if (!(await chownForContainer(this.#engine, logs, 0))) throw new Error(`could not give ${logs} back to the container's root`);
+    }
+    await fs.chmod(logs, final ? 0o755 : 0o777).catch(() => undefined);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#agentEnded = true;
+    clearTimeout(this.#storageTimer);
+    this.#closeBridges();
+    const removed = await this.#engine.run(['rm', '--force', this.#name], { timeoutMs: 120_000 });
+    this.#keeper?.kill();
+    await this.#keeper?.ended;
+    // A run folder its user cannot delete would be a leftover too.
+    await this.#unlockLogs(true);
+    if (removed.exitCode !== 0 && !/no such container|no container with name/i.test(failureText(removed, 120_000))) {
+      throw new Error(`${this.#engine.name} rm ${this.#name}: ${failureText(removed, 120_000)}`);
+    }
+  }
+}
+
+/**
+ * Makes a copy of files from the container safe on the host: no set-user or set-group bits,
+ * nothing but files, folders and links, and readable by the user who owns the run folder.
+ */
+export async function sanitizeTree(dir: string): Promise<void> {
+  const entries = await fs.readdir(dir, { withFileTypes: true });
+  for (const entry of entries) {
+    const full = path.join(dir, entry.name);
+    if (entry.isSymbolicLink()) continue;
+    if (entry.isDirectory()) {
+      await fs.chmod(full, 0o755);
+      await sanitizeTree(full);
+    } else if (entry.isFile()) {
+      const stat = await fs.lstat(full);
+      await fs.chmod(full, stat.mode & 0o111 ? 0o755 : 0o644);
+    } else await fs.rm(full, { force: true });
+  }
+}

@@ -1,0 +1,33 @@
+// Shared by the container tests: the real engine and the base image (built once from the cache
+// under .cache/belay, as CI does), or the reason they cannot be had here.
+import * as path from 'node:path';
+import type { Backend } from '../../../src/runner/core/backend.ts';
+import { containerBackend } from '../../../src/runner/core/backends/container.ts';
+import { detectEngine, type Engine } from '../../../src/runner/core/backends/engine.ts';
+import { buildBaseImage } from '../../../src/runner/core/backends/image-base.ts';
+import { repoRoot } from './helpers.ts';
+
+export const cacheDir = path.join(repoRoot, '.cache', 'belay');
+
+let ready: Promise<Engine | Error> | undefined;
+/** The engine, with the base image present; an Error saying why not otherwise. */
+export function engineWithBase(): Promise<Engine | Error> {
+  ready ??= (async () => {
+    const engine = await detectEngine();
+    await buildBaseImage({ engine, cacheDir });
+    return engine;
+  })().catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
+  return ready;
+}
+
+let container: Promise<Backend | Error> | undefined;
+/** The container backend with the base image present, or the reason it cannot run here. */
+export function containerOrReason(): Promise<Backend | Error> {
+  container ??= engineWithBase().then((engine) => (engine instanceof Error ? engine : containerBackend({ engine: engine.name }).catch((error: Error) => error)));
+  return container;
+}
+
+/** A name no other test run uses, for images and containers made by one test. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+}
