@@ -8,6 +8,7 @@ import { describePayload } from '../cues/core/payload.ts';
 import { silenceSqliteExperimentalWarning } from '../cues/core/sqlite.ts';
 import { Mailbox, type CueEntry } from '../cues/core/store.ts';
 import { formatAge } from '../cues/core/time.ts';
+import type { Liveness } from '../cues/core/waiters.ts';
 
 /** Printed by `belay cues --help` (and when no action is given). */
 export const usage = `Usage:
@@ -46,7 +47,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   }
 }
 
-function listJson(entry: CueEntry, now: number): Record<string, unknown> {
+function listJson(entry: CueEntry, now: number, waiter: Liveness): Record<string, unknown> {
   let payload: unknown = null;
   try {
     payload = entry.payloadJson === null ? null : JSON.parse(entry.payloadJson);
@@ -62,6 +63,8 @@ function listJson(entry: CueEntry, now: number): Record<string, unknown> {
     ...(entry.payload.kind === 'invalid' ? { payload_warning: entry.payload.warning } : {}),
     created_at: entry.createdAt ?? null,
     age_seconds: entry.createdAtMs === undefined ? null : Math.max(0, Math.round((now - entry.createdAtMs) / 1000)),
+    // alive, gone (abandoned: it cannot be answered) or unknown (written by a tool that records no waiter).
+    waiter,
   };
 }
 
@@ -73,7 +76,7 @@ function list(args: string[], io: CliIO): number {
     const pending = mailbox.listRequests({ pendingOnly: true });
     const now = Date.now();
     if (values.json) {
-      io.stdout.write(`${JSON.stringify(pending.map((e) => listJson(e, now)), null, 2)}\n`);
+      io.stdout.write(`${JSON.stringify(pending.map((e) => listJson(e, now, mailbox.liveness(e, now))), null, 2)}\n`);
       return 0;
     }
     if (pending.length === 0) {
@@ -82,7 +85,8 @@ function list(args: string[], io: CliIO): number {
     }
     for (const entry of pending) {
       const age = entry.createdAtMs === undefined ? 'age unknown' : `waiting ${formatAge(now - entry.createdAtMs)}`;
-      io.stdout.write(`${entry.requestId}  agent ${entry.agentId || '(none)'}  ${age}\n`);
+      const abandoned = mailbox.liveness(entry, now) === 'gone' ? '  ABANDONED: its waiting process is gone, so it cannot be answered' : '';
+      io.stdout.write(`${entry.requestId}  agent ${entry.agentId || '(none)'}  ${age}${abandoned}\n`);
       io.stdout.write(`  ${describePayload(entry.payload)}\n`);
       for (const line of entry.prompt.split('\n')) io.stdout.write(`  | ${line}\n`);
       io.stdout.write('\n');

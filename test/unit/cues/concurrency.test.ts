@@ -65,9 +65,17 @@ describe('concurrency', () => {
       const entry = await waitUntil(mailbox, () => mailbox.listRequests({ pendingOnly: true })[0], 'the request');
       assert.equal(entry.waiter?.pid, cue.child.pid, 'cueme records itself as the waiter');
       assert.equal(mailbox.liveness(entry), 'alive');
+      const alive = JSON.parse((await run(bin.belay, ['cues', 'list', '--json'], { env })).stdout) as Array<Record<string, unknown>>;
+      assert.equal(alive[0]?.waiter, 'alive');
+      assert.doesNotMatch((await run(bin.belay, ['cues', 'list'], { env })).stdout, /ABANDONED/);
       cue.child.kill('SIGKILL');
       assert.equal((await cue.done).signal, 'SIGKILL');
       assert.equal(mailbox.liveness(mailbox.getRequest(entry.requestId)!), 'gone');
+      // belay cues list says so, in words and in JSON.
+      const listed = await run(bin.belay, ['cues', 'list'], { env });
+      assert.match(listed.stdout, new RegExp(`${entry.requestId} .*ABANDONED: its waiting process is gone, so it cannot be answered`));
+      const rows = JSON.parse((await run(bin.belay, ['cues', 'list', '--json'], { env })).stdout) as Array<Record<string, unknown>>;
+      assert.equal(rows.find((r) => r.request_id === entry.requestId)?.waiter, 'gone');
       const refused = await run(bin.belay, ['cues', 'answer', entry.requestId, '--confirm'], { env });
       assert.equal(refused.code, 1, refused.stdout);
       assert.match(refused.stderr, new RegExp(`request ${entry.requestId} was abandoned: the process that waited for it \\(pid ${cue.child.pid} on .+\\) is gone, so nobody would read an answer; nothing was written`));
