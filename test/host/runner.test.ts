@@ -78,6 +78,18 @@ suite('Belay runner', () => {
   });
 
   test('runs hello-world with the SDK 1.x agent in a terminal that buffers until opened, then shows the run in the view', async () => {
+    // The sandbox backend by name (where an engine works the default is the container backend,
+    // which the micro-agent test below covers).
+    const settings = vscode.workspace.getConfiguration('belay');
+    await settings.update('runner.backend', 'sandbox', vscode.ConfigurationTarget.Workspace);
+    try {
+      await runHelloWorldInSandbox();
+    } finally {
+      await settings.update('runner.backend', undefined, vscode.ConfigurationTarget.Workspace);
+    }
+  });
+
+  async function runHelloWorldInSandbox(): Promise<void> {
     const before = made.length;
     const result = (await vscode.commands.executeCommand('belay.runner.runTask', { task: 'tasks/hello-world', agent: SDK1 })) as RunResult;
     assert.equal(result.passed, true, `${result.failure_cause}: ${result.error}`);
@@ -126,7 +138,7 @@ suite('Belay runner', () => {
     await waitFor('the step output to open', () => vscode.window.activeTextEditor?.document.uri.scheme === 'belay-run-output', [vscode.window.onDidChangeActiveTextEditor]);
     assert.match(vscode.window.activeTextEditor!.document.getText(), /Hello, world!/);
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
-  });
+  }
 
   test('a failing agent ends red with its cause and the tests’ output, in Test Explorer too', async () => {
     const reports: TaskTestReport[] = [];
