@@ -30,9 +30,18 @@ export async function startLanguageClient(ctx: BelayContext, states: BlockStates
         const view = await states.view(document).catch(() => undefined);
         const byKey = new Map<string, LensState>();
         for (const [index, settled] of view?.settled ?? []) byKey.set(view!.keys[index]!, settled);
-        return decorateLenses(lenses, (key) => byKey.get(key), (action) => ctx.trust.refusal(action)).map((lens) =>
+        const decorated = decorateLenses(lenses, (key) => byKey.get(key), (action) => ctx.trust.refusal(action)).map((lens) =>
           lens instanceof vscode.CodeLens ? lens : new vscode.CodeLens(lens.range, lens.command as vscode.Command),
         );
+        // An answer waiting in a session's inbox: what was done with it goes on to the session.
+        const waiting = view?.answers;
+        const first = view?.parsed.commands[0];
+        if (waiting && first) {
+          const title = waiting.model ? '$(send) Send Results to Model' : '$(arrow-right) Continue Session';
+          const line = new vscode.Range(first.range.start.line, 0, first.range.start.line, 0);
+          decorated.unshift(new vscode.CodeLens(line, { title, command: 'belay.blocks.continueSession', arguments: [document.uri.toString()], tooltip: `Give session ${waiting.sessionId} the results of this answer and write its next outbox` }));
+        }
+        return decorated;
       },
     },
   };
