@@ -8,7 +8,7 @@ import { LanguageClient, TransportKind, type LanguageClientOptions } from 'vscod
 import type { BelayContext } from '../context.ts';
 import { errorMessage } from '../shared/errors.ts';
 import type { BlockStates } from './states.ts';
-import { decorateLenses, type LensState } from './core/lenses.ts';
+import { decorateLenses, LENS_COMMANDS, type LensState } from './core/lenses.ts';
 import { HandledBlocksNotification, RefreshLensesNotification, SettingsNotification, type ServerSettings } from './core/lsp.ts';
 
 /** Starts the client and its server; disposing stops both. */
@@ -39,7 +39,11 @@ export async function startLanguageClient(ctx: BelayContext, states: BlockStates
         if (waiting && first) {
           const title = waiting.model ? '$(send) Send Results to Model' : '$(arrow-right) Continue Session';
           const line = new vscode.Range(first.range.start.line, 0, first.range.start.line, 0);
-          decorated.unshift(new vscode.CodeLens(line, { title, command: 'belay.blocks.continueSession', arguments: [document.uri.toString()], tooltip: `Give session ${waiting.sessionId} the results of this answer and write its next outbox` }));
+          // After the answer-wide lenses (Apply All, Undo Answer, Preview All), before the first block's own.
+          const answerWide = new Set<string>([LENS_COMMANDS.applyAll, LENS_COMMANDS.applyFilesOnly, LENS_COMMANDS.undoAnswer, LENS_COMMANDS.previewAll]);
+          let at = 0;
+          while (at < decorated.length && answerWide.has(decorated[at]!.command?.command ?? '')) at++;
+          decorated.splice(at, 0, new vscode.CodeLens(line, { title, command: 'belay.blocks.continueSession', arguments: [document.uri.toString()], tooltip: `Give session ${waiting.sessionId} the results of this answer and write its next outbox` }));
         }
         return decorated;
       },
