@@ -37,7 +37,9 @@ export async function startLanguageClient(ctx: BelayContext, states: BlockStates
         const waiting = view?.answers;
         const first = view?.parsed.commands[0];
         if (waiting && first) {
-          const title = waiting.model ? '$(send) Send Results to Model' : '$(arrow-right) Continue Session';
+          // An answer with DONE ends the session; otherwise its results go on (to the model when the session has one).
+          const ends = view.parsed.commands.some((c) => c.type === 'DONE');
+          const title = ends ? '$(pass) Complete Session' : waiting.model ? '$(send) Send Results to Model' : '$(arrow-right) Continue Session';
           const line = new vscode.Range(first.range.start.line, 0, first.range.start.line, 0);
           // After the answer-wide lenses (Apply All, Undo Answer, Preview All), before the first block's own.
           const answerWide = new Set<string>([LENS_COMMANDS.applyAll, LENS_COMMANDS.applyFilesOnly, LENS_COMMANDS.undoAnswer, LENS_COMMANDS.previewAll]);
