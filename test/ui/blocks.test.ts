@@ -334,6 +334,22 @@ describe('block states follow the files (dark theme)', () => {
     await page.locator('.notifications-toasts .notification-toast', { hasText: 'Put back 3 files' }).first().waitFor();
     await wb.screenshot('blocks-undo-answer');
   });
+
+  test('a partial Preview All: the files ticked are applied, the block left unticked still offers Apply', async () => {
+    const { page } = wb;
+    await lens('Preview All').click();
+    const panel = page.locator('.part.panel');
+    // Every file starts unticked: tick two of the three.
+    await panel.locator('.monaco-list-row', { hasText: 'obsolete.txt' }).first().waitFor();
+    for (const name of ['README.md', 'typo.txt']) await panel.locator('.monaco-list-row', { hasText: name }).first().locator('.monaco-checkbox, .edit-checkbox, input[type=checkbox]').first().click();
+    await wb.screenshot('blocks-preview-all-partial');
+    await panel.locator('.monaco-button', { hasText: /^Apply$/ }).first().click();
+    await lens("Applied: Created 'typo.txt'").waitFor();
+    await lens("Applied: Edited 'README.md' lines 1-1").waitFor();
+    await lens('Apply All (1)').waitFor();
+    assert.equal(existsSync(inWorkspace('obsolete.txt')), true, 'the unticked file was deleted');
+    await wb.screenshot('blocks-after-partial-preview');
+  });
 });
 
 describe('Preview All in an untrusted workspace (dark theme)', () => {
