@@ -24,6 +24,8 @@ const schemas = {
   'blocks.sessionRoot': string(1),
   'blocks.watchInbox': boolean,
   'blocks.runTimeoutSeconds': number(1, 3600),
+  'blocks.openai.baseUrl': string(),
+  'blocks.openai.model': string(),
   agents: anything,
   microAgents: anything,
   'runner.backend': oneOf('auto', 'container', 'sandbox', 'local'),

@@ -92,10 +92,13 @@ export async function runHostTests(): Promise<SuiteResult> {
   await cp(path.join(repoRoot, 'demo'), workspace, { recursive: true });
   const host = await startHost({ folder: workspace, env: { BELAY_TEST_RESULTS: resultsFile, BELAY_TEST_GREP: process.env.BELAY_TEST_GREP ?? '' } });
   try {
+    // A chat model for the tests, installed beside Belay (its provider API is proposed in 1.103).
+    await cp(path.join(repoRoot, 'test', 'fixtures', 'lm-provider'), path.join(host.extensionsDir, 'belay-test.belay-test-models-0.0.1'), { recursive: true });
     const run = await runExtensionTests(host, {
       extensionPath: repoRoot,
       testsPath: path.join(repoRoot, 'out', 'test', 'host', 'index.js'),
       folder: workspace,
+      enableProposedApi: true,
     });
     for (const line of run.consoleLines.filter((l) => /FAILED|passed, \d+ failed|Error/.test(l))) console.log(`  [host] ${line}`);
     if (!existsSync(resultsFile)) return { name, passed: 0, failed: 0, error: `the extension host wrote no results (exit ${run.exitCode}); log: ${host.stateDir}` };

@@ -64,7 +64,10 @@ export interface ExtensionTestRun {
  * Loads the extension under development into the host's workbench and runs the test module at
  * `testsPath` in its extension host; resolves with the code the workbench exits with.
  */
-export async function runExtensionTests(host: Host, options: { extensionPath: string; testsPath: string; folder: string; timeoutMs?: number }): Promise<ExtensionTestRun> {
+export async function runExtensionTests(
+  host: Host,
+  options: { extensionPath: string; testsPath: string; folder: string; timeoutMs?: number; enableProposedApi?: boolean },
+): Promise<ExtensionTestRun> {
   const browser = await launchBrowser();
   const consoleLines: string[] = [];
   try {
@@ -76,6 +79,7 @@ export async function runExtensionTests(host: Host, options: { extensionPath: st
     const url = host.url(options.folder, [
       ['extensionDevelopmentPath', host.remoteUri(options.extensionPath)],
       ['extensionTestsPath', host.remoteUri(options.testsPath)],
+      ...(options.enableProposedApi ? [['enableProposedApi', ''] as [string, string]] : []),
     ]);
     await page.goto(url);
     const timeoutMs = options.timeoutMs ?? 300_000;

@@ -16,9 +16,10 @@ import { digest, type BlockRecord, type FileChange } from './core/ledger.ts';
 import { lensArguments, type LensArguments } from './core/lenses.ts';
 import { splitFileLines } from './core/lines.ts';
 import { AnswerState, planAnswer, replayOf, type AnswerPlan, type Plan, type PlannedBlock } from './core/plan.ts';
-import { failure, formatResult, outcomeStatus, type Outcome, type OutcomeStatus } from './core/results.ts';
+import { failed, failure, formatResult, outcomeStatus, parseErrorOutcome, type CommandResult, type Outcome, type OutcomeStatus } from './core/results.ts';
+import { recordAnswer, type StepOutcome } from './core/session.ts';
 import type { Workspace } from './core/sandbox.ts';
-import type { TextCommand } from './core/syntax.ts';
+import { inOrder, type TextCommand } from './core/syntax.ts';
 import { PLAN_SCHEME, type PlannedContents } from './preview.ts';
 import { currentDigests, currentText, shownPath, type AnswerView, type BlockStates } from './states.ts';
 
@@ -512,6 +513,69 @@ export class BlockApplier implements vscode.Disposable {
     this.ctx.log.info(`${path.basename(view.document.uri.path)}: ${message}`);
     void vscode.window.showInformationMessage(message);
     return true;
+  }
+
+  /**
+   * Continue Session: what the person did with this session answer's blocks (applied, run, left
+   * out, or what stops them) becomes the session's step, in order; the next outbox carries it.
+   * The answer moves to `inbox/processed/` and is shown from there. `confirmed`: the caller (a
+   * test) has asked about the blocks left out already.
+   */
+  async continueSession(uriText: unknown, confirmed = false): Promise<StepOutcome | undefined> {
+    this.ctx.trust.assert('continueSession');
+    const view = await this.open(uriText);
+    const answers = view.answers;
+    if (!answers) {
+      throw new Error(view.processedBy ? `Session ${view.processedBy.sessionId} has this answer already.` : 'This answer is not waiting in a session\'s inbox: use Paste LLM Answer to give it to a session.');
+    }
+    const { blocks } = await this.planBlocks(view, () => false);
+    const planned = new Map(blocks.map((b) => [b.index, b.plan]));
+    const indexes = new Map(view.parsed.commands.map((command, index) => [command, index]));
+    const results: CommandResult[] = [];
+    const reads: string[] = [];
+    const leftOut: string[] = [];
+    let done = false;
+    for (const item of inOrder(view.parsed)) {
+      if ('error' in item) {
+        results.push(parseErrorOutcome(item.error).result);
+        continue;
+      }
+      const index = indexes.get(item.command)!;
+      const record = view.settled.get(index)?.record;
+      if (record) {
+        results.push(record.result);
+        continue;
+      }
+      const plan = planned.get(index);
+      if (!plan) continue;
+      if (plan.kind === 'read') reads.push(plan.target.relative);
+      if (plan.kind === 'done') done = true;
+      if (plan.kind === 'read' || plan.kind === 'message' || plan.kind === 'done' || plan.kind === 'fail') {
+        results.push(plan.result);
+        continue;
+      }
+      leftOut.push(`${item.command.type} line ${item.command.openTag.range.start.line + 1}`);
+      results.push(failed(item.command.type, 'Not applied: the person left this block out'));
+    }
+    if (leftOut.length > 0 && !confirmed) {
+      const choice = await vscode.window.showWarningMessage(
+        `${plural(leftOut.length, 'block')} of this answer ${leftOut.length === 1 ? 'is' : 'are'} not applied. Continue, telling the model ${leftOut.length === 1 ? 'it was' : 'they were'} left out?`,
+        { modal: true, detail: leftOut.join('\n') },
+        'Continue',
+      );
+      if (choice !== 'Continue') return undefined;
+    }
+    const documentPath = view.document.uri.scheme === 'file' ? view.document.uri.fsPath : undefined;
+    if (view.document.isDirty) await view.document.save();
+    const outcome = await recordAnswer(answers.root, view.document.getText(), { sessionId: answers.sessionId, results, readFileRequests: reads, done, ...(documentPath ? { source: documentPath } : {}) });
+    this.ctx.log.info(`session ${answers.sessionId}: answer #${answers.sequence} continued from the editor\n${results.map((r) => formatResult(r)).join('\n')}`);
+    if (outcome.processedPath) {
+      // The file moved: show it where it is now (its lenses then say what the session recorded).
+      const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === view.document.uri.toString());
+      await vscode.window.tabGroups.close(tabs);
+      await vscode.window.showTextDocument(vscode.Uri.file(outcome.processedPath), { preview: true, preserveFocus: true });
+    }
+    return outcome;
   }
 
   /** READ_FILE's target, for the Open File lens. */

@@ -63,6 +63,27 @@ export function registerBlocks(ctx: BelayContext): void {
     await vscode.window.showTextDocument(document, { preview: false });
     return document.uri.toString();
   });
+  // Send to Model and its settings load on first use.
+  const models = lazy(() => {
+    const { ModelSender } = require('./models.ts') as typeof import('./models.ts');
+    return new ModelSender(ctx, sessions, applier);
+  });
+  ctx.registerCommand('belay.blocks.sendToModel', (session) => models().send(session));
+  ctx.registerCommand('belay.blocks.chooseModel', (session) => models().chooseModelFor(session));
+  ctx.registerCommand('belay.blocks.setModelKey', (key) => models().setKey(ctx.extension.extensionMode === vscode.ExtensionMode.Test ? key : undefined));
+  ctx.registerCommand('belay.blocks.toggleAutoApply', (session) => models().toggleAutoApply(session));
+  ctx.registerCommand('belay.blocks.continueSession', async (uri, options) => {
+    const outcome = await applier().continueSession(uri, isConfirmed(options) && testMode);
+    if (!outcome) return undefined;
+    // With a model chosen for the session the loop goes on by itself; otherwise the outbox is handed over.
+    if (outcome.outboxPath && outcome.state.model) {
+      sessions.refresh();
+      await models().send(outcome.state.sessionId);
+    } else {
+      await sessions.report(outcome);
+    }
+    return outcome;
+  });
   ctx.registerCommand('belay.blocks.startSession', (task) => sessions.startSession(task));
   ctx.registerCommand('belay.blocks.pasteAnswer', (text, options) => sessions.pasteAnswer(text, options));
   ctx.registerCommand('belay.blocks.openOutbox', (sessionId) => sessions.openOutbox(sessionId));

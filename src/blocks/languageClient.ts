@@ -8,7 +8,7 @@ import { LanguageClient, TransportKind, type LanguageClientOptions } from 'vscod
 import type { BelayContext } from '../context.ts';
 import { errorMessage } from '../shared/errors.ts';
 import type { BlockStates } from './states.ts';
-import { decorateLenses, type LensState } from './core/lenses.ts';
+import { decorateLenses, LENS_COMMANDS, type LensState } from './core/lenses.ts';
 import { HandledBlocksNotification, RefreshLensesNotification, SettingsNotification, type ServerSettings } from './core/lsp.ts';
 
 /** Starts the client and its server; disposing stops both. */
@@ -30,9 +30,24 @@ export async function startLanguageClient(ctx: BelayContext, states: BlockStates
         const view = await states.view(document).catch(() => undefined);
         const byKey = new Map<string, LensState>();
         for (const [index, settled] of view?.settled ?? []) byKey.set(view!.keys[index]!, settled);
-        return decorateLenses(lenses, (key) => byKey.get(key), (action) => ctx.trust.refusal(action)).map((lens) =>
+        const decorated = decorateLenses(lenses, (key) => byKey.get(key), (action) => ctx.trust.refusal(action)).map((lens) =>
           lens instanceof vscode.CodeLens ? lens : new vscode.CodeLens(lens.range, lens.command as vscode.Command),
         );
+        // An answer waiting in a session's inbox: what was done with it goes on to the session.
+        const waiting = view?.answers;
+        const first = view?.parsed.commands[0];
+        if (waiting && first) {
+          // An answer with DONE ends the session; otherwise its results go on (to the model when the session has one).
+          const ends = view.parsed.commands.some((c) => c.type === 'DONE');
+          const title = ends ? '$(pass) Complete Session' : waiting.model ? '$(send) Send Results to Model' : '$(arrow-right) Continue Session';
+          const line = new vscode.Range(first.range.start.line, 0, first.range.start.line, 0);
+          // After the answer-wide lenses (Apply All, Undo Answer, Preview All), before the first block's own.
+          const answerWide = new Set<string>([LENS_COMMANDS.applyAll, LENS_COMMANDS.applyFilesOnly, LENS_COMMANDS.undoAnswer, LENS_COMMANDS.previewAll]);
+          let at = 0;
+          while (at < decorated.length && answerWide.has(decorated[at]!.command?.command ?? '')) at++;
+          decorated.splice(at, 0, new vscode.CodeLens(line, { title, command: 'belay.blocks.continueSession', arguments: [document.uri.toString()], tooltip: `Give session ${waiting.sessionId} the results of this answer and write its next outbox` }));
+        }
+        return decorated;
       },
     },
   };

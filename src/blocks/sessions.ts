@@ -68,7 +68,7 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
     const s = node.session;
     const item = new vscode.TreeItem(firstLine(s.task, 70), s.lastResults.length > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
     const failed = s.lastResults.filter((r) => !r.success).length;
-    item.description = `${s.sessionId} · #${s.sequenceNumber} · ${s.isComplete ? 'complete' : 'open'}${s.lastResults.length ? ` · ${s.lastResults.length - failed} OK, ${failed} failed` : ''}`;
+    item.description = `${s.sessionId} · #${s.sequenceNumber} · ${s.isComplete ? 'complete' : 'open'}${s.lastResults.length ? ` · ${s.lastResults.length - failed} OK, ${failed} failed` : ''}${!s.isComplete && s.autoApplyFiles ? ' · auto-apply files' : ''}`;
     item.iconPath = new vscode.ThemeIcon(s.isComplete ? 'pass-filled' : 'comment-discussion');
     item.contextValue = s.isComplete ? 'belay.session.complete' : 'belay.session.open';
     item.tooltip = new vscode.MarkdownString().appendText(`${s.task}\n\nSession ${s.sessionId}, sequence ${s.sequenceNumber}, updated ${s.updatedAt}`);
@@ -86,7 +86,7 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
     return (await core().listSessions(root)).map((session) => ({ kind: 'session', session }));
   }
 
-  private requireRoot(): string {
+  requireRoot(): string {
     const root = this.root();
     if (!root) throw new Error('Open a folder first: sessions live under it (belay.blocks.sessionRoot).');
     return root;
@@ -130,7 +130,6 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
    */
   async pasteAnswer(given?: unknown, options?: unknown): Promise<StepOutcome | undefined> {
     if (!this.ctx.trust.require('continueSession')) return undefined;
-    const root = this.requireRoot();
     const named = sessionIdOf(given) ?? sessionIdOf(options);
     // Text given by a caller (Belay's tests) was confirmed there; the clipboard's is asked about.
     const fromClipboard = typeof given !== 'string';
@@ -140,22 +139,27 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
     if (parsed.commands.length === 0 && parsed.errors.length === 0) {
       throw new Error('The clipboard holds no command blocks: copy the LLM\'s whole answer, then run this again.');
     }
-    const { loadSession, sessionLayout, sessionOfDocument } = core();
-    let chosen: { root: string; session: SessionState } | undefined;
-    if (named !== undefined) {
-      chosen = { root, session: await loadSession(sessionLayout(root), named) };
-    } else {
-      const document = vscode.window.activeTextEditor?.document;
-      const place = document && sessionOfDocument(document.uri.scheme === 'file' ? document.uri.fsPath : undefined, document.getText());
-      if (place) chosen = { root: place.root ?? root, session: await loadSession(sessionLayout(place.root ?? root), place.sessionId) };
-      else chosen = await this.pickSession(root, 'Which session is this answer for?');
-    }
+    const chosen = await this.sessionMeant(named, 'Which session is this answer for?');
     if (!chosen) return undefined;
     if (chosen.session.isComplete) {
       this.offerOtherSession(chosen, answer, fromClipboard);
       return undefined;
     }
     return this.submit(chosen, answer, fromClipboard);
+  }
+
+  /**
+   * The session a command means: the one named; else the one whose outbox or answer is in the
+   * active editor; else the one the person picks among the open ones (undefined when dismissed).
+   */
+  async sessionMeant(named: string | undefined, title: string): Promise<{ root: string; session: SessionState } | undefined> {
+    const root = this.requireRoot();
+    const { loadSession, sessionLayout, sessionOfDocument } = core();
+    if (named !== undefined) return { root, session: await loadSession(sessionLayout(root), named) };
+    const document = vscode.window.activeTextEditor?.document;
+    const place = document && sessionOfDocument(document.uri.scheme === 'file' ? document.uri.fsPath : undefined, document.getText());
+    if (place) return { root: place.root ?? root, session: await loadSession(sessionLayout(place.root ?? root), place.sessionId) };
+    return this.pickSession(root, title);
   }
 
   /** Says that a completed session took nothing; the person may pick an open one or start one. */
@@ -214,7 +218,8 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
     return picked && { root, session: picked.session };
   }
 
-  private async report(outcome: StepOutcome): Promise<void> {
+  /** After a step: the Sessions view is refreshed, the next outbox handed over (or the end said). */
+  async report(outcome: StepOutcome): Promise<void> {
     this.refresh();
     const results = outcome.report?.results ?? [];
     const failed = results.filter((r) => !r.success).length;
@@ -269,7 +274,7 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
 }
 
 /** A session id given to a command: a string of 8 hex, `{ sessionId }`, or a Sessions view item. */
-function sessionIdOf(value: unknown): string | undefined {
+export function sessionIdOf(value: unknown): string | undefined {
   if (typeof value === 'string') return /^[0-9a-f]{8}$/.test(value) ? value : undefined;
   if (typeof value !== 'object' || value === null) return undefined;
   const record = value as { sessionId?: unknown; session?: { sessionId?: unknown } };

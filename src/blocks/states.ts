@@ -40,9 +40,11 @@ export interface AnswerView {
   settled: Map<number, SettledBlock>;
   /** The session that processed this very answer, when one did. */
   processedBy?: { sessionId: string; sequence: number };
+  /** The session this answer (in its `inbox/`, named after it) answers, while it waits there. */
+  answers?: { root: string; sessionId: string; sequence: number; model: string | undefined };
 }
 
-const SESSION_ANSWER = /^([0-9a-f]{8})_answer\d{4,}/;
+const SESSION_ANSWER = /^([0-9a-f]{8})_answer(\d{4,})/;
 
 export class BlockStates implements vscode.Disposable {
   private readonly ctx: BelayContext;
@@ -197,7 +199,10 @@ export class BlockStates implements vscode.Disposable {
       return false;
     }
     const sha256 = answerDigest(text);
-    if (!state.processedAnswers.includes(sha256)) return false;
+    if (!state.processedAnswers.includes(sha256)) {
+      if (!state.isComplete) view.answers = { root, sessionId: state.sessionId, sequence: Number(name[2]), model: state.model };
+      return false;
+    }
     const entry = state.answers.find((a) => a.sha256 === sha256);
     view.processedBy = { sessionId: state.sessionId, sequence: entry?.sequence ?? 0 };
     const results: Array<CommandResult | undefined> = entry?.results ?? [];

@@ -83,6 +83,17 @@ interface PlannedAnswer {
  */
 export class PlanCache {
   private readonly entries = new Map<string, PlannedAnswer>();
+  private readonly parses = new Map<string, { text: string; parsed: ParseResult; keys: string[] }>();
+  /** The document's text parsed, reused while the text is the same. */
+  parse(uri: string, text: string): { parsed: ParseResult; keys: string[] } {
+    const known = this.parses.get(uri);
+    if (known && known.text === text) return known;
+    const fresh = { text, ...parseWithKeys(text) };
+    this.parses.delete(uri);
+    if (this.parses.size >= 8) this.parses.delete(this.parses.keys().next().value!);
+    this.parses.set(uri, fresh);
+    return fresh;
+  }
   /** Each document's target folder, resolved once until a file or a setting changes. */
   readonly targets = new Map<string, { target: AnswerTarget | undefined; workspace: Workspace | undefined }>();
   get(key: string): PlannedAnswer | undefined {
@@ -96,6 +107,7 @@ export class PlanCache {
   clear(): void {
     this.entries.clear();
     this.targets.clear();
+    this.parses.clear();
   }
   /** These files (absolute paths, as the editor names them) changed, appeared or went away. */
   invalidate(changed: readonly string[]): void {
@@ -132,6 +144,11 @@ export class PlanCache {
       for (const i of hit) entry.dirty.add(i);
     }
   }
+}
+
+function parseWithKeys(text: string): { parsed: ParseResult; keys: string[] } {
+  const parsed = parseAnswer(text);
+  return { parsed, keys: blockKeys(parsed.commands) };
 }
 
 /** Whether `file` is `folder` or inside it. */
@@ -187,8 +204,8 @@ export async function analyze(input: AnalyzeInput): Promise<Analysis> {
   if (isOutboxDocument(text, documentPath)) {
     return { uri, outbox: true, parsed: EMPTY, keys: [], target: undefined, workspace: undefined, diagnostics: [], lenses: [] };
   }
-  const parsed = parseAnswer(text);
-  const keys = blockKeys(parsed.commands);
+  // A file change leaves the answer's text as it was: its parse is reused.
+  const { parsed, keys } = input.plans?.parse(uri, text) ?? parseWithKeys(text);
   const { target, workspace } = await resolveTarget(documentPath, settings, input.plans);
   let lines: string[] | undefined;
   const diagnostics: Diagnostic[] = parsed.errors.map((error) => {

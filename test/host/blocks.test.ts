@@ -1,11 +1,13 @@
 import * as assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { createServer } from 'node:http';
 import { cp, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { blockKeys } from '../../src/blocks/core/blockKey.ts';
 import { parseAnswer } from '../../src/blocks/core/parser.ts';
+import { updateSession } from '../../src/blocks/core/session.ts';
 import { activateBelay, EXTENSION_ID, waitFor } from './helpers.ts';
 
 const folder = () => vscode.workspace.workspaceFolders![0]!.uri.fsPath;
@@ -191,8 +193,7 @@ suite('Belay command blocks', () => {
       const right = vscode.window.visibleTextEditors.find((e) => e.document.uri.toString() === preview.toString())!;
       right.selection = new vscode.Selection(3, 0, 3, 0);
       const outcome = await vscode.commands.executeCommand<{ status: string }>('belay.blocks.applyPreviewedChange', preview);
-      assert.equal(outcome?.status, 'applied');
-      assert.equal(await readFile(file, 'utf8'), 'one\ntwo\nthree\nFOUR\nfive\n');
+      assert.deepEqual([outcome?.status, await readFile(file, 'utf8')], ['applied', 'one\ntwo\nthree\nFOUR\nfive\n']);
       await waitForLens(answer.uri, /^\$\(check\) Applied in part: 1 of 2 changes: Edited 'hunks\.txt' lines 1-5$/);
     } finally {
       await rm(file, { force: true });
@@ -349,14 +350,113 @@ suite('Belay command blocks', () => {
       const answer = await openAnswer(answerFile);
       const titles = await waitForLens(answer.uri, /^Apply \(moved to lines 4-4: the file changed\)$/);
       assert.ok(titles.some((t) => t.startsWith("$(error) Cannot apply: Lines 4-4 of 'app.txt' changed since you read the file")), titles.join(' | '));
-      const moved = vscode.languages.getDiagnostics(answer.uri).find((d) => d.code === 'relocated');
-      assert.match(moved?.message ?? '', /lines 2-2 it wrote this edit for are lines 4-4 now/);
+      const relocated = () => vscode.languages.getDiagnostics(answer.uri).find((d) => d.code === 'relocated');
+      await waitFor('the diagnostic of the moved edit', () => relocated() !== undefined, [vscode.languages.onDidChangeDiagnostics]);
+      assert.match(relocated()!.message, /lines 2-2 it wrote this edit for are lines 4-4 now/);
       const outcome = await vscode.commands.executeCommand<{ status: string; summary: string }>('belay.blocks.apply', ...blockArgs(answer, 'EDIT_FILE'));
       assert.equal(outcome?.status, 'applied');
       assert.equal(outcome.summary, "Edited 'app.txt' lines 2-2 (now lines 4-4: the file changed since you read it)");
       assert.equal(await readFile(app, 'utf8'), '# header\n\nalpha\nBETA\ngamma\nDELTA\n');
     } finally {
       await vscode.workspace.getConfiguration('belay').update('blocks.sessionRoot', undefined, vscode.ConfigurationTarget.Workspace);
+    }
+  });
+});
+
+suite('Belay Send to Model', () => {
+  const fixtureId = 'belay-test.belay-test-models';
+  let model: { answers: string[]; requests: string[] };
+  suiteSetup(async () => {
+    await activateBelay();
+    const extension = vscode.extensions.getExtension<{ answers: string[]; requests: string[] }>(fixtureId);
+    assert.ok(extension, `${fixtureId} (test/fixtures/lm-provider) is not loaded in this host`);
+    model = await extension.activate();
+    await vscode.workspace.getConfiguration('belay').update('blocks.sessionRoot', 'model-root', vscode.ConfigurationTarget.Workspace);
+  });
+  suiteTeardown(async () => {
+    await vscode.workspace.getConfiguration('belay').update('blocks.sessionRoot', undefined, vscode.ConfigurationTarget.Workspace);
+  });
+  teardown(async () => {
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+  });
+  const root = () => path.join(folder(), 'model-root');
+  const start = async (task: string, change: { model?: string; autoApplyFiles?: boolean }) => {
+    const state = await vscode.commands.executeCommand<{ sessionId: string }>('belay.blocks.startSession', task);
+    assert.ok(state);
+    await updateSession(root(), state.sessionId, change);
+    return state.sessionId;
+  };
+  const activeDocument = () => vscode.window.activeTextEditor?.document;
+
+  test('VS Code\'s model answers the outbox; the answer opens with its lenses, nothing applied; Continue sends the results on', async () => {
+    const id = await start('Say hello through a model', { model: 'lm:belay-test/scripted' });
+    model.answers.push('[CREATE_FILE path="hello.txt"]\nhello from the model\n[/CREATE_FILE]\n[RUN_COMMAND]\necho ran > ran.txt\n[/RUN_COMMAND]\n');
+    const answerFile = await vscode.commands.executeCommand<string>('belay.blocks.sendToModel', id);
+    assert.ok(answerFile, 'nothing was sent');
+    assert.equal(path.dirname(answerFile), path.join(root(), 'inbox'));
+    assert.match(model.requests.at(-1) ?? '', new RegExp(`Session: ${id}\\nSequence: 1\\nTask: Say hello through a model`));
+    const answer = activeDocument()!;
+    assert.equal(answer.uri.fsPath, answerFile);
+    assert.equal(answer.languageId, 'codingagent');
+    const titles = await waitForLens(answer.uri, /^\$\(check-all\) Apply All \(2\)$/);
+    assert.ok(titles.includes('$(send) Send Results to Model'), titles.join(' | '));
+    await assert.rejects(stat(path.join(root(), 'workspace', 'hello.txt')), /ENOENT/, 'applied without a click');
+    // The person applies the file, leaves the command out, and continues: the model gets the results.
+    assert.equal((await vscode.commands.executeCommand<{ status: string }>('belay.blocks.apply', ...blockArgs(answer, 'CREATE_FILE')))?.status, 'applied');
+    model.answers.push('[DONE]\nSaid hello.\n[/DONE]\n');
+    const outcome = await vscode.commands.executeCommand<{ state: { sequenceNumber: number } }>('belay.blocks.continueSession', answer.uri.toString(), { confirmed: true });
+    assert.equal(outcome?.state.sequenceNumber, 2);
+    await waitFor('the model\'s second answer', () => model.requests.length >= 2 && /_answer0002_/.test(activeDocument()?.uri.fsPath ?? ''), [vscode.window.onDidChangeActiveTextEditor]);
+    const second = model.requests.at(-1)!;
+    assert.match(second, /\[OK\] CREATE_FILE: Created 'hello\.txt'\n\[FAILED\] RUN_COMMAND: Not applied: the person left this block out/);
+    await assert.rejects(stat(path.join(root(), 'workspace', 'ran.txt')), /ENOENT/, 'the command ran');
+    assert.deepEqual(await readdir(path.join(root(), 'inbox', 'processed')), [path.basename(answerFile)]);
+    // The last answer says DONE: continuing completes the session.
+    const done = await vscode.commands.executeCommand<{ state: { isComplete: boolean } }>('belay.blocks.continueSession', activeDocument()!.uri.toString(), { confirmed: true });
+    assert.equal(done?.state.isComplete, true);
+  });
+
+  test('with auto-apply on, file blocks apply as the answer arrives; commands still wait', async () => {
+    const id = await start('Auto-apply', { model: 'lm:belay-test/scripted', autoApplyFiles: true });
+    model.answers.push('[CREATE_FILE path="auto.txt"]\nauto\n[/CREATE_FILE]\n[RUN_COMMAND]\necho ran > auto-ran.txt\n[/RUN_COMMAND]\n');
+    await vscode.commands.executeCommand('belay.blocks.sendToModel', id);
+    assert.equal(await readFile(path.join(root(), 'workspace', 'auto.txt'), 'utf8'), 'auto');
+    await assert.rejects(stat(path.join(root(), 'workspace', 'auto-ran.txt')), /ENOENT/, 'a command ran without a click');
+    const titles = await waitForLens(activeDocument()!.uri, /^\$\(check\) Applied: Created 'auto\.txt'$/);
+    assert.ok(titles.includes('Run'), titles.join(' | '));
+  });
+
+  test('an OpenAI-compatible endpoint (a real HTTP server here) answers with the key from secret storage', async () => {
+    const requests: Array<{ authorization: string | undefined; body: { model: string; messages: Array<{ content: string }> } }> = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        requests.push({ authorization: req.headers.authorization, body: JSON.parse(body) });
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        for (const piece of ['[CREATE_FILE path="from-endpoint.txt"]\n', 'streamed', '\n[/CREATE_FILE]\n']) res.write(`data: ${JSON.stringify({ choices: [{ delta: { content: piece } }] })}\n\n`);
+        res.end('data: [DONE]\n\n');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const config = vscode.workspace.getConfiguration('belay');
+    try {
+      await config.update('blocks.openai.baseUrl', `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`, vscode.ConfigurationTarget.Workspace);
+      await config.update('blocks.openai.model', 'test-model', vscode.ConfigurationTarget.Workspace);
+      assert.equal(await vscode.commands.executeCommand('belay.blocks.setModelKey', 'sk-belay-test'), true);
+      const id = await start('Through an endpoint', { model: 'openai:test-model' });
+      const answerFile = await vscode.commands.executeCommand<string>('belay.blocks.sendToModel', id);
+      assert.ok(answerFile);
+      assert.equal(await readFile(answerFile, 'utf8'), '[CREATE_FILE path="from-endpoint.txt"]\nstreamed\n[/CREATE_FILE]\n');
+      assert.equal(requests[0]?.authorization, 'Bearer sk-belay-test');
+      assert.equal(requests[0]?.body.model, 'test-model');
+      assert.match(requests[0]?.body.messages[0]?.content ?? '', /Task: Through an endpoint/);
+      await waitForLens(activeDocument()!.uri, /^Apply$/);
+    } finally {
+      await config.update('blocks.openai.baseUrl', undefined, vscode.ConfigurationTarget.Workspace);
+      await config.update('blocks.openai.model', undefined, vscode.ConfigurationTarget.Workspace);
+      await vscode.commands.executeCommand('belay.blocks.setModelKey', '');
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
 });

@@ -334,6 +334,22 @@ describe('block states follow the files (dark theme)', () => {
     await page.locator('.notifications-toasts .notification-toast', { hasText: 'Put back 3 files' }).first().waitFor();
     await wb.screenshot('blocks-undo-answer');
   });
+
+  test('a partial Preview All: the files ticked are applied, the block left unticked still offers Apply', async () => {
+    const { page } = wb;
+    await lens('Preview All').click();
+    const panel = page.locator('.part.panel');
+    // Every file starts unticked: tick two of the three.
+    await panel.locator('.monaco-list-row', { hasText: 'obsolete.txt' }).first().waitFor();
+    for (const name of ['README.md', 'typo.txt']) await panel.locator('.monaco-list-row', { hasText: name }).first().locator('.monaco-checkbox, .edit-checkbox, input[type=checkbox]').first().click();
+    await wb.screenshot('blocks-preview-all-partial');
+    await panel.locator('.monaco-button', { hasText: /^Apply$/ }).first().click();
+    await lens("Applied: Created 'typo.txt'").waitFor();
+    await lens("Applied: Edited 'README.md' lines 1-1").waitFor();
+    await lens('Apply All (1)').waitFor();
+    assert.equal(existsSync(inWorkspace('obsolete.txt')), true, 'the unticked file was deleted');
+    await wb.screenshot('blocks-after-partial-preview');
+  });
 });
 
 describe('Preview All in an untrusted workspace (dark theme)', () => {
@@ -358,5 +374,51 @@ describe('Preview All in an untrusted workspace (dark theme)', () => {
     await page.locator('.notifications-toasts .notification-toast', { hasText: 'applies no command block in an untrusted workspace' }).first().waitFor();
     await wb.screenshot('blocks-untrusted-preview-all');
     assert.equal(existsSync(path.join(wb.workspace, 'blocks', 'workspace', 'wordcount.py')), false);
+  });
+});
+
+describe('Send to Model (dark theme)', () => {
+  let wb: Workbench;
+  before(async () => {
+    wb = await openWorkbench({ theme: 'dark', settings: { 'belay.blocks.sessionRoot': 'blocks' }, testModels: true });
+  });
+  after(async () => {
+    await wb?.close();
+  });
+
+  test('the outbox goes to a model the person picks; its answer opens with lenses, applied only on a click; the results go back', async () => {
+    const { page } = wb;
+    await runPaletteCommand(page, 'Belay: Start Session');
+    const input = page.locator('.quick-input-widget input.input');
+    await input.waitFor();
+    await input.fill('Write hello.txt');
+    await page.keyboard.press('Enter');
+    await page.locator('.tabs-container .tab.active', { hasText: /_seq0001\.txt/ }).first().waitFor();
+    await page.locator('.editor-actions a.action-label[aria-label="Send to Model"]').first().click();
+    const pick = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Belay Test Model' }).first();
+    await pick.waitFor();
+    await wb.screenshot('blocks-send-to-model-pick');
+    await pick.click();
+    await page.locator('.tabs-container .tab.active', { hasText: /_answer0001_\d+\.agent/ }).first().waitFor();
+    const lens = (text: string | RegExp) => page.locator('.monaco-editor .codelens-decoration a', { hasText: text }).first();
+    await lens('Send Results to Model').waitFor();
+    await lens('Apply Files Only (1)').waitFor();
+    assert.equal(existsSync(path.join(wb.workspace, 'blocks', 'workspace', 'hello.txt')), false, 'applied without a click');
+    await wb.screenshot('blocks-model-answer');
+    await lens('Apply Files Only (1)').click();
+    await lens("Applied: Created 'hello.txt'").waitFor();
+    await lens('Send Results to Model').click();
+    // The command was left out: Belay asks before telling the model so.
+    const dialog = page.locator('.monaco-dialog-box');
+    await dialog.locator('.dialog-message-text', { hasText: '1 block of this answer is not applied' }).waitFor();
+    await dialog.locator('a.monaco-button', { hasText: 'Continue' }).click();
+    await page.locator('.tabs-container .tab.active', { hasText: /_answer0002_\d+\.agent/ }).first().waitFor();
+    await lens('Task Done').waitFor();
+    await wb.screenshot('blocks-model-second-answer');
+    assert.equal(await readFile(path.join(wb.workspace, 'blocks', 'workspace', 'hello.txt'), 'utf8'), 'Hello from the test model');
+    const outboxes = (await readdir(path.join(wb.workspace, 'blocks', 'outbox'))).filter((f) => f.endsWith('_seq0002.txt'));
+    assert.equal(outboxes.length, 1);
+    const second = await readFile(path.join(wb.workspace, 'blocks', 'outbox', outboxes[0]!), 'utf8');
+    assert.match(second, /\[OK\] CREATE_FILE: Created 'hello\.txt'\n\[FAILED\] RUN_COMMAND: Not applied: the person left this block out/);
   });
 });

@@ -20,7 +20,7 @@ export interface Workbench {
 /** The themes' labels in "Preferences: Color Theme". */
 export const themes = { dark: 'Dark Modern', light: 'Light Modern' } as const;
 
-export async function openWorkbench(options: { theme?: keyof typeof themes; settings?: Record<string, unknown>; untrusted?: boolean } = {}): Promise<Workbench> {
+export async function openWorkbench(options: { theme?: keyof typeof themes; settings?: Record<string, unknown>; untrusted?: boolean; testModels?: boolean } = {}): Promise<Workbench> {
   await mkdir(cacheDir, { recursive: true });
   const workspace = await mkdtemp(path.join(cacheDir, 'ui-ws-'));
   await cp(path.join(repoRoot, 'demo'), workspace, { recursive: true });
@@ -34,9 +34,11 @@ export async function openWorkbench(options: { theme?: keyof typeof themes; sett
     await writeFile(file, JSON.stringify({ ...demo, ...options.settings }, null, 2));
   }
   const host = await startHost({ folder: workspace, workspaceTrust: options.untrusted ?? false });
+  // The test chat model (test/fixtures/lm-provider), installed beside Belay; its provider API is proposed in 1.103.
+  if (options.testModels) await cp(path.join(repoRoot, 'test', 'fixtures', 'lm-provider'), path.join(host.extensionsDir, 'belay-test.belay-test-models-0.0.1'), { recursive: true });
   const browser = await launchBrowser({ colorScheme: theme });
   const page = await browser.context.newPage();
-  await page.goto(host.url(workspace, [['extensionDevelopmentPath', host.remoteUri(repoRoot)]]));
+  await page.goto(host.url(workspace, [['extensionDevelopmentPath', host.remoteUri(repoRoot)], ...(options.testModels ? [['enableProposedApi', ''] as [string, string]] : [])]));
   if (options.untrusted) {
     // VS Code asks on first open; answer as a careful person does with a folder from elsewhere.
     await page.locator('.monaco-dialog-box a.monaco-button', { hasText: "No, I don't trust the authors" }).click();

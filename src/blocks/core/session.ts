@@ -175,9 +175,13 @@ export interface DocumentSession {
 const OUTBOX_NAME = /^([0-9a-f]{8})_seq(\d{4,})\.txt$/;
 const ANSWER_NAME = /^([0-9a-f]{8})_answer(\d{4,})(?:_[^/\\]*)?\.(?:txt|agent)$/;
 
-/** The name an answer to outbox `sequence` of a session gets in `inbox/`. */
-export function answerFileName(sessionId: string, sequence: number, at = Date.now()): string {
-  return `${sessionId}_answer${String(sequence).padStart(4, '0')}_${at}.txt`;
+/**
+ * The name an answer to outbox `sequence` of a session gets in `inbox/`. A `.txt` answer is the
+ * session loop's to process (the inbox watcher takes it); an `.agent` one waits for the person,
+ * block by block, in the editor (an answer from a model).
+ */
+export function answerFileName(sessionId: string, sequence: number, at = Date.now(), extension: 'txt' | 'agent' = 'txt'): string {
+  return `${sessionId}_answer${String(sequence).padStart(4, '0')}_${at}.${extension}`;
 }
 
 /**
@@ -262,6 +266,8 @@ export interface StepOutcome {
   report?: ExecutionReport;
   /** The outbox to paste next; undefined once the session is complete. */
   outboxPath: string | undefined;
+  /** Where the answer's file went (`inbox/processed/…`), when it was moved. */
+  processedPath?: string;
 }
 
 /**
@@ -341,8 +347,8 @@ export async function recordAnswer(root: string, answer: string, given: EditorAn
     if (state.processedAnswers.includes(sha256)) return { kind: 'duplicate', state, outboxPath: state.isComplete ? undefined : outboxPath(layout, state) };
     if (state.isComplete) throw new SessionError(`session ${state.sessionId} is complete; start a new one`);
     const outcome = await finish(layout, state, sha256, given);
-    if (given.source !== undefined) await moveToProcessed(layout, given.source);
-    return outcome;
+    const moved = given.source === undefined ? undefined : await moveToProcessed(layout, given.source);
+    return moved === undefined ? outcome : { ...outcome, processedPath: moved };
   });
 }
 
@@ -374,13 +380,15 @@ async function recoverInterrupted(layout: SessionLayout, state: SessionState): P
   return state;
 }
 
-async function moveToProcessed(layout: SessionLayout, source: string): Promise<void> {
+/** Moves an answer out of `inbox/` into `inbox/processed/`; resolves with where it went (undefined: it stays). */
+async function moveToProcessed(layout: SessionLayout, source: string): Promise<string | undefined> {
   const absolute = path.resolve(source);
-  if (path.dirname(absolute) !== layout.inbox) return;
+  if (path.dirname(absolute) !== layout.inbox) return undefined;
   const name = path.basename(absolute);
   let target = path.join(layout.processed, name);
   if (await exists(target)) target = path.join(layout.processed, `${path.parse(name).name}.${Date.now()}${path.extname(name)}`);
   await fs.rename(absolute, target);
+  return target;
 }
 
 /** Inbox answers waiting: `.txt` files, oldest modification first (then by name). */
