@@ -27,6 +27,13 @@ export function containerOrReason(): Promise<Backend | Error> {
   return container;
 }
 
+/** Removes the task images this test process built for tasks named by `uniqueName` (their layers stay cached). */
+export async function removeTestImages(engine: Engine): Promise<void> {
+  const listed = await engine.run(['images', '--format', '{{.Repository}}:{{.Tag}}'], { timeoutMs: 60_000 });
+  const mine = listed.stdout.text('').split('\n').filter((image) => image.startsWith('localhost/belay-task-') && image.includes(`-${process.pid}-`));
+  for (const image of mine) await engine.run(['rmi', '--force', image], { timeoutMs: 60_000 });
+}
+
 /** A name no other test run uses, for images and containers made by one test. */
 export function uniqueName(prefix: string): string {
   return `${prefix}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;

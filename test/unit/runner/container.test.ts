@@ -26,7 +26,7 @@ import type { Engine } from '../../../src/runner/core/backends/engine.ts';
 import { BASE_IMAGE } from '../../../src/runner/core/backends/image-base.ts';
 import { runFiles } from '../../../src/runner/core/records.ts';
 import { loadTask } from '../../../src/runner/core/task.ts';
-import { engineWithBase, uniqueName } from './container-helpers.ts';
+import { engineWithBase, removeTestImages, uniqueName } from './container-helpers.ts';
 import { agentFile, nodeAgent, nodeDir, repoRoot, runFixture, taskDir, tempDir } from './helpers.ts';
 
 const tmp = tempDir('belay-container-');
@@ -35,7 +35,10 @@ const runCommand = (args: string[], io: Parameters<typeof runCommandModule>[1]) 
 const found = await engineWithBase();
 const skip = found instanceof Error ? found.message : false;
 const backend: Backend | Error = found instanceof Error ? found : await containerBackend().catch((error: Error) => error);
-after(() => tmp.remove());
+after(async () => {
+  if (!(found instanceof Error)) await removeTestImages(found);
+  tmp.remove();
+});
 
 describe('container backend: the parts', () => {
   it('names containers after the run, in the characters engines accept', () => {
