@@ -72,8 +72,12 @@ describe('the task runner in the workbench', () => {
     await runPaletteCommand(page, 'View: Toggle Maximized Panel');
     const live = await waitForTerminal(page, /Belay: hello-world.*step 1.*sleep 600/);
     assert.match(live, /Looking around first\./);
-    // Where the agent runs is said before anything else.
-    assert.match(live, /Belay: hello-world \(sdk1\)backend sandbox \(bubblewrap: only \/app writable, no network, no capabilities\)run folder/);
+    // Where the agent runs is said before anything else: the container backend where an engine
+    // works (the default), else the sandbox.
+    assert.match(
+      live,
+      /Belay: hello-world \(sdk1\)backend (container \((podman|docker) [\d.]+( \(runc\))?: the task's image, no network, no capabilities\)|sandbox \(bubblewrap: only \/app writable, no network, no capabilities\))run folder/,
+    );
     await wb.screenshot('runner-terminal-during-run');
     // The run's id names its folder; a sandbox's processes name the folder, a container's (engine
     // clients, conmon) the id in the container's name.
