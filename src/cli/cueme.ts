@@ -4,10 +4,10 @@
 import './node-check.ts';
 import { parseCommandLine, UsageError, wantsHelp } from '../shared/args.ts';
 import { errorMessage } from '../shared/errors.ts';
+import { cueTimeoutForCommandLine } from './cueTimeout.ts';
 import { processIO, readAll, type CliIO } from './io.ts';
 import { EnvelopeError, parseEnvelope } from '../cues/core/envelope.ts';
 import { MailboxError } from '../cues/core/errors.ts';
-import { cueTimeoutMs } from '../cues/core/expiry.ts';
 import { cueAndWait, join, pauseRequest, recall } from '../cues/core/hap.ts';
 import { viewPayload } from '../cues/core/payload.ts';
 import { silenceSqliteExperimentalWarning } from '../cues/core/sqlite.ts';
@@ -34,15 +34,6 @@ cue gives up after 600 s (CUEME_TIMEOUT_SECONDS changes that); pause waits witho
 Exit codes: 0 done (also timeout and cancel), 1 mailbox error, 2 usage or envelope error,
 130 interrupted (the request is marked cancelled).
 `;
-
-/** The timeout of `cue` (the one rule in cues/core/expiry.ts); a bad CUEME_TIMEOUT_SECONDS is a usage error. */
-function cueTimeoutMsOf(env: NodeJS.ProcessEnv): number {
-  try {
-    return cueTimeoutMs(env);
-  } catch (error) {
-    throw new UsageError(errorMessage(error));
-  }
-}
 
 function requireAgentId(value: string | undefined, command: string): string {
   const agentId = value?.trim() ?? '';
@@ -90,7 +81,7 @@ export async function main(argv: readonly string[], io: CliIO, interrupt: AbortS
       case 'cue': {
         const agentId = requireAgentId(rest[0], 'cue');
         if (rest[1] !== '-' || rest.length !== 2) throw new UsageError('cue reads its prompt from stdin: cueme cue <agent_id> - (the prompt goes in a <cueme_prompt> block)');
-        const timeoutMs = cueTimeoutMsOf(io.env);
+        const timeoutMs = cueTimeoutForCommandLine(io.env);
         const envelope = parseEnvelope(await readAll(io.stdin), { allowPayload: true });
         const view = viewPayload(envelope.payload);
         if (view.kind === 'invalid') io.stderr.write(`cueme: warning: ${view.warning}; the human will see a plain prompt\n`);

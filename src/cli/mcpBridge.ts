@@ -7,12 +7,11 @@
 import * as path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import * as z from 'zod';
-import { UsageError } from '../shared/args.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { startChild } from '../shared/process.ts';
-import { cueTimeoutMs } from '../cues/core/expiry.ts';
 import { cueAndWait, join } from '../cues/core/hap.ts';
 import { silenceSqliteExperimentalWarning } from '../cues/core/sqlite.ts';
+import { cueTimeoutForCommandLine } from './cueTimeout.ts';
 import { clientGone, orphaned, stopRequested, type CliIO } from './io.ts';
 import { elicitationForm, readFormAnswer, type ElicitationForm, type FieldValue } from './mcpForm.ts';
 import { MailboxLink } from './mcpMailbox.ts';
@@ -119,12 +118,7 @@ async function askHuman(link: MailboxLink, form: ElicitationForm, options: { age
 /** Runs `command` as the wrapped MCP server until either side ends; resolves to the exit code. */
 export async function runBridge(command: [string, ...string[]], io: CliIO): Promise<number> {
   silenceSqliteExperimentalWarning();
-  let timeoutMs: number;
-  try {
-    timeoutMs = cueTimeoutMs(io.env);
-  } catch (error) {
-    throw new UsageError(errorMessage(error));
-  }
+  const timeoutMs = cueTimeoutForCommandLine(io.env);
   const link = new MailboxLink(io.env);
   let failure: string | undefined;
   const fail = (message: string) => {

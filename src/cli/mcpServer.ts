@@ -8,14 +8,13 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
-import { UsageError } from '../shared/args.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { MailboxError } from '../cues/core/errors.ts';
-import { cueTimeoutMs } from '../cues/core/expiry.ts';
 import { cueAndWait, join, normalizeRuntime, pauseRequest, recall, type CueOptions } from '../cues/core/hap.ts';
 import { viewPayload } from '../cues/core/payload.ts';
 import { silenceSqliteExperimentalWarning } from '../cues/core/sqlite.ts';
 import type { AttachedFile, Mailbox } from '../cues/core/store.ts';
+import { cueTimeoutForCommandLine } from './cueTimeout.ts';
 import { clientGone, orphaned, stopRequested, type CliIO } from './io.ts';
 import { MailboxLink } from './mcpMailbox.ts';
 
@@ -196,12 +195,7 @@ export function createHapServer(link: MailboxLink, options: { env: NodeJS.Proces
  */
 export async function runServer(io: CliIO): Promise<number> {
   silenceSqliteExperimentalWarning();
-  let timeoutMs: number;
-  try {
-    timeoutMs = cueTimeoutMs(io.env);
-  } catch (error) {
-    throw new UsageError(errorMessage(error));
-  }
+  const timeoutMs = cueTimeoutForCommandLine(io.env);
   const link = new MailboxLink(io.env);
   const server = createHapServer(link, { env: io.env, cwd: io.cwd, timeoutMs });
   const transport = new StdioServerTransport(io.stdin as Readable, io.stdout as Writable);
