@@ -2,6 +2,7 @@
 // colours.
 // Agent text and command output are untrusted: escape sequences in them are neutralised so an
 // agent cannot clear the screen, move the cursor or fake a result line.
+import { neutraliseControls } from '../../shared/terminalText.ts';
 import type { RunEvent } from './events.ts';
 import type { RunResult } from './records.ts';
 
@@ -19,25 +20,11 @@ export const ansi = {
 
 /**
  * Untrusted text made safe for a terminal: SGR colour sequences are kept (commands' colours are
- * part of their output), every other escape or control character is shown as a visible symbol.
+ * part of their output), every other escape or control character is shown as a visible symbol
+ * (the one rule for all of Belay, src/shared/terminalText.ts).
  */
 export function sanitizeTerminalText(text: string): string {
-  let out = '';
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    const code = c.charCodeAt(0);
-    if (c === '\x1b') {
-      const sgr = /^\x1b\[[0-9;]{0,32}m/.exec(text.slice(i, i + 40));
-      if (sgr) {
-        out += sgr[0];
-        i += sgr[0].length - 1;
-      } else out += '␛';
-    } else if (c === '\n' || c === '\t') out += c;
-    else if (c === '\r') out += text[i + 1] === '\n' ? '' : '\n';
-    else if (code < 0x20 || code === 0x7f || (code >= 0x80 && code < 0xa0)) out += '·';
-    else out += c;
-  }
-  return out;
+  return neutraliseControls(text, { keepColours: true });
 }
 
 /** Converts bare `\n` to `\r\n`, as a Pseudoterminal needs. */

@@ -15,7 +15,7 @@ function result(over: Partial<RunResult>): RunResult {
 describe('the agent terminal text', () => {
   it('keeps colours in output but neutralises every other escape an agent could use to fake the screen', () => {
     assert.equal(sanitizeTerminalText('\x1b[31mred\x1b[0m'), '\x1b[31mred\x1b[0m');
-    assert.equal(sanitizeTerminalText('a\x1b[2Jb\x1b]0;title\x07c'), 'a␛[2Jb␛]0;title·c');
+    assert.equal(sanitizeTerminalText('a\x1b[2Jb\x1b]0;title\x07c'), 'a␛[2Jb␛]0;title␇c');
     assert.equal(sanitizeTerminalText('progress\rdone\r\nnext'), 'progress\ndone\nnext');
   });
 
