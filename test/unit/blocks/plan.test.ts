@@ -100,11 +100,13 @@ describe('planAnswer: every failure has a code', () => {
   });
 
   it('carrying an answer out codes what fails only then: commands, parse errors', async () => {
-    const report = await executeAnswer(workspace, '[RUN_COMMAND]exit 3[/RUN_COMMAND]\n[RUN_COMMAND]sleep 5[/RUN_COMMAND]\n[EDIT_FILE path="a" start_line="x" end_line="1"]\n[/EDIT_FILE]\n[MESSAGE]hi[/MESSAGE]', {
+    // The failing command gets time to start even on a loaded machine; the sleeping one does not.
+    const failing = await executeAnswer(workspace, '[RUN_COMMAND]exit 3[/RUN_COMMAND]', { runTimeoutMs: 30_000 });
+    const report = await executeAnswer(workspace, '[RUN_COMMAND]sleep 5[/RUN_COMMAND]\n[EDIT_FILE path="a" start_line="x" end_line="1"]\n[/EDIT_FILE]\n[MESSAGE]hi[/MESSAGE]', {
       runTimeoutMs: 200,
     });
     assert.deepEqual(
-      report.items.map((item) => item.code ?? 'ok'),
+      [...failing.items, ...report.items].map((item) => item.code ?? 'ok'),
       ['exit-code', 'timeout', 'parse-error', 'ok'],
     );
   });
