@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { looksLikeAnswer } from '../../../src/blocks/core/answerTarget.ts';
 import { executeAnswer } from '../../../src/blocks/core/executor.ts';
 import { lensArguments } from '../../../src/blocks/core/lenses.ts';
-import { AnswerState, planAnswer, type PlannedBlock } from '../../../src/blocks/core/plan.ts';
+import { AnswerState, planAnswer, replayOf, type PlannedBlock } from '../../../src/blocks/core/plan.ts';
 import { outcomeStatus } from '../../../src/blocks/core/results.ts';
 import { openWorkspace, resolveInWorkspace, type Workspace } from '../../../src/blocks/core/sandbox.ts';
 import { textDigest, writeSeen } from '../../../src/blocks/core/seen.ts';
@@ -175,6 +175,30 @@ describe('planAnswer: what callers ask for', () => {
     // Later edits of the file are carried over too, after the earlier edit's extra line.
     assert.equal(third?.kind === 'write' && third.after, 'new0\nnew1\na\nB\nC\nC2\nD!\nE\n');
     assert.deepEqual(blocks.map((b) => b.staleSince), [undefined, undefined, undefined], 'carried over, not merely stale');
+  });
+
+  it('after a carried-over edit applied on its own, the answer\'s next edit of that file is carried over too', async () => {
+    const root = path.join(base, 'relocate-later');
+    for (const folder of ['workspace', 'sessions', 'outbox']) await mkdir(path.join(root, folder), { recursive: true });
+    const read = 'a\nb\nc\nd\ne\n';
+    const outbox = path.join(root, 'outbox', '0123abcd_seq0002.txt');
+    await writeFile(outbox, '=== HEADER ===\n');
+    await writeSeen(outbox, { files: { 'app.py': textDigest(read) }, texts: { 'app.py': read } });
+    const file = path.join(root, 'workspace', 'app.py');
+    await writeFile(file, 'new0\nnew1\na\nb\nc\nd\ne\n');
+    const sessionWorkspace = await openWorkspace(path.join(root, 'workspace'));
+    const answer = ['[EDIT_FILE path="app.py" start_line="2" end_line="2"]\nB\nB2\n[/EDIT_FILE]', '[EDIT_FILE path="app.py" start_line="4" end_line="4"]\nD\n[/EDIT_FILE]'].join('\n');
+    const stale = { target: { workspace: sessionWorkspace.root, sessionRoot: root }, answerPath: undefined };
+    // The first edit, applied by itself (as the editor's Apply does), then remembered as a replay.
+    const first = (await planAnswer(sessionWorkspace, answer, { stale, skip: (i) => i !== 0 })).blocks[0]!.plan;
+    assert.equal(first.kind, 'write');
+    if (first.kind !== 'write') return;
+    await writeFile(file, first.after);
+    const replay = replayOf(first)!;
+    assert.deepEqual(replay, { kind: 'edit', real: first.target.real, originalLineCount: 5, applied: { start: 2, end: 2, delta: 1 }, relocated: true });
+    const second = (await planAnswer(sessionWorkspace, answer, { stale, settled: (i) => (i === 0 ? replay : undefined) })).blocks[0]!.plan;
+    assert.equal(second.kind === 'write' && second.after, 'new0\nnew1\na\nB\nB2\nc\nD\ne\n');
+    assert.match(second.kind === 'write' ? second.result.summary : '', /now lines 6-6: the file changed since you read it/);
   });
 
   it('a fresh clone: files newer than the outbox but with the content the LLM saw are not stale', async () => {
