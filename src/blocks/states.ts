@@ -160,7 +160,7 @@ export class BlockStates implements vscode.Disposable {
     if (!target) throw new Error('Open a folder first: command blocks act on the workspace folder.');
     const workspace = await openWorkspace(target.workspace);
     this.watch(target.sessionRoot ?? workspace.root);
-    const ids = blockIds(workspace.realRoot, parsed.commands);
+    const ids = blockIds(workspace.realRoot, parsed.commands, text);
     const view: AnswerView = { document, version, parsed, keys: blockKeys(parsed.commands), ids, target, workspace, settled: new Map() };
     if (await this.fromSession(view, documentPath, text)) return view;
     await this.ledger.load();

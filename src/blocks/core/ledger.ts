@@ -23,12 +23,15 @@ export function digest(text: string | null): Digest {
 /**
  * One key per block of an answer, from what it does and the folder it acts on (not from where it
  * sits): the same block in a reopened or re-pasted answer is the same block. Equal blocks in one
- * answer are told apart by their order.
+ * answer are told apart by their order. A command is an event, not a state of the files: its key
+ * also names the answer (`answerText`), so the same command in a later answer is a new one.
  */
-export function blockIds(workspaceRoot: string, commands: readonly Command[]): string[] {
+export function blockIds(workspaceRoot: string, commands: readonly Command[], answerText = ''): string[] {
   const seen = new Map<string, number>();
+  let answer: string | undefined;
   return commands.map((command) => {
     const hash = createHash('sha256').update(workspaceRoot).update('\0').update(command.type).update('\0');
+    if (command.type === 'RUN_COMMAND') hash.update((answer ??= textDigest(answerText))).update('\0');
     if ('path' in command) hash.update(command.path);
     if (command.type === 'EDIT_FILE') hash.update(`\0${command.startLine}-${command.endLine}`);
     if ('body' in command) hash.update('\0').update(command.body.text);

@@ -37,6 +37,12 @@ interface FileHistory {
   edits: AppliedEdit[];
   /** The file changed since the LLM read it: how its lines moved (see Relocating). */
   relocation?: Relocating;
+  /**
+   * An edit of this answer was carried over such a change in an earlier action (replayed): the
+   * changes are not known here, so later edits are carried from what the LLM read to the file as
+   * it is now, this answer's own edits included.
+   */
+  relocatedEarlier?: boolean;
 }
 
 /**
@@ -97,7 +103,8 @@ export type Plan =
 export type Replay =
   /** CREATE_FILE: the file now has these lines; later edits count from them. */
   | { kind: 'write'; real: string; lineCount: number }
-  | { kind: 'edit'; real: string; originalLineCount: number; applied: AppliedEdit }
+  /** `relocated`: the file had changed since the LLM read it, and the edit was carried over that change. */
+  | { kind: 'edit'; real: string; originalLineCount: number; applied: AppliedEdit; relocated?: boolean }
   | { kind: 'delete'; real: string }
   | { kind: 'read'; relative: string }
   | { kind: 'run' }
@@ -107,7 +114,8 @@ export type Replay =
 export function replayOf(plan: Plan): Replay | undefined {
   switch (plan.kind) {
     case 'write':
-      return plan.edit ? { kind: 'edit', real: plan.target.real, originalLineCount: plan.edit.originalLineCount, applied: plan.edit.applied } : { kind: 'write', real: plan.target.real, lineCount: countFileLines(plan.after) };
+      if (!plan.edit) return { kind: 'write', real: plan.target.real, lineCount: countFileLines(plan.after) };
+      return { kind: 'edit', real: plan.target.real, originalLineCount: plan.edit.originalLineCount, applied: plan.edit.applied, ...(plan.relocated ? { relocated: true } : {}) };
     case 'delete':
       return { kind: 'delete', real: plan.target.real };
     case 'read':
@@ -190,6 +198,7 @@ export class AnswerState {
       case 'edit': {
         const history = this.histories.get(replay.real) ?? { originalLineCount: replay.originalLineCount, edits: [] };
         history.edits.push(replay.applied);
+        if (replay.relocated) history.relocatedEarlier = true;
         this.histories.set(replay.real, history);
         return;
       }
@@ -306,6 +315,18 @@ async function planEdit(workspace: Workspace, command: EditFileCommand, state: A
       }
     }
   }
+  // Edits of this answer applied in earlier actions were carried over a change: carry this one from
+  // what the LLM read to the file as it is now (both the change and those edits).
+  let throughAll: Hunk[] | undefined;
+  let throughOutbox = '';
+  if (history?.relocatedEarlier && !relocation && context.seen) {
+    const seen = await context.seen();
+    const base = seen?.texts.get(target.relative);
+    if (seen && base !== undefined) {
+      throughAll = diffLines(splitFileLines(base).lines, lines.lines);
+      throughOutbox = seen.outbox;
+    }
+  }
   const total = history?.originalLineCount ?? relocation?.baseLineCount ?? lines.lines.length;
   const { startLine, endLine } = command;
   if (startLine > total) return fail('line-range', `Invalid line range ${startLine}-${endLine} for file with ${total} lines`);
@@ -322,7 +343,14 @@ async function planEdit(workspace: Workspace, command: EditFileCommand, state: A
     if (where.kind === 'conflict') return fail('conflict', conflictSummary(command.path, startLine, end, where.hunks, relocation.lines));
     if (where.kind === 'moved') moved = where.start - startLine;
   }
-  const shift = earlier.reduce((sum, edit) => (edit.end < startLine ? sum + edit.delta : sum), 0) + moved;
+  const answerShift = earlier.reduce((sum, edit) => (edit.end < startLine ? sum + edit.delta : sum), 0);
+  if (throughAll) {
+    const where = relocateThrough(throughAll, startLine, end);
+    if (where.kind === 'conflict') return fail('conflict', conflictSummary(command.path, startLine, end, where.hunks, lines.lines));
+    // The hunks hold this answer's earlier edits as well: what is left is the change since the LLM read the file.
+    if (where.kind === 'moved') moved = where.start - startLine - answerShift;
+  }
+  const shift = answerShift + moved;
   const currentStart = startLine + shift;
   const currentEnd = Math.min(end + shift, lines.lines.length);
   if (currentStart > lines.lines.length) {
@@ -332,7 +360,8 @@ async function planEdit(workspace: Workspace, command: EditFileCommand, state: A
   const after = joinFileLines(replaceLines(lines, currentStart - 1, currentEnd, replacement));
   let summary = `Edited '${command.path}' lines ${startLine}-${end}`;
   if (end !== endLine) summary += ` (end_line ${endLine} is past the end of the file, cut to ${total})`;
-  if (relocation && moved !== 0) summary += ` (now lines ${startLine + moved}-${end + moved}: the file changed since you read it)`;
+  const relocated = relocation !== undefined || throughAll !== undefined;
+  if (relocated && moved !== 0) summary += ` (now lines ${startLine + moved}-${end + moved}: the file changed since you read it)`;
   if (shift - moved !== 0) summary += ` (at line ${currentStart} after earlier edits in this answer)`;
   return {
     kind: 'write',
@@ -345,7 +374,7 @@ async function planEdit(workspace: Workspace, command: EditFileCommand, state: A
     result: ok(command.type, summary),
     ...(end !== endLine ? { warning: 'end-line-cut' as const } : {}),
     ...(relocation && !history ? { relocation } : {}),
-    ...(relocation ? { relocated: { outbox: relocation.outbox, from: [startLine, end] as [number, number], to: [startLine + moved, end + moved] as [number, number] } } : {}),
+    ...(relocated ? { relocated: { outbox: relocation?.outbox ?? throughOutbox, from: [startLine, end] as [number, number], to: [startLine + moved, end + moved] as [number, number] } } : {}),
     ...(stale !== undefined ? { stale } : {}),
   };
 }

@@ -8,7 +8,13 @@ const appliedEditSchema = /* @__PURE__ */ z.object({ start: /* @__PURE__ */ z.nu
 
 export const replaySchema = /* @__PURE__ */ z.discriminatedUnion('kind', [
   /* @__PURE__ */ z.object({ kind: /* @__PURE__ */ z.literal('write'), real: /* @__PURE__ */ z.string(), lineCount: /* @__PURE__ */ z.number().int().min(0) }),
-  /* @__PURE__ */ z.object({ kind: /* @__PURE__ */ z.literal('edit'), real: /* @__PURE__ */ z.string(), originalLineCount: /* @__PURE__ */ z.number().int().min(0), applied: appliedEditSchema }),
+  /* @__PURE__ */ z.object({
+    kind: /* @__PURE__ */ z.literal('edit'),
+    real: /* @__PURE__ */ z.string(),
+    originalLineCount: /* @__PURE__ */ z.number().int().min(0),
+    applied: appliedEditSchema,
+    relocated: /* @__PURE__ */ z.boolean().optional(),
+  }),
   /* @__PURE__ */ z.object({ kind: /* @__PURE__ */ z.literal('delete'), real: /* @__PURE__ */ z.string() }),
   /* @__PURE__ */ z.object({ kind: /* @__PURE__ */ z.literal('read'), relative: /* @__PURE__ */ z.string() }),
   /* @__PURE__ */ z.object({ kind: /* @__PURE__ */ z.literal('run') }),
