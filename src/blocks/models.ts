@@ -15,6 +15,9 @@ import { chat } from './core/chat.ts';
 import { answerFileName, outboxPath, sessionLayout, updateSession, type SessionState } from './core/session.ts';
 import { sessionIdOf, type SessionsView } from './sessions.ts';
 
+/** An answer longer than this is refused (whichever model sends it). */
+const MAX_ANSWER_CHARS = 20_000_000;
+
 /** Where the OpenAI-compatible endpoint's key is kept (never in settings). */
 export const API_KEY_SECRET = 'belay.blocks.openai.apiKey';
 
@@ -137,6 +140,7 @@ export class ModelSender {
     let answer = '';
     const got = (piece: string) => {
       answer += piece;
+      if (answer.length > MAX_ANSWER_CHARS) throw new Error(`the answer is longer than ${MAX_ANSWER_CHARS} characters`);
       progress(answer.length);
     };
     try {
@@ -154,7 +158,7 @@ export class ModelSender {
         const subscription = token.onCancellationRequested(() => abort.abort());
         try {
           const apiKey = await this.ctx.extension.secrets.get(API_KEY_SECRET);
-          await chat({ ...endpoint, ...(apiKey ? { apiKey } : {}) }, [{ role: 'user', content: outbox }], { signal: abort.signal, onText: got });
+          await chat({ ...endpoint, ...(apiKey ? { apiKey } : {}) }, [{ role: 'user', content: outbox }], { signal: abort.signal, onText: got, maxChars: MAX_ANSWER_CHARS });
         } finally {
           subscription.dispose();
         }
