@@ -45,13 +45,16 @@ export function stopRequested(): { promise: Promise<void>; dispose(): void } {
 /** How often a server whose client closed stdin checks that the client is still there. */
 export const ORPHAN_CHECK_MS = 1000;
 
+/** The parent this process started with: read before anything can happen to it. */
+const startedBy = process.ppid;
+
 /**
  * Resolves when this process's parent is gone: a process whose parent dies is re-parented, so its
- * ppid changes (POSIX; on Windows nothing is re-parented and this never resolves). Checked every
- * ORPHAN_CHECK_MS without keeping the process alive; `dispose` stops checking.
+ * ppid changes (POSIX; on Windows nothing is re-parented and this never resolves). The parent is
+ * the one the process started with, so a parent that died before this was called counts too.
+ * Checked every ORPHAN_CHECK_MS without keeping the process alive; `dispose` stops checking.
  */
-export function orphaned(): { promise: Promise<void>; dispose(): void } {
-  const parent = process.ppid;
+export function orphaned(parent: number = startedBy): { promise: Promise<void>; dispose(): void } {
   let timer: NodeJS.Timeout | undefined;
   const promise = new Promise<void>((resolve) => {
     timer = setInterval(() => {
