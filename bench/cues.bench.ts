@@ -12,12 +12,13 @@ const CUES = 100;
 export const PUBLIC_POLL_MS = 500;
 
 /** Wall-clock milliseconds with sub-millisecond resolution, comparable with the mailbox timestamps. */
-const now = () => performance.timeOrigin + performance.now();
+export const now = (): number => performance.timeOrigin + performance.now();
 
-async function bundleCueme(ctx: BenchContext): Promise<string> {
+/** Bundles one of Belay's command lines into the bench's folder; returns the script's path. */
+export async function bundleCli(ctx: BenchContext, name: string, entry: string): Promise<string> {
   await esbuild.build({
     absWorkingDir: ctx.repoRoot,
-    entryPoints: { cueme: 'src/cli/cueme.ts' },
+    entryPoints: { [name]: entry },
     outdir: ctx.tmpDir,
     bundle: true,
     platform: 'node',
@@ -26,7 +27,39 @@ async function bundleCueme(ctx: BenchContext): Promise<string> {
     define: { BELAY_VERSION: '"bench"' },
     logLevel: 'warning',
   });
-  return path.join(ctx.tmpDir, 'cueme.js');
+  return path.join(ctx.tmpDir, `${name}.js`);
+}
+
+/**
+ * Times how long each new request takes to reach the mailbox's change event: `next(agentId)`
+ * resolves with the request id of that agent's next request, and `toEvent` collects the delays.
+ */
+export function watchArrivals(mailbox: Mailbox): { next(agentId: string): Promise<string>; toEvent: number[]; dispose(): void } {
+  const toEvent: number[] = [];
+  let waitingFor: { agentId: string; resolve: (requestId: string) => void } | undefined;
+  const dispose = mailbox.watch(() => {
+    if (!waitingFor) return;
+    const t = now();
+    const entry = mailbox.listRequests({ pendingOnly: true, agentId: waitingFor.agentId })[0];
+    if (!entry || entry.createdAtMs === undefined) return;
+    toEvent.push(t - entry.createdAtMs);
+    const { resolve } = waitingFor;
+    waitingFor = undefined;
+    resolve(entry.requestId);
+  });
+  return { next: (agentId) => new Promise<string>((resolve) => (waitingFor = { agentId, resolve })), toEvent, dispose };
+}
+
+/** A percentile of `count` values beside the same percentile of the baseline's. */
+export function percentileFigure(count: number, name: string, values: number[], baselineName: string, baseline: number[], p: number, goal?: number): Figure {
+  return {
+    name: `${name}, p${p} of ${count}`,
+    value: Number(percentile(values, p).toFixed(2)),
+    baselineName: `${baselineName}, p${p}`,
+    baseline: Number(percentile(baseline, p).toFixed(2)),
+    unit: 'ms',
+    ...(goal !== undefined ? { goal } : {}),
+  };
 }
 
 /**
@@ -70,30 +103,19 @@ const bench: BenchFile = {
   title: 'Cues: HAP mailbox latency (100 cues through real cueme processes)',
   async run(ctx: BenchContext): Promise<Figure[]> {
     silenceSqliteExperimentalWarning();
-    const cueme = await bundleCueme(ctx);
+    const cueme = await bundleCli(ctx, 'cueme', 'src/cli/cueme.ts');
     const cueHome = path.join(ctx.tmpDir, 'mailbox');
     const mailbox = Mailbox.open({ home: cueHome });
     const answerStarted = new Map<string, number>();
     const poller = startPoller(mailbox.paths.dbPath, answerStarted);
-    const toEvent: number[] = [];
+    const arrivals = watchArrivals(mailbox);
     const toExit: number[] = [];
 
-    let waitingFor: { agentId: string; resolve: (requestId: string) => void } | undefined;
-    const dispose = mailbox.watch(() => {
-      if (!waitingFor) return;
-      const t = now();
-      const entry = mailbox.listRequests({ pendingOnly: true, agentId: waitingFor.agentId })[0];
-      if (!entry || entry.createdAtMs === undefined) return;
-      toEvent.push(t - entry.createdAtMs);
-      const { resolve } = waitingFor;
-      waitingFor = undefined;
-      resolve(entry.requestId);
-    });
     const env = { PATH: process.env.PATH, HOME: ctx.tmpDir, CUE_HOME: cueHome };
     try {
       for (let i = 0; i < CUES; i++) {
         const agentId = `benchagent${i}`;
-        const requested = new Promise<string>((resolve) => (waitingFor = { agentId, resolve }));
+        const requested = arrivals.next(agentId);
         const child = spawn(process.execPath, [cueme, 'cue', agentId, '-'], { env, stdio: ['pipe', 'ignore', 'inherit'] });
         const exited = new Promise<number>((resolve, reject) => {
           child.on('error', reject);
@@ -109,24 +131,17 @@ const bench: BenchFile = {
         clearTimeout(timeout);
       }
     } finally {
-      dispose();
+      arrivals.dispose();
       await poller.stop();
       mailbox.close();
     }
     ctx.log(`public cueme polls every ${PUBLIC_POLL_MS} ms; its poll, run on the same ${CUES} cues, saw them after p50 ${percentile(poller.requestLatency, 50).toFixed(0)} ms`);
-    const figure = (name: string, values: number[], baselineName: string, baseline: number[], p: number, goal?: number): Figure => ({
-      name: `${name}, p${p} of ${CUES}`,
-      value: Number(percentile(values, p).toFixed(2)),
-      baselineName: `${baselineName}, p${p}`,
-      baseline: Number(percentile(baseline, p).toFixed(2)),
-      unit: 'ms',
-      ...(goal !== undefined ? { goal } : {}),
-    });
+    const figure = (name: string, values: number[], baselineName: string, baseline: number[], p: number, goal?: number) => percentileFigure(CUES, name, values, baselineName, baseline, p, goal);
     const pollRequest = `public cueme's method (table poll every ${PUBLIC_POLL_MS} ms) seeing the same requests`;
     const pollAnswer = `public cueme's method (table poll every ${PUBLIC_POLL_MS} ms) seeing the same answers, before any exit`;
     return [
-      figure('cueme cue writes a request -> store change event', toEvent, pollRequest, poller.requestLatency, 50, 0.2),
-      figure('cueme cue writes a request -> store change event', toEvent, pollRequest, poller.requestLatency, 99),
+      figure('cueme cue writes a request -> store change event', arrivals.toEvent, pollRequest, poller.requestLatency, 50, 0.2),
+      figure('cueme cue writes a request -> store change event', arrivals.toEvent, pollRequest, poller.requestLatency, 99),
       figure('answer written -> cueme cue exits', toExit, pollAnswer, poller.answerLatency, 50, 0.2),
       figure('answer written -> cueme cue exits', toExit, pollAnswer, poller.answerLatency, 99),
     ];
