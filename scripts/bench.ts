@@ -124,7 +124,8 @@ if (wantFoundation) {
   console.log('=== foundation ===');
   const vsixDir = await mkdtemp(path.join(os.tmpdir(), 'belay-bench-vsix-'));
   const vsix = await packageVsix(vsixDir);
-  plain.push({ name: 'dist/extension.js (production, as packaged)', value: format(statSync(path.join(cacheDir, 'package', 'dist', 'extension.js')).size, 'bytes') });
+  const main = (JSON.parse(await readFile(path.join(repoRoot, 'package.json'), 'utf8')) as { main: string }).main;
+  plain.push({ name: `${path.posix.normalize(main)} (production, as packaged)`, value: format(statSync(path.join(cacheDir, 'package', main)).size, 'bytes') });
   plain.push({ name: path.basename(vsix), value: format(statSync(vsix).size, 'bytes') });
   rows.push({ group: 'foundation', figure: await activation(vsix, Number(process.env.BELAY_BENCH_HOSTS ?? 5)) });
   await rm(vsixDir, { recursive: true, force: true });

@@ -39,7 +39,7 @@ function present(entries: Record<string, string>): Record<string, string> {
 }
 
 /**
- * Activation loads dist/extension.js only: the modules features load on first use (their
+ * Activation loads dist/extension.cjs only: the modules features load on first use (their
  * `require('./x.ts')` and `import('./x.ts')` calls) go to dist/features.js, loaded at the first such
  * call. The extension build records which modules those are; the features build bundles them, each
  * evaluated when first asked for, so what one feature loads does not run another's code.
@@ -87,6 +87,12 @@ const builds: esbuild.BuildOptions[] = [
     ...nodeCommon,
     entryPoints: { extension: 'src/extension.ts' },
     outdir: dist,
+    // `.cjs`, not `.js`: package.json says "type": "module" (for the sources), and VS Code loads
+    // such an extension's main with `import()` unless it ends in .cjs. That goes through Node's
+    // asynchronous ESM loader (VS Code's module hooks run on another thread) and takes several
+    // turns of the event loop, all of which VS Code counts as Belay's code loading; a .cjs main is
+    // one synchronous require, as for any CommonJS extension.
+    outExtension: { '.js': '.cjs' },
     external: ['vscode'],
     plugins: [splitFeatures],
     // When the bundle started loading, so the activation log can tell loading from activating.
