@@ -66,6 +66,23 @@ const splitFeatures: esbuild.Plugin = {
   },
 };
 
+/**
+ * One `require('vscode')` per bundle. Left external as it is, every module importing `vscode` gets
+ * its own `require('vscode')` (VS Code looks up which extension asks, each time) and its own copy
+ * of the API's hundreds of properties (esbuild's CommonJS interop): about twenty of each while
+ * dist/extension.cjs loads. Through this shim, an ES module that re-exports the API, the bundle
+ * asks once and every module reads the one namespace.
+ */
+const oneVscode: esbuild.Plugin = {
+  name: 'one-vscode',
+  setup(build) {
+    build.onResolve({ filter: /^vscode$/ }, (args) =>
+      args.namespace === 'belay-vscode' ? { path: 'vscode', external: true } : { path: 'vscode', namespace: 'belay-vscode' },
+    );
+    build.onLoad({ filter: /.*/, namespace: 'belay-vscode' }, () => ({ contents: "export * from 'vscode';", loader: 'js', resolveDir: repoRoot }));
+  },
+};
+
 /** dist/features.js: every module the extension loads on first use, keyed by its source path. */
 async function buildFeatures(): Promise<void> {
   const table = [...lazyModules].sort().map((rel) => `  ${JSON.stringify(rel)}: () => require(${JSON.stringify(`./${rel}`)}),`).join('\n');
@@ -79,6 +96,7 @@ async function buildFeatures(): Promise<void> {
     },
     outfile: path.join(dist, FEATURES),
     external: ['vscode'],
+    plugins: [oneVscode],
   });
 }
 
@@ -94,7 +112,7 @@ const builds: esbuild.BuildOptions[] = [
     // one synchronous require, as for any CommonJS extension.
     outExtension: { '.js': '.cjs' },
     external: ['vscode'],
-    plugins: [splitFeatures],
+    plugins: [splitFeatures, oneVscode],
     // When the bundle started loading, so the activation log can tell loading from activating.
     banner: { js: 'globalThis.__belayLoadStart = performance.now();' },
     footer: { js: 'globalThis.__belayLoadEnd = performance.now();' },
