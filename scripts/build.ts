@@ -4,6 +4,7 @@ import * as esbuild from 'esbuild';
 import { chmod, copyFile, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
+import { oneVscode } from './build-plugins.ts';
 import { repoRoot } from './lib/paths.ts';
 
 const argv = process.argv.slice(2);
@@ -63,23 +64,6 @@ const splitFeatures: esbuild.Plugin = {
       loader: 'js',
     }));
     build.onResolve({ filter: new RegExp(`^\\./${FEATURES.replace('.', '\\.')}$`) }, () => ({ path: `./${FEATURES}`, external: true }));
-  },
-};
-
-/**
- * One `require('vscode')` per bundle. Left external as it is, every module importing `vscode` gets
- * its own `require('vscode')` (VS Code looks up which extension asks, each time) and its own copy
- * of the API's hundreds of properties (esbuild's CommonJS interop): about twenty of each while
- * dist/extension.cjs loads. Through this shim, an ES module that re-exports the API, the bundle
- * asks once and every module reads the one namespace.
- */
-const oneVscode: esbuild.Plugin = {
-  name: 'one-vscode',
-  setup(build) {
-    build.onResolve({ filter: /^vscode$/ }, (args) =>
-      args.namespace === 'belay-vscode' ? { path: 'vscode', external: true } : { path: 'vscode', namespace: 'belay-vscode' },
-    );
-    build.onLoad({ filter: /.*/, namespace: 'belay-vscode' }, () => ({ contents: "export * from 'vscode';", loader: 'js', resolveDir: repoRoot }));
   },
 };
 
