@@ -4,6 +4,7 @@ import * as esbuild from 'esbuild';
 import { chmod, copyFile, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
+import { oneVscode } from './build-plugins.ts';
 import { repoRoot } from './lib/paths.ts';
 
 const argv = process.argv.slice(2);
@@ -39,7 +40,7 @@ function present(entries: Record<string, string>): Record<string, string> {
 }
 
 /**
- * Activation loads dist/extension.js only: the modules features load on first use (their
+ * Activation loads dist/extension.cjs only: the modules features load on first use (their
  * `require('./x.ts')` and `import('./x.ts')` calls) go to dist/features.js, loaded at the first such
  * call. The extension build records which modules those are; the features build bundles them, each
  * evaluated when first asked for, so what one feature loads does not run another's code.
@@ -79,6 +80,7 @@ async function buildFeatures(): Promise<void> {
     },
     outfile: path.join(dist, FEATURES),
     external: ['vscode'],
+    plugins: [oneVscode],
   });
 }
 
@@ -87,8 +89,14 @@ const builds: esbuild.BuildOptions[] = [
     ...nodeCommon,
     entryPoints: { extension: 'src/extension.ts' },
     outdir: dist,
+    // `.cjs`, not `.js`: package.json says "type": "module" (for the sources), and VS Code loads
+    // such an extension's main with `import()` unless it ends in .cjs. That goes through Node's
+    // asynchronous ESM loader (VS Code's module hooks run on another thread) and takes several
+    // turns of the event loop, all of which VS Code counts as Belay's code loading; a .cjs main is
+    // one synchronous require, as for any CommonJS extension.
+    outExtension: { '.js': '.cjs' },
     external: ['vscode'],
-    plugins: [splitFeatures],
+    plugins: [splitFeatures, oneVscode],
     // When the bundle started loading, so the activation log can tell loading from activating.
     banner: { js: 'globalThis.__belayLoadStart = performance.now();' },
     footer: { js: 'globalThis.__belayLoadEnd = performance.now();' },

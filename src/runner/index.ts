@@ -1,8 +1,8 @@
 // The task runner in the editor: the Tasks view (tasks, their runs and steps), the live agent
 // terminal, Test Explorer, the `belay` task type, the trajectory view and the micro-agent chat.
-// Activation registers only what VS Code must know at once (the commands, the view, the test
-// controller, the task type, run documents, chat links), each loading the runner (parts.ts: its
-// state and views, with the task parsers and schemas under them) when first used. Everything
+// Activation registers only what VS Code must know at once (the commands, the view, the task
+// type, run documents, chat links), each loading the runner (parts.ts: its state and views, with
+// the task parsers and schemas under them, and the test controller) when first used. Everything
 // starts runs through the one RunnerService there.
 import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
@@ -41,9 +41,19 @@ const COMMANDS: Record<RunnerCommand, true> = {
 
 export function registerRunner(ctx: BelayContext): void {
   const terminals = new Terminals();
-  const controller = ctx.own(vscode.tests.createTestController('belay.tasks', 'Belay Tasks'));
   const view = registerRunnerViews(ctx, () => parts());
-  const parts = lazy(() => (require('./parts.ts') as typeof import('./parts.ts')).createRunnerParts(ctx, { terminals, controller, view }));
+  // The test controller (the dearest registration here) comes with the runner, which loads just
+  // after activation anyway: Test Explorer has nothing to list before then.
+  const testController = lazy(() => {
+    const controller = ctx.own(vscode.tests.createTestController('belay.tasks', 'Belay Tasks'));
+    controller.refreshHandler = () => parts().service.refresh();
+    controller.resolveHandler = async (item) => {
+      const { service } = parts();
+      if (!item && !service.loaded) await service.refresh();
+    };
+    return controller;
+  });
+  const parts = lazy(() => (require('./parts.ts') as typeof import('./parts.ts')).createRunnerParts(ctx, { terminals, controller: testController(), view }));
   const commands = lazy(() => (require('./commands.ts') as typeof import('./commands.ts')).runnerCommands);
   for (const name of Object.keys(COMMANDS) as RunnerCommand[]) {
     ctx.registerCommand(`belay.runner.${name}`, (...args) => {
@@ -51,11 +61,6 @@ export function registerRunner(ctx: BelayContext): void {
       return command(parts(), ...args);
     });
   }
-  controller.refreshHandler = () => parts().service.refresh();
-  controller.resolveHandler = async (item) => {
-    const { service } = parts();
-    if (!item && !service.loaded) await service.refresh();
-  };
   ctx.own(vscode.tasks.registerTaskProvider(TASK_TYPE, belayTaskProvider(() => parts().service)));
   ctx.own(vscode.window.registerTerminalLinkProvider(mediaLinkProvider((terminal) => terminals.isChat(terminal))));
   ctx.exposeForTests('runner', {

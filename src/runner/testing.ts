@@ -35,7 +35,7 @@ export class TaskTests implements vscode.Disposable {
   #profileKey = '';
   readonly #subscription: vscode.Disposable;
 
-  /** `controller` was made at activation (index.ts), with the handlers that load the runner. */
+  /** `controller` was made with the runner (index.ts), with the handlers that load the runner. */
   constructor(controller: vscode.TestController, service: RunnerService, ctx: BelayContext) {
     this.controller = controller;
     this.#service = service;

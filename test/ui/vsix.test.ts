@@ -13,7 +13,7 @@ import { cuesFrame, openBelayContainer } from './lib.ts';
 
 test('the .vsix holds only what runs', async () => {
   const files = await packagedFiles();
-  for (const required of ['package.json', 'README.md', 'LICENSE', 'dist/extension.js', 'dist/cli.js', 'dist/cueme.js', 'dist/webviews/cues.js', 'media/belay.svg']) {
+  for (const required of ['package.json', 'README.md', 'LICENSE', 'dist/extension.cjs', 'dist/cli.js', 'dist/cueme.js', 'dist/webviews/cues.js', 'media/belay.svg']) {
     assert.ok(files.includes(required), `${required} is missing from the .vsix`);
   }
   const allowed = /^(package\.json|README\.md|LICENSE|language-configuration\.json|dist\/.+|syntaxes\/.+|media\/.+|screenshots\/.+\.png)$/;
@@ -28,7 +28,7 @@ test('every file in the .vsix is used: named by package.json, the README, or the
   const files = await packagedFiles();
   const staging = stagingDir();
   const texts = await Promise.all(
-    files.filter((f) => /\.(json|md|js|css)$/.test(f)).map(async (f) => ({ file: f, text: await readFile(path.join(staging, f), 'utf8') })),
+    files.filter((f) => /\.(json|md|c?js|css)$/.test(f)).map(async (f) => ({ file: f, text: await readFile(path.join(staging, f), 'utf8') })),
   );
   const unused = files.filter((file) => {
     if (['package.json', 'README.md', 'LICENSE', 'dist/package.json'].includes(file)) return false;

@@ -2,8 +2,11 @@
 // imports statically) reaches none of the heavy libraries. Features load them when first used,
 // through `require()` calls esbuild turns into lazily evaluated modules.
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import * as path from 'node:path';
 import { test } from 'node:test';
 import * as esbuild from 'esbuild';
+import { oneVscode } from '../../../scripts/build-plugins.ts';
 import { repoRoot } from '../../../scripts/lib/paths.ts';
 
 const HEAVY = ['zod', 'yaml', 'smol-toml', 'vscode-languageclient', 'vscode-languageserver', 'execa'];
@@ -56,4 +59,35 @@ test('the check sees a heavy library imported statically, and not one behind req
   const { packages, heavy } = await loadedAtStart('test/fixtures/activation/eager.ts');
   assert.deepEqual(packages, ['zod']);
   assert.deepEqual(heavy, ['test/fixtures/activation/eager.ts -> zod']);
+});
+
+/** How many times a bundle of `entry` asks for the `vscode` module, with the build's plugins or without. */
+async function vscodeRequires(entry: string, plugins: esbuild.Plugin[]): Promise<number> {
+  const result = await esbuild.build({
+    entryPoints: [entry],
+    absWorkingDir: repoRoot,
+    bundle: true,
+    write: false,
+    platform: 'node',
+    format: 'cjs',
+    packages: 'external',
+    external: ['vscode'],
+    plugins,
+    outdir: 'out/activation-check',
+    logLevel: 'silent',
+  });
+  return result.outputFiles.reduce((n, f) => n + (f.text.match(/require\("vscode"\)/g)?.length ?? 0), 0);
+}
+
+test('VS Code requires the extension as CommonJS: package.json is "type": "module", so main must end in .cjs', async () => {
+  const manifest = JSON.parse(await readFile(path.join(repoRoot, 'package.json'), 'utf8')) as { type?: string; main: string };
+  // VS Code's rule (extHostExtensionService `_isESM`): such a main is loaded with import(), through
+  // Node's asynchronous ESM loader, and every turn of the event loop that takes counts as Belay's.
+  const loadedAsEsm = manifest.main.endsWith('.mjs') || (manifest.type === 'module' && !manifest.main.endsWith('.cjs'));
+  assert.equal(loadedAsEsm, false, `VS Code would import() ${manifest.main}`);
+});
+
+test('the extension bundle asks for the vscode module once, not once per module that imports it', async () => {
+  assert.equal(await vscodeRequires('src/extension.ts', [oneVscode]), 1);
+  assert.ok((await vscodeRequires('src/extension.ts', [])) > 1, 'without the plugin each module asks: the check counts the wrong thing');
 });
