@@ -102,6 +102,10 @@ const UNLISTED: ParseError = Object.freeze({
 /** Names of unknown tags searched for one by one; past this many, every closing tag is indexed at once. */
 const MAX_SEARCHED_NAMES = 2;
 const UNLISTED_TAG: Tag = Object.freeze({ range: UNLISTED.range, nameRange: UNLISTED.range });
+/** Tag names remembered per parse (a power of two). */
+const NAME_SLOTS = 256;
+/** Lines up to this long are measured character by character, longer ones with a search. */
+const SHORT_LINE = 48;
 /** Tag names shorter or longer than these are neither a command nor taken for a misspelt one. */
 const MIN_TAG_NAME = 3;
 const MAX_TAG_NAME = 40;
@@ -163,8 +167,8 @@ class Parser {
   private readonly contentStarts: number[] = [];
   private readonly contentEnds: number[] = [];
   private readonly lookalikes = new Lookalikes();
-  /** The last opening tag name read (see topLevelLine). */
-  private lastName = '';
+  /** Tag names read, by a hash of their characters (see nameAt). */
+  private readonly names: (TagName | undefined)[] = new Array(NAME_SLOTS);
   /** Standalone closing tags found by name (only for unknown commands); `indexed` once all are. */
   private readonly closers = new Map<string, Closers>();
   private indexed = false;
@@ -236,6 +240,8 @@ class Parser {
    */
   private skipToBracketLine(): boolean {
     const text = this.text;
+    // A line that starts with one (tag after tag) needs no search.
+    if (text.charCodeAt(this.ls) === 91 && this.ls < this.le) return true;
     const k = text.indexOf('[', this.ls);
     if (k === -1) return false;
     if (k < this.nx) return true;
@@ -268,6 +274,26 @@ class Parser {
     const start = this.ls;
     if (start > this.len) return;
     const text = this.text;
+    // A short line is measured in place: a search per line costs more than its few characters.
+    const near = Math.min(start + SHORT_LINE, this.len);
+    for (let i = start; i < near; i++) {
+      const c = text.charCodeAt(i);
+      if (c === 10) {
+        this.le = i;
+        this.nx = i + 1;
+        return;
+      }
+      if (c === 13) {
+        this.le = i;
+        this.nx = i + 1 < this.len && text.charCodeAt(i + 1) === 10 ? i + 2 : i + 1;
+        return;
+      }
+    }
+    if (near === this.len) {
+      this.le = this.len;
+      this.nx = this.len + 1;
+      return;
+    }
     // Both searches resume where they stopped: text with only \r (or only \n) stays linear.
     let nl = this.lf;
     if (nl !== -1 && nl < start) nl = this.lf = text.indexOf('\n', start);
@@ -323,31 +349,50 @@ class Parser {
     }
     const nameStart = s + 1;
     let nameEnd = nameStart;
-    while (nameEnd < e && isNameChar(text.charCodeAt(nameEnd))) nameEnd++;
+    let hash = 0;
+    for (let c = text.charCodeAt(nameEnd); nameEnd < e && isNameChar(c); c = text.charCodeAt(++nameEnd)) hash = (hash * 31 + c) | 0;
     // Neither a command nor like one (see Lookalikes): nothing to build.
     if (nameEnd - nameStart < MIN_TAG_NAME || nameEnd - nameStart > MAX_TAG_NAME) return;
     if (nameEnd < e) {
       const c = text.charCodeAt(nameEnd);
       if (c !== 93 /* ] */ && !isBlank(c)) return;
     }
-    // The same tag name as the last one (answers repeat them) is compared in place, not sliced.
-    const last = this.lastName;
-    const name = sameAt(text, nameStart, nameEnd, last) ? last : (this.lastName = text.slice(nameStart, nameEnd));
-    const type = COMMAND_BY_NAME.get(name);
-    if (type !== undefined) this.block(type, s, nameEnd, e);
+    const name = this.nameAt(nameStart, nameEnd, hash);
+    if (name.type !== undefined) this.block(name.type, s, nameEnd, e);
     else this.unknownTag(name, s, nameEnd, e);
+  }
+
+  /**
+   * The tag name text[from, to) (`hash` of its characters, as topLevelLine computes it): answers
+   * repeat their tag names, so a name seen recently is compared in place, not sliced and looked up.
+   */
+  private nameAt(from: number, to: number, hash: number): TagName {
+    const slot = hash & (NAME_SLOTS - 1);
+    const known = this.names[slot];
+    if (known !== undefined && sameAt(this.text, from, to, known.name)) return known;
+    const name = this.text.slice(from, to);
+    const found: TagName = { name, type: COMMAND_BY_NAME.get(name), suggestion: undefined };
+    this.names[slot] = found;
+    return found;
+  }
+
+  /** The command an unknown tag name probably meant (see Lookalikes), or undefined. */
+  private suggestionFor(name: TagName): CommandType | undefined {
+    if (name.suggestion === undefined) name.suggestion = this.lookalikes.get(name.name) ?? null;
+    return name.suggestion ?? undefined;
   }
 
   private closingTagAtTopLevel(s: number, e: number): void {
     const text = this.text;
     const nameStart = s + 2;
     let nameEnd = nameStart;
-    while (nameEnd < e && isNameChar(text.charCodeAt(nameEnd))) nameEnd++;
+    let hash = 0;
+    for (let c = text.charCodeAt(nameEnd); nameEnd < e && isNameChar(c); c = text.charCodeAt(++nameEnd)) hash = (hash * 31 + c) | 0;
     if (nameEnd - nameStart < MIN_TAG_NAME || nameEnd - nameStart > MAX_TAG_NAME || nameEnd + 1 !== e || text.charCodeAt(nameEnd) !== 93) return;
-    const name = text.slice(nameStart, nameEnd);
-    const type = COMMAND_BY_NAME.get(name);
+    const tagName = this.nameAt(nameStart, nameEnd, hash);
+    const { name, type } = tagName;
     if (this.full) {
-      if (type !== undefined || this.lookalikes.get(name) !== undefined) this.countUnlisted(this.at(this.ln, this.ls, s));
+      if (type !== undefined || this.suggestionFor(tagName) !== undefined) this.countUnlistedAt(this.ln, this.ls, s);
       return;
     }
     const range = this.span(this.ln, this.ls, s, e);
@@ -358,7 +403,7 @@ class Parser {
       this.report({ code: 'stray-closing-tag', message, range, command: type });
       return;
     }
-    const suggestion = this.lookalikes.get(name);
+    const suggestion = this.suggestionFor(tagName);
     if (suggestion === undefined) return;
     this.report({
       code: 'unknown-command',
@@ -368,23 +413,21 @@ class Parser {
     });
   }
 
-  private unknownTag(name: string, s: number, nameEnd: number, e: number): void {
-    const suggestion = this.lookalikes.get(name);
+  private unknownTag(tagName: TagName, s: number, nameEnd: number, e: number): void {
+    const suggestion = this.suggestionFor(tagName);
     if (suggestion === undefined) return;
+    const { name } = tagName;
     const line = this.ln;
     const ls = this.ls;
-    const nameRange = this.span(line, ls, s + 1, nameEnd);
     // Its body (up to a matching closing tag on a line of its own) is not Belay's to execute.
-    let end = this.at(line, ls, e);
     const closer = this.standaloneCloserAfter(name, this.nx);
-    if (closer !== -1) {
-      while (this.nx <= closer && this.ls <= this.len) this.advance();
-      end = this.at(this.ln, this.ls, closer + name.length + 3);
-    }
+    if (closer !== -1) while (this.nx <= closer && this.ls <= this.len) this.advance();
     if (this.full) {
-      this.countUnlisted(nameRange.start);
+      this.countUnlistedAt(line, ls, s + 1);
       return;
     }
+    const nameRange = this.span(line, ls, s + 1, nameEnd);
+    const end = closer !== -1 ? this.at(this.ln, this.ls, closer + name.length + 3) : this.at(line, ls, e);
     this.report({
       code: 'unknown-command',
       message: `Unknown command ${name}; did you mean ${suggestion}?`,
@@ -450,10 +493,11 @@ class Parser {
     let k = text.indexOf('[/', from);
     while (k !== -1) {
       let nameEnd = k + 2;
-      while (nameEnd < this.len && isNameChar(text.charCodeAt(nameEnd))) nameEnd++;
+      let hash = 0;
+      for (let c = text.charCodeAt(nameEnd); nameEnd < this.len && isNameChar(c); c = text.charCodeAt(++nameEnd)) hash = (hash * 31 + c) | 0;
       const nameLength = nameEnd - k - 2;
       if (nameLength >= MIN_TAG_NAME && nameLength <= MAX_TAG_NAME && text.charCodeAt(nameEnd) === 93 && this.isStandalone(k, nameEnd + 1)) {
-        const name = text.slice(k + 2, nameEnd);
+        const { name } = this.nameAt(k + 2, nameEnd, hash);
         const closers = index.get(name);
         if (closers) closers.offsets.push(k);
         else index.set(name, { offsets: [k], next: 0, searchedTo: -1 });
@@ -502,10 +546,10 @@ class Parser {
       const keyStart = p;
       while (p < e && isAttributeChar(text.charCodeAt(p))) p++;
       const keyEnd = p;
-      const key = text.slice(keyStart, keyEnd);
       let q = this.firstNonBlank(p, e);
       if (text.charCodeAt(q) !== 61 /* = */ || q >= e) {
         if (attributes.length + problems.length < MAX_TAG_ATTRIBUTES) {
+          const key = text.slice(keyStart, keyEnd);
           broken.push(key.toLowerCase());
           problems.push(dry ? UNLISTED : {
             code: 'malformed-attribute',
@@ -516,6 +560,7 @@ class Parser {
         } else excess++;
         continue;
       }
+      const key = text.slice(keyStart, keyEnd);
       q = this.firstNonBlank(q + 1, e);
       const quote = text.charCodeAt(q);
       if (q >= e || (quote !== 34 && quote !== 39)) {
@@ -693,6 +738,13 @@ class Parser {
       return { range: this.span(this.ln, this.ls, r, r + closer.length), nameRange: this.span(this.ln, this.ls, r + 2, r + closer.length - 1) };
     }
     if (r < e) return undefined;
+    // Most often the next line is something else: seen without moving there.
+    let p = this.nx;
+    while (p < this.len && isBlank(text.charCodeAt(p))) p++;
+    if (p < this.len) {
+      const c = text.charCodeAt(p);
+      if (c !== 10 && c !== 13 && (c !== 91 || !text.startsWith(closer, p))) return undefined;
+    }
     // Saved one by one: this runs once per self-closing tag, and a hostile answer has 100k of them.
     const { ln, ls, le, nx, cr, lf, prevLs, prevLe } = this;
     this.prevLs = this.ls;
@@ -809,9 +861,16 @@ class Parser {
     const required = REQUIRED_ATTRIBUTES[type];
     if (required.length === 0) return { path: '', startLine: 0, endLine: 0 };
     let missing: string[] | undefined;
-    for (const name of required) if (attributeNamed(attributes, name) === undefined && !broken.includes(name)) (missing ??= []).push(name);
-    if (missing !== undefined && dry) problems.push(UNLISTED);
-    else if (missing !== undefined) {
+    for (const name of required) {
+      if (attributeNamed(attributes, name) !== undefined || broken.includes(name)) continue;
+      if (dry) {
+        // Only counted: which ones does not matter.
+        problems.push(UNLISTED);
+        break;
+      }
+      (missing ??= []).push(name);
+    }
+    if (missing !== undefined) {
       const message =
         required.length === 1
           ? `${type} missing ${missing[0]} attribute`
@@ -906,6 +965,14 @@ interface Closers {
   next: number;
   searchedTo: number;
   needle?: string;
+}
+
+/** A tag name as read: the command it is, or (computed once) the one it probably means. */
+interface TagName {
+  name: string;
+  type: CommandType | undefined;
+  /** undefined: not computed yet; null: none. */
+  suggestion: CommandType | null | undefined;
 }
 
 interface CommandValues {
