@@ -23,10 +23,20 @@ import {
 } from './syntax.ts';
 
 const COMMAND_BY_NAME: ReadonlyMap<string, CommandType> = new Map(COMMAND_TYPES.map((t) => [t, t]));
-const CLOSER: Readonly<Record<CommandType, string>> = Object.fromEntries(COMMAND_TYPES.map((t) => [t, `[/${t}]`])) as Record<
-  CommandType,
-  string
->;
+/** What the parser needs of a command, in one place (looked up once per tag name, not per tag). */
+interface CommandInfo {
+  type: CommandType;
+  closer: string;
+  selfClosing: boolean;
+  required: readonly string[];
+  requiresPath: boolean;
+}
+const COMMAND_INFO: ReadonlyMap<string, CommandInfo> = new Map(
+  COMMAND_TYPES.map((type) => [
+    type,
+    { type, closer: `[/${type}]`, selfClosing: SELF_CLOSING.has(type), required: REQUIRED_ATTRIBUTES[type], requiresPath: REQUIRED_ATTRIBUTES[type].includes('path') },
+  ]),
+);
 
 /** Names LLMs use for the protocol's commands: an opening tag with one of these gets a suggestion. */
 const SYNONYMS: ReadonlyMap<string, CommandType> = new Map([
@@ -105,7 +115,7 @@ const UNLISTED_TAG: Tag = Object.freeze({ range: UNLISTED.range, nameRange: UNLI
 /** Tag names remembered per parse (a power of two). */
 const NAME_SLOTS = 256;
 /** Lines up to this long are measured character by character, longer ones with a search. */
-const SHORT_LINE = 48;
+const SHORT_LINE = 16;
 /** Tag names shorter or longer than these are neither a command nor taken for a misspelt one. */
 const MIN_TAG_NAME = 3;
 const MAX_TAG_NAME = 40;
@@ -166,6 +176,8 @@ class Parser {
   /** Content lines of the block being read, reused from block to block. */
   private readonly contentStarts: number[] = [];
   private readonly contentEnds: number[] = [];
+  /** The last line measured was short (see measure). */
+  private shortLines = true;
   private readonly lookalikes = new Lookalikes();
   /** Tag names read, by a hash of their characters (see nameAt). */
   private readonly names: (TagName | undefined)[] = new Array(NAME_SLOTS);
@@ -274,25 +286,29 @@ class Parser {
     const start = this.ls;
     if (start > this.len) return;
     const text = this.text;
-    // A short line is measured in place: a search per line costs more than its few characters.
-    const near = Math.min(start + SHORT_LINE, this.len);
-    for (let i = start; i < near; i++) {
-      const c = text.charCodeAt(i);
-      if (c === 10) {
-        this.le = i;
-        this.nx = i + 1;
+    // After a short line, the next is looked for in place: a search per line costs more than a
+    // few characters (a flood of tiny lines); after a long one, the search is cheaper.
+    if (this.shortLines) {
+      const near = Math.min(start + SHORT_LINE, this.len);
+      for (let i = start; i < near; i++) {
+        const c = text.charCodeAt(i);
+        if (c === 10) {
+          this.le = i;
+          this.nx = i + 1;
+          return;
+        }
+        if (c === 13) {
+          this.le = i;
+          this.nx = i + 1 < this.len && text.charCodeAt(i + 1) === 10 ? i + 2 : i + 1;
+          return;
+        }
+      }
+      if (near === this.len) {
+        this.le = this.len;
+        this.nx = this.len + 1;
         return;
       }
-      if (c === 13) {
-        this.le = i;
-        this.nx = i + 1 < this.len && text.charCodeAt(i + 1) === 10 ? i + 2 : i + 1;
-        return;
-      }
-    }
-    if (near === this.len) {
-      this.le = this.len;
-      this.nx = this.len + 1;
-      return;
+      this.shortLines = false;
     }
     // Both searches resume where they stopped: text with only \r (or only \n) stays linear.
     let nl = this.lf;
@@ -307,6 +323,7 @@ class Parser {
       this.le = nl;
       this.nx = nl + 1;
     }
+    this.shortLines = this.le - start < SHORT_LINE;
   }
 
   private advance(): void {
@@ -358,7 +375,7 @@ class Parser {
       if (c !== 93 /* ] */ && !isBlank(c)) return;
     }
     const name = this.nameAt(nameStart, nameEnd, hash);
-    if (name.type !== undefined) this.block(name.type, s, nameEnd, e);
+    if (name.command !== undefined) this.block(name.command, s, nameEnd, e);
     else this.unknownTag(name, s, nameEnd, e);
   }
 
@@ -371,7 +388,8 @@ class Parser {
     const known = this.names[slot];
     if (known !== undefined && sameAt(this.text, from, to, known.name)) return known;
     const name = this.text.slice(from, to);
-    const found: TagName = { name, type: COMMAND_BY_NAME.get(name), suggestion: undefined };
+    const command = COMMAND_INFO.get(name);
+    const found: TagName = { name, type: command?.type, command, suggestion: undefined };
     this.names[slot] = found;
     return found;
   }
@@ -508,7 +526,8 @@ class Parser {
 
   // --- blocks --------------------------------------------------------------------------------
 
-  private block(type: CommandType, s: number, nameEnd: number, e: number): void {
+  private block(info: CommandInfo, s: number, nameEnd: number, e: number): void {
+    const { type, closer } = info;
     const text = this.text;
     const line = this.ln;
     const ls = this.ls;
@@ -649,14 +668,14 @@ class Parser {
       ];
       values = { path: attributeNamed(attributes, 'path')?.value.trim() ?? '', startLine: Number.NaN, endLine: Number.NaN };
     } else {
-      values = this.validate(type, openTag, attributes, broken, problems, dry);
+      values = this.validate(info, openTag, attributes, broken, problems, dry);
     }
 
     if (dry && problems.length > 0) {
       // Past the listed errors: the block is skipped as before, its errors only counted.
       let count = problems.length;
-      if (SELF_CLOSING.has(type)) this.selfClosingCloser(type, tagEnd, e);
-      else if (indexWithin(text, CLOSER[type], this.firstNonBlank(tagEnd, e), e) === -1 && this.scanToCloser(CLOSER[type]) === undefined) count++;
+      if (info.selfClosing) this.selfClosingCloser(closer, tagEnd, e);
+      else if (indexWithin(text, closer, this.firstNonBlank(tagEnd, e), e) === -1 && this.scanToCloser(closer) === undefined) count++;
       for (let i = 0; i < count; i++) this.countUnlistedAt(line, ls, s);
       return;
     }
@@ -665,14 +684,13 @@ class Parser {
       openTag = { range: this.span(line, ls, s, tagEnd), nameRange: this.span(line, ls, s + 1, nameEnd) };
     }
 
-    if (SELF_CLOSING.has(type)) {
-      const closeTag = this.selfClosingCloser(type, tagEnd, e);
+    if (info.selfClosing) {
+      const closeTag = this.selfClosingCloser(closer, tagEnd, e);
       const range = { start: openTag.range.start, end: (closeTag ?? openTag).range.end };
       this.emit(type, problems, closeTag ? { range, openTag, closeTag, attributes } : { range, openTag, attributes }, values, undefined);
       return;
     }
 
-    const closer = CLOSER[type];
     const starts = this.contentStarts;
     const ends = this.contentEnds;
     if (starts.length > 0) starts.length = 0;
@@ -730,9 +748,8 @@ class Parser {
   }
 
   /** `[/DELETE_FILE]` right after a DELETE_FILE tag (same line, or the next non-blank line) belongs to it. */
-  private selfClosingCloser(type: CommandType, tagEnd: number, e: number): Tag | undefined {
+  private selfClosingCloser(closer: string, tagEnd: number, e: number): Tag | undefined {
     const text = this.text;
-    const closer = CLOSER[type];
     const r = this.firstNonBlank(tagEnd, e);
     if (r < e && text.startsWith(closer, r)) {
       return { range: this.span(this.ln, this.ls, r, r + closer.length), nameRange: this.span(this.ln, this.ls, r + 2, r + closer.length - 1) };
@@ -857,9 +874,9 @@ class Parser {
   }
 
   /** Checks the attributes a command requires; what is wrong goes into `problems`. */
-  private validate(type: CommandType, openTag: Tag, attributes: readonly Attribute[], broken: readonly string[], problems: ParseError[], dry: boolean): CommandValues {
-    const required = REQUIRED_ATTRIBUTES[type];
-    if (required.length === 0) return { path: '', startLine: 0, endLine: 0 };
+  private validate(info: CommandInfo, openTag: Tag, attributes: readonly Attribute[], broken: readonly string[], problems: ParseError[], dry: boolean): CommandValues {
+    const { type, required } = info;
+    if (required.length === 0) return NO_VALUES;
     let missing: string[] | undefined;
     for (const name of required) {
       if (attributeNamed(attributes, name) !== undefined || broken.includes(name)) continue;
@@ -879,7 +896,7 @@ class Parser {
             : `${type} missing required attribute${missing.length > 1 ? 's' : ''} ${missing.join(', ')} (needs ${required.join(', ')})`;
       problems.push({ code: 'missing-attribute', message, range: openTag.range, command: type });
     }
-    const pathAttribute = required.includes('path') ? attributeNamed(attributes, 'path') : undefined;
+    const pathAttribute = info.requiresPath ? attributeNamed(attributes, 'path') : undefined;
     const path = pathAttribute?.value.trim() ?? '';
     if (pathAttribute && path === '') {
       problems.push(dry ? UNLISTED : { code: 'empty-path', message: `${type} path is empty`, range: pathAttribute.range, command: type });
@@ -971,6 +988,7 @@ interface Closers {
 interface TagName {
   name: string;
   type: CommandType | undefined;
+  command: CommandInfo | undefined;
   /** undefined: not computed yet; null: none. */
   suggestion: CommandType | null | undefined;
 }
@@ -980,6 +998,7 @@ interface CommandValues {
   startLine: number;
   endLine: number;
 }
+const NO_VALUES: CommandValues = Object.freeze({ path: '', startLine: 0, endLine: 0 });
 
 function describeAttributes(type: CommandType): string {
   const required = REQUIRED_ATTRIBUTES[type];
@@ -988,9 +1007,7 @@ function describeAttributes(type: CommandType): string {
 
 /** Whether text[from, to) is `name`, compared in place. */
 function sameAt(text: string, from: number, to: number, name: string): boolean {
-  if (to - from !== name.length) return false;
-  for (let i = 0; i < name.length; i++) if (text.charCodeAt(from + i) !== name.charCodeAt(i)) return false;
-  return true;
+  return to - from === name.length && text.startsWith(name, from);
 }
 
 /** The attribute of that name (lower case; names are matched without regard to case): the last one written wins. */
