@@ -357,19 +357,24 @@ class Parser {
   private topLevelLine(): void {
     const text = this.text;
     const le = this.le;
-    const s = this.firstNonBlank(this.ls, le);
-    if (s === le || text.charCodeAt(s) !== 91 /* [ */) return;
-    const e = this.trimmedEnd(s, le);
-    if (text.charCodeAt(s + 1) === 47 /* / */) {
-      this.closingTagAtTopLevel(s, e);
-      return;
+    let s = this.ls;
+    if (text.charCodeAt(s) !== 91 /* [ */) {
+      s = this.firstNonBlank(s, le);
+      if (s === le || text.charCodeAt(s) !== 91) return;
     }
-    const nameStart = s + 1;
+    const closing = text.charCodeAt(s + 1) === 47; /* / */
+    const nameStart = closing ? s + 2 : s + 1;
     let nameEnd = nameStart;
     let hash = 0;
-    for (let c = text.charCodeAt(nameEnd); nameEnd < e && isNameChar(c); c = text.charCodeAt(++nameEnd)) hash = (hash * 31 + c) | 0;
+    // Name characters are not blanks: the name ends where it would in the trimmed line.
+    for (let c = text.charCodeAt(nameEnd); nameEnd < le && isNameChar(c); c = text.charCodeAt(++nameEnd)) hash = (hash * 31 + c) | 0;
     // Neither a command nor like one (see Lookalikes): nothing to build.
     if (nameEnd - nameStart < MIN_TAG_NAME || nameEnd - nameStart > MAX_TAG_NAME) return;
+    const e = this.trimmedEnd(s, le);
+    if (closing) {
+      if (nameEnd + 1 === e && text.charCodeAt(nameEnd) === 93) this.closingTagAtTopLevel(s, e, this.nameAt(nameStart, nameEnd, hash));
+      return;
+    }
     if (nameEnd < e) {
       const c = text.charCodeAt(nameEnd);
       if (c !== 93 /* ] */ && !isBlank(c)) return;
@@ -400,14 +405,8 @@ class Parser {
     return name.suggestion ?? undefined;
   }
 
-  private closingTagAtTopLevel(s: number, e: number): void {
-    const text = this.text;
-    const nameStart = s + 2;
-    let nameEnd = nameStart;
-    let hash = 0;
-    for (let c = text.charCodeAt(nameEnd); nameEnd < e && isNameChar(c); c = text.charCodeAt(++nameEnd)) hash = (hash * 31 + c) | 0;
-    if (nameEnd - nameStart < MIN_TAG_NAME || nameEnd - nameStart > MAX_TAG_NAME || nameEnd + 1 !== e || text.charCodeAt(nameEnd) !== 93) return;
-    const tagName = this.nameAt(nameStart, nameEnd, hash);
+  /** `[/name]` alone on its line (blanks aside), from `s` to `e`. */
+  private closingTagAtTopLevel(s: number, e: number, tagName: TagName): void {
     const { name, type } = tagName;
     if (this.full) {
       if (type !== undefined || this.suggestionFor(tagName) !== undefined) this.countUnlistedAt(this.ln, this.ls, s);
@@ -542,6 +541,13 @@ class Parser {
     let tagEnd = -1;
     let p = nameEnd;
     while (p < e) {
+      if (attributes.length + problems.length >= MAX_TAG_ATTRIBUTES) {
+        // A pathological tag: what is left is only counted (see countWords).
+        const counted = this.countWords(p, e);
+        excess += counted.count;
+        tagEnd = counted.tagEnd;
+        break;
+      }
       p = this.firstNonBlank(p, e);
       if (p >= e) break;
       const c = text.charCodeAt(p);
@@ -730,6 +736,60 @@ class Parser {
     }
     const body = this.body(type, values.path, firstLine, firstLineStart, closeTag);
     this.emit(type, problems, { range: { start: openTag.range.start, end: closeTag.range.end }, openTag, closeTag, attributes }, values, body);
+  }
+
+  /**
+   * The attributes and stray words of text[from, to) in a tag, counted as the loop in `block`
+   * reads them (an attribute with its value, a word, a value without quotes: one each), and where
+   * the tag ends (-1 when it does not). Nothing is built: past MAX_TAG_ATTRIBUTES only the number
+   * is told.
+   */
+  private countWords(from: number, to: number): { count: number; tagEnd: number } {
+    const text = this.text;
+    let count = 0;
+    let p = from;
+    while (p < to) {
+      let c = text.charCodeAt(p);
+      while (isBlank(c) && p < to) c = text.charCodeAt(++p);
+      if (p >= to) break;
+      if (c === 93) return { count, tagEnd: p + 1 };
+      count++;
+      if (!isNameChar(c)) {
+        p = this.skipWord(p, to);
+        continue;
+      }
+      while (p < to && isAttributeChar(text.charCodeAt(p))) p++;
+      let q = p;
+      while (q < to && isBlank(text.charCodeAt(q))) q++;
+      if (q >= to || text.charCodeAt(q) !== 61) {
+        // A word without a value: the next one starts here.
+        p = q;
+        continue;
+      }
+      q++;
+      while (q < to && isBlank(text.charCodeAt(q))) q++;
+      const quote = text.charCodeAt(q);
+      if (q >= to || (quote !== 34 && quote !== 39)) {
+        p = q >= to ? q : this.skipWord(q, to);
+        continue;
+      }
+      let v = q + 1;
+      while (v < to) {
+        const ch = text.charCodeAt(v);
+        if (ch === 92 && v + 1 < to) {
+          const escaped = text.charCodeAt(v + 1);
+          if (escaped === quote || escaped === 92) {
+            v += 2;
+            continue;
+          }
+        }
+        if (ch === quote) break;
+        v++;
+      }
+      if (v >= to) return { count, tagEnd: to };
+      p = v + 1;
+    }
+    return { count, tagEnd: -1 };
   }
 
   private skipWord(from: number, to: number): number {
