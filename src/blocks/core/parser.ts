@@ -530,6 +530,12 @@ class Parser {
     const text = this.text;
     const line = this.ln;
     const ls = this.ls;
+    if (nameEnd < e && text.charCodeAt(nameEnd) === 93 && info.required.length > 0 && this.full) {
+      // A bare tag of a command that takes attributes, past the listed errors: one problem
+      // (they are missing), only counted; nothing to read or build.
+      this.skipCounted(info, 1, s, nameEnd + 1, e);
+      return;
+    }
     let problems: ParseError[] = [];
     const attributes: Attribute[] = [];
     /** The error list is full: a problem is only counted, so none is described (see UNLISTED). */
@@ -678,11 +684,7 @@ class Parser {
     }
 
     if (dry && problems.length > 0) {
-      // Past the listed errors: the block is skipped as before, its errors only counted.
-      let count = problems.length;
-      if (info.selfClosing) this.selfClosingCloser(closer, tagEnd, e);
-      else if (indexWithin(text, closer, this.firstNonBlank(tagEnd, e), e) === -1 && this.scanToCloser(closer) === undefined) count++;
-      for (let i = 0; i < count; i++) this.countUnlistedAt(line, ls, s);
+      this.skipCounted(info, problems.length, s, tagEnd, e);
       return;
     }
     if (openTag === UNLISTED_TAG) {
@@ -790,6 +792,19 @@ class Parser {
       p = v + 1;
     }
     return { count, tagEnd: -1 };
+  }
+
+  /**
+   * Past the listed errors, a block with `count` problems: skipped as any block with errors (up to
+   * its closing tag), its problems only counted (one more when it has no closing tag).
+   */
+  private skipCounted(info: CommandInfo, count: number, s: number, tagEnd: number, e: number): void {
+    const line = this.ln;
+    const ls = this.ls;
+    const { closer } = info;
+    if (info.selfClosing) this.selfClosingCloser(closer, tagEnd, e);
+    else if (indexWithin(this.text, closer, this.firstNonBlank(tagEnd, e), e) === -1 && this.scanToCloser(closer) === undefined) count++;
+    for (let i = 0; i < count; i++) this.countUnlistedAt(line, ls, s);
   }
 
   private skipWord(from: number, to: number): number {
