@@ -178,6 +178,11 @@ class Parser {
   private readonly contentEnds: number[] = [];
   /** The last line measured was short (see measure). */
   private shortLines = true;
+  /** Where the last line measured that starts with `[` starts, and its tag name as measure read it. */
+  private tagLine = -1;
+  private tagNameStart = 0;
+  private tagNameEnd = 0;
+  private tagHash = 0;
   private readonly lookalikes = new Lookalikes();
   /** Tag names read, by a hash of their characters (see nameAt). */
   private readonly names: (TagName | undefined)[] = new Array(NAME_SLOTS);
@@ -290,7 +295,21 @@ class Parser {
     // few characters (a flood of tiny lines); after a long one, the search is cheaper.
     if (this.shortLines) {
       const near = Math.min(start + SHORT_LINE, this.len);
-      for (let i = start; i < near; i++) {
+      let i = start;
+      if (text.charCodeAt(i) === 91 /* [ */) {
+        // A tag's name is read once, here, for topLevelLine (see tagLine).
+        let n = text.charCodeAt(i + 1) === 47 /* / */ ? i + 2 : i + 1;
+        const nameStart = n;
+        let hash = 0;
+        for (let c = text.charCodeAt(n); n < this.len && isNameChar(c); c = text.charCodeAt(++n)) hash = (hash * 31 + c) | 0;
+        this.tagLine = start;
+        this.tagNameStart = nameStart;
+        this.tagNameEnd = n;
+        this.tagHash = hash;
+        // Name characters are no line breaks: the line goes on at least to here.
+        i = n;
+      }
+      for (; i < near; i++) {
         const c = text.charCodeAt(i);
         if (c === 10) {
           this.le = i;
@@ -363,11 +382,19 @@ class Parser {
       if (s === le || text.charCodeAt(s) !== 91) return;
     }
     const closing = text.charCodeAt(s + 1) === 47; /* / */
-    const nameStart = closing ? s + 2 : s + 1;
-    let nameEnd = nameStart;
+    let nameStart: number;
+    let nameEnd: number;
     let hash = 0;
-    // Name characters are not blanks: the name ends where it would in the trimmed line.
-    for (let c = text.charCodeAt(nameEnd); nameEnd < le && isNameChar(c); c = text.charCodeAt(++nameEnd)) hash = (hash * 31 + c) | 0;
+    if (this.tagLine === s) {
+      // Read already while the line was measured.
+      nameStart = this.tagNameStart;
+      nameEnd = this.tagNameEnd;
+      hash = this.tagHash;
+    } else {
+      nameStart = nameEnd = closing ? s + 2 : s + 1;
+      // Name characters are not blanks: the name ends where it would in the trimmed line.
+      for (let c = text.charCodeAt(nameEnd); nameEnd < le && isNameChar(c); c = text.charCodeAt(++nameEnd)) hash = (hash * 31 + c) | 0;
+    }
     // Neither a command nor like one (see Lookalikes): nothing to build.
     if (nameEnd - nameStart < MIN_TAG_NAME || nameEnd - nameStart > MAX_TAG_NAME) return;
     const e = this.trimmedEnd(s, le);
@@ -485,7 +512,9 @@ class Parser {
       closers.searchedTo = -1;
       return -1;
     }
-    offsets.push(k);
+    // Only the next one is kept: `from` only grows, the ones before it are not asked for again.
+    offsets[0] = k;
+    closers.next = 0;
     closers.searchedTo = k + 1;
     return k;
   }
