@@ -273,11 +273,7 @@ export class ConfinedRoot {
           open = false;
           await handle.close();
         }
-        const target = await lstatOrUndefined(this.entryPath(folder, name));
-        const kind = entryKind(target);
-        if (kind === 'directory') throw new ConfinedError('EISDIR', `'${real}' is a folder`, { kind });
-        if (kind === 'symlink') throw changed(real, 'is now a symbolic link');
-        if (kind !== 'file' && kind !== 'missing') throw new ConfinedError('ENOTREG', `'${real}' is ${describeKind(kind)}, not a regular file`, { kind });
+        assertReplaceable(real, await lstatOrUndefined(this.entryPath(folder, name)));
         await this.verify(folder);
         try {
           await fs.rename(tmpPath, this.entryPath(folder, name));
@@ -333,10 +329,7 @@ export class ConfinedRoot {
       for (let written = 0; written < data.length; ) written += writeSync(fd, data, written, data.length - written);
       if (options.mode !== undefined) fchmodSync(fd, options.mode);
       if (options.durable ?? true) fsyncSync(fd);
-      const kind = entryKind(lstatSyncOrUndefined(targetPath));
-      if (kind === 'directory') throw new ConfinedError('EISDIR', `'${real}' is a folder`, { kind });
-      if (kind === 'symlink') throw changed(real, 'is now a symbolic link');
-      if (kind !== 'file' && kind !== 'missing') throw new ConfinedError('ENOTREG', `'${real}' is ${describeKind(kind)}, not a regular file`, { kind });
+      assertReplaceable(real, lstatSyncOrUndefined(targetPath));
       if (!this.stillAtSync(folder)) {
         this.forget(folder);
         throw changed(folder.path, 'was moved or replaced (by a symbolic link?)');
@@ -520,6 +513,14 @@ async function lstatOrUndefined(entry: string): Promise<Stats | undefined> {
     if (errno(error) === 'ENOENT') return undefined;
     throw error;
   }
+}
+
+/** Only a regular file (or nothing) is replaced: a folder, a link, a FIFO, a socket or a device is refused. */
+function assertReplaceable(real: string, target: Stats | undefined): void {
+  const kind = entryKind(target);
+  if (kind === 'directory') throw new ConfinedError('EISDIR', `'${real}' is a folder`, { kind });
+  if (kind === 'symlink') throw changed(real, 'is now a symbolic link');
+  if (kind !== 'file' && kind !== 'missing') throw new ConfinedError('ENOTREG', `'${real}' is ${describeKind(kind)}, not a regular file`, { kind });
 }
 
 function lstatSyncOrUndefined(entry: string): Stats | undefined {
