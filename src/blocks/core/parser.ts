@@ -251,30 +251,38 @@ class Parser {
   }
 
   /**
-   * Moves to the next line that has a `[` (a tag can only start there), counting the lines in
-   * between in one pass over their characters; false when no line has one. Prose costs a scan,
-   * not a step per line, whatever its line breaks.
+   * Moves to the next line that may hold a tag: its first character (blanks aside) is a `[`,
+   * followed by a name of a tag's length (after a `/` for a closing tag). The lines in between
+   * are counted in one pass over their characters; false when no line is left. Prose, and lines
+   * of brackets that are no tags, cost a scan, not a step per line, whatever their line breaks.
    */
   private skipToBracketLine(): boolean {
     const text = this.text;
-    // A line that starts with one (tag after tag) needs no search.
-    if (text.charCodeAt(this.ls) === 91 && this.ls < this.le) return true;
-    const k = text.indexOf('[', this.ls);
-    if (k === -1) return false;
-    if (k < this.nx) return true;
+    // The line starts with one (tag after tag): it is read as it is.
+    if (text.charCodeAt(this.ls) === 91 && this.ls < this.le && this.mayBeTag(this.ls)) return true;
     let line = this.ln;
     let start = this.ls;
     let prevStart = this.prevLs;
     let prevEnd = this.prevLe;
-    for (let i = this.ls; i < k; i++) {
-      const c = text.charCodeAt(i);
-      if (c === 10 || c === 13) {
-        prevStart = start;
-        prevEnd = i;
-        if (c === 13 && text.charCodeAt(i + 1) === 10) i++;
-        start = i + 1;
-        line++;
+    /** Only blanks since the start of the line. */
+    let blank = true;
+    for (let i = this.ls; ; ) {
+      const k = text.indexOf('[', i);
+      if (k === -1) return false;
+      for (; i < k; i++) {
+        const c = text.charCodeAt(i);
+        if (c === 10 || c === 13) {
+          prevStart = start;
+          prevEnd = i;
+          if (c === 13 && text.charCodeAt(i + 1) === 10) i++;
+          start = i + 1;
+          line++;
+          blank = true;
+        } else if (blank && !isBlank(c)) blank = false;
       }
+      if (blank && this.mayBeTag(k)) break;
+      blank = false;
+      i = k + 1;
     }
     this.ln = line;
     this.ls = start;
@@ -282,6 +290,19 @@ class Parser {
     this.prevLe = prevEnd;
     this.measure();
     return true;
+  }
+
+  /** Whether the `[` at `k` is followed by a name of a tag's length (see topLevelLine), after a `/` for a closing tag. */
+  private mayBeTag(k: number): boolean {
+    if (this.tagLine === k) {
+      const length = this.tagNameEnd - this.tagNameStart;
+      return length >= MIN_TAG_NAME && length <= MAX_TAG_NAME;
+    }
+    const text = this.text;
+    const nameStart = text.charCodeAt(k + 1) === 47 /* / */ ? k + 2 : k + 1;
+    let n = nameStart;
+    while (n - nameStart <= MAX_TAG_NAME && isNameChar(text.charCodeAt(n))) n++;
+    return n - nameStart >= MIN_TAG_NAME && n - nameStart <= MAX_TAG_NAME;
   }
 
   // --- lines ---------------------------------------------------------------------------------
@@ -968,7 +989,7 @@ class Parser {
     const from = trimmed ? this.firstNonBlank(starts[first]!, ends[first]!) : starts[first]!;
     const to = trimmed ? this.trimmedEnd(starts[last]!, ends[last]!) : ends[last]!;
     let content = text.slice(from, to);
-    if (this.hasCR && content.includes('\r')) content = content.replace(/\r\n?/g, '\n');
+    if (this.hasCR && content.includes('\r')) content = normalizeBreaks(content);
     return {
       text: content,
       lineCount: last - first + 1,
@@ -1128,6 +1149,12 @@ function indexWithin(text: string, needle: string, from: number, to: number): nu
   if (to - from < needle.length) return -1;
   const k = text.slice(from, to).indexOf(needle);
   return k === -1 ? -1 : from + k;
+}
+
+/** \r\n and lone \r as \n: without a pattern when the text has only one kind (the usual case). */
+function normalizeBreaks(text: string): string {
+  if (!text.includes('\n')) return text.replaceAll('\r', '\n');
+  return text.replace(/\r\n?/g, '\n');
 }
 
 function removesFences(type: CommandType, path: string): boolean {
