@@ -1,6 +1,7 @@
 // The command-block parser: one pass over the answer, line by line, without splitting it into
-// strings. Lines that do not start with `[` (after blanks) are looked at once and skipped, so a
-// large answer costs little more than finding its line breaks. It never throws: whatever the
+// strings. Lines that do not start with `[` and a tag name's worth of name characters (after
+// blanks) are looked at once and skipped, so a large answer costs little more than finding its
+// line breaks; tag names are remembered by a hash of their characters, not sliced per tag. It never throws: whatever the
 // input, the result is a list of commands and a list of errors, each with exact ranges.
 // Every step is linear in the text, whatever the text: each character is looked at a bounded
 // number of times (no search runs past the line it is about, none starts over), and a hostile
