@@ -443,7 +443,7 @@ class Parser {
     if (known !== undefined && sameAt(this.text, from, to, known.name)) return known;
     const name = this.text.slice(from, to);
     const command = COMMAND_INFO.get(name);
-    const found: TagName = { name, type: command?.type, command, suggestion: undefined };
+    const found: TagName = { name, type: command?.type, command, suggestion: undefined, closers: undefined };
     this.names[slot] = found;
     return found;
   }
@@ -486,7 +486,7 @@ class Parser {
     const line = this.ln;
     const ls = this.ls;
     // Its body (up to a matching closing tag on a line of its own) is not Belay's to execute.
-    const closer = this.standaloneCloserAfter(name, this.nx);
+    const closer = this.standaloneCloserAfter(tagName, this.nx);
     if (closer !== -1) while (this.nx <= closer && this.ls <= this.len) this.advance();
     if (this.full) {
       this.countUnlistedAt(line, ls, s + 1);
@@ -510,18 +510,28 @@ class Parser {
    * past MAX_SEARCHED_NAMES names, one pass indexes every standalone closing tag, so that many
    * names cannot make the searches quadratic.
    */
-  private standaloneCloserAfter(name: string, from: number): number {
-    let closers = this.closers.get(name);
+  private standaloneCloserAfter(tagName: TagName, from: number): number {
+    const { name } = tagName;
+    // Kept with the name as read, so that a name read again finds them without a lookup.
+    let closers = tagName.closers;
+    if (closers === null) return -1;
     if (closers === undefined) {
-      if (this.closers.size >= MAX_SEARCHED_NAMES && !this.indexed) {
-        this.indexStandaloneClosers(from);
-        closers = this.closers.get(name);
-      }
+      closers = this.closers.get(name);
       if (closers === undefined) {
-        if (this.indexed) return -1;
-        closers = { offsets: [], next: 0, searchedTo: from };
-        this.closers.set(name, closers);
+        if (this.closers.size >= MAX_SEARCHED_NAMES && !this.indexed) {
+          this.indexStandaloneClosers(from);
+          closers = this.closers.get(name);
+        }
+        if (closers === undefined) {
+          if (this.indexed) {
+            tagName.closers = null;
+            return -1;
+          }
+          closers = { offsets: [], next: 0, searchedTo: from };
+          this.closers.set(name, closers);
+        }
       }
+      tagName.closers = closers;
     }
     const { offsets } = closers;
     while (closers.next < offsets.length && offsets[closers.next]! < from) closers.next++;
@@ -558,6 +568,7 @@ class Parser {
     const index = this.closers;
     index.clear();
     this.indexed = true;
+    for (const known of this.names) if (known !== undefined) known.closers = undefined;
     let k = text.indexOf('[/', from);
     while (k !== -1) {
       let nameEnd = k + 2;
@@ -565,10 +576,14 @@ class Parser {
       for (let c = text.charCodeAt(nameEnd); nameEnd < this.len && isNameChar(c); c = text.charCodeAt(++nameEnd)) hash = (hash * 31 + c) | 0;
       const nameLength = nameEnd - k - 2;
       if (nameLength >= MIN_TAG_NAME && nameLength <= MAX_TAG_NAME && text.charCodeAt(nameEnd) === 93 && this.isStandalone(k, nameEnd + 1)) {
-        const { name } = this.nameAt(k + 2, nameEnd, hash);
-        const closers = index.get(name);
-        if (closers) closers.offsets.push(k);
-        else index.set(name, { offsets: [k], next: 0, searchedTo: -1 });
+        const tagName = this.nameAt(k + 2, nameEnd, hash);
+        let closers = tagName.closers ?? index.get(tagName.name);
+        if (closers === undefined || closers === null) {
+          closers = { offsets: [], next: 0, searchedTo: -1 };
+          index.set(tagName.name, closers);
+        }
+        tagName.closers = closers;
+        closers.offsets.push(k);
       }
       k = text.indexOf('[/', k + 2);
     }
@@ -1117,6 +1132,8 @@ interface TagName {
   command: CommandInfo | undefined;
   /** undefined: not computed yet; null: none. */
   suggestion: CommandType | null | undefined;
+  /** Its standalone closing tags (see standaloneCloserAfter): undefined until looked up, null when it has none. */
+  closers?: Closers | null;
 }
 
 interface CommandValues {
