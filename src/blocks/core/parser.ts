@@ -1,8 +1,9 @@
 // The command-block parser: one pass over the answer, line by line, without splitting it into
 // strings. Lines that do not start with `[` and a tag name's worth of name characters (after
 // blanks) are looked at once and skipped, so a large answer costs little more than finding its
-// line breaks; tag names are remembered by a hash of their characters, not sliced per tag. It never throws: whatever the
-// input, the result is a list of commands and a list of errors, each with exact ranges.
+// line breaks; tag names are known by their characters' codes, not sliced per tag. It never
+// throws: whatever the input, the result is a list of commands and a list of errors, each with
+// exact ranges.
 // Every step is linear in the text, whatever the text: each character is looked at a bounded
 // number of times (no search runs past the line it is about, none starts over), and a hostile
 // answer cannot make it build more than a bounded number of errors or attributes per tag.
@@ -113,6 +114,11 @@ const UNLISTED: ParseError = Object.freeze({
 /** Names of unknown tags searched for one by one; past this many, every closing tag is indexed at once. */
 const MAX_SEARCHED_NAMES = 2;
 const UNLISTED_TAG: Tag = Object.freeze({ range: UNLISTED.range, nameRange: UNLISTED.range });
+/** Name characters (A–Z, a–z, 0–9, `_`) as codes 1–63 (see readName); 0 for any other character below 128. */
+const NAME_CODES = new Uint8Array(128);
+for (let c = 0, code = 1; c < 128; c++) if (isNameChar(c)) NAME_CODES[c] = code++;
+/** Tag names up to this long are told apart by their codes alone: two numbers of 8 codes of 6 bits, exact below 2^53. */
+const CODED_NAME = 16;
 /** Tag names remembered per parse (a power of two). */
 const NAME_SLOTS = 256;
 /** Lines up to this long are measured character by character, longer ones with a search. */
@@ -183,9 +189,13 @@ class Parser {
   private tagLine = -1;
   private tagNameStart = 0;
   private tagNameEnd = 0;
-  private tagHash = 0;
+  private tagCodeA = 0;
+  private tagCodeB = 0;
+  /** What readName last read. */
+  private codeA = 0;
+  private codeB = 0;
   private readonly lookalikes = new Lookalikes();
-  /** Tag names read, by a hash of their characters (see nameAt). */
+  /** Tag names read, by their characters' codes (see nameAt). */
   private readonly names: (TagName | undefined)[] = new Array(NAME_SLOTS);
   /** Standalone closing tags found by name (only for unknown commands); `indexed` once all are. */
   private readonly closers = new Map<string, Closers>();
@@ -320,14 +330,13 @@ class Parser {
       let i = start;
       if (text.charCodeAt(i) === 91 /* [ */) {
         // A tag's name is read once, here, for topLevelLine (see tagLine).
-        let n = text.charCodeAt(i + 1) === 47 /* / */ ? i + 2 : i + 1;
-        const nameStart = n;
-        let hash = 0;
-        for (let c = text.charCodeAt(n); n < this.len && isNameChar(c); c = text.charCodeAt(++n)) hash = (hash * 31 + c) | 0;
+        const nameStart = text.charCodeAt(i + 1) === 47 /* / */ ? i + 2 : i + 1;
+        const n = this.readName(nameStart);
         this.tagLine = start;
         this.tagNameStart = nameStart;
         this.tagNameEnd = n;
-        this.tagHash = hash;
+        this.tagCodeA = this.codeA;
+        this.tagCodeB = this.codeB;
         // Name characters are no line breaks: the line goes on at least to here.
         i = n;
       }
@@ -406,44 +415,75 @@ class Parser {
     const closing = text.charCodeAt(s + 1) === 47; /* / */
     let nameStart: number;
     let nameEnd: number;
-    let hash = 0;
+    let a: number;
+    let b: number;
     if (this.tagLine === s) {
       // Read already while the line was measured.
       nameStart = this.tagNameStart;
       nameEnd = this.tagNameEnd;
-      hash = this.tagHash;
+      a = this.tagCodeA;
+      b = this.tagCodeB;
     } else {
-      nameStart = nameEnd = closing ? s + 2 : s + 1;
-      // Name characters are not blanks: the name ends where it would in the trimmed line.
-      for (let c = text.charCodeAt(nameEnd); nameEnd < le && isNameChar(c); c = text.charCodeAt(++nameEnd)) hash = (hash * 31 + c) | 0;
+      nameStart = closing ? s + 2 : s + 1;
+      // Name characters are no blanks or line breaks: the name ends where it would in the trimmed line.
+      nameEnd = this.readName(nameStart);
+      a = this.codeA;
+      b = this.codeB;
     }
     // Neither a command nor like one (see Lookalikes): nothing to build.
     if (nameEnd - nameStart < MIN_TAG_NAME || nameEnd - nameStart > MAX_TAG_NAME) return;
     const e = this.trimmedEnd(s, le);
     if (closing) {
-      if (nameEnd + 1 === e && text.charCodeAt(nameEnd) === 93) this.closingTagAtTopLevel(s, e, this.nameAt(nameStart, nameEnd, hash));
+      if (nameEnd + 1 === e && text.charCodeAt(nameEnd) === 93) this.closingTagAtTopLevel(s, e, this.nameAt(nameStart, nameEnd, a, b));
       return;
     }
     if (nameEnd < e) {
       const c = text.charCodeAt(nameEnd);
       if (c !== 93 /* ] */ && !isBlank(c)) return;
     }
-    const name = this.nameAt(nameStart, nameEnd, hash);
+    const name = this.nameAt(nameStart, nameEnd, a, b);
     if (name.command !== undefined) this.block(name.command, s, nameEnd, e);
     else this.unknownTag(name, s, nameEnd, e);
   }
 
   /**
-   * The tag name text[from, to) (`hash` of its characters, as topLevelLine computes it): answers
-   * repeat their tag names, so a name seen recently is compared in place, not sliced and looked up.
+   * Reads the name characters from `from` on; returns where they end, with their codes in
+   * `codeA` (the first 8) and `codeB` (the next 8): 6 bits a character, exact in a number, so
+   * that a name of up to CODED_NAME characters is told by its codes and length alone.
    */
-  private nameAt(from: number, to: number, hash: number): TagName {
-    const slot = hash & (NAME_SLOTS - 1);
+  private readName(from: number): number {
+    const text = this.text;
+    let a = 0;
+    let b = 0;
+    let n = from;
+    for (;;) {
+      const c = text.charCodeAt(n);
+      // Past the end, NaN: no name character.
+      const code = c < 128 ? NAME_CODES[c]! : 0;
+      if (code === 0) break;
+      const i = n - from;
+      if (i < 8) a = a * 64 + code;
+      else if (i < CODED_NAME) b = b * 64 + code;
+      n++;
+    }
+    this.codeA = a;
+    this.codeB = b;
+    return n;
+  }
+
+  /**
+   * The tag name text[from, to), whose codes readName gave: answers repeat their tag names, so a
+   * name seen recently is recognised by its codes (compared in place when longer than
+   * CODED_NAME), not sliced and looked up.
+   */
+  private nameAt(from: number, to: number, a: number, b: number): TagName {
+    const length = to - from;
+    const slot = ((a | 0) * 31 + (b | 0) + length) & (NAME_SLOTS - 1);
     const known = this.names[slot];
-    if (known !== undefined && sameAt(this.text, from, to, known.name)) return known;
+    if (known !== undefined && known.a === a && known.b === b && known.name.length === length && (length <= CODED_NAME || sameAt(this.text, from, to, known.name))) return known;
     const name = this.text.slice(from, to);
     const command = COMMAND_INFO.get(name);
-    const found: TagName = { name, type: command?.type, command, suggestion: undefined, closers: undefined };
+    const found: TagName = { name, a, b, type: command?.type, command, suggestion: undefined, closers: undefined };
     this.names[slot] = found;
     return found;
   }
@@ -571,12 +611,10 @@ class Parser {
     for (const known of this.names) if (known !== undefined) known.closers = undefined;
     let k = text.indexOf('[/', from);
     while (k !== -1) {
-      let nameEnd = k + 2;
-      let hash = 0;
-      for (let c = text.charCodeAt(nameEnd); nameEnd < this.len && isNameChar(c); c = text.charCodeAt(++nameEnd)) hash = (hash * 31 + c) | 0;
+      const nameEnd = this.readName(k + 2);
       const nameLength = nameEnd - k - 2;
       if (nameLength >= MIN_TAG_NAME && nameLength <= MAX_TAG_NAME && text.charCodeAt(nameEnd) === 93 && this.isStandalone(k, nameEnd + 1)) {
-        const tagName = this.nameAt(k + 2, nameEnd, hash);
+        const tagName = this.nameAt(k + 2, nameEnd, this.codeA, this.codeB);
         let closers = tagName.closers ?? index.get(tagName.name);
         if (closers === undefined || closers === null) {
           closers = { offsets: [], next: 0, searchedTo: -1 };
@@ -1128,6 +1166,9 @@ interface Closers {
 /** A tag name as read: the command it is, or (computed once) the one it probably means. */
 interface TagName {
   name: string;
+  /** Its characters' codes (see readName). */
+  a: number;
+  b: number;
   type: CommandType | undefined;
   command: CommandInfo | undefined;
   /** undefined: not computed yet; null: none. */
