@@ -376,6 +376,24 @@ class Parser {
     this.shortLines = this.le - start < SHORT_LINE;
   }
 
+  /** Moves to the line holding `offset` (at or after the next line), counting the lines on the way in one pass. */
+  private moveToLineOf(offset: number): void {
+    const text = this.text;
+    let line = this.ln + 1;
+    let start = this.nx;
+    for (let i = start; i < offset; i++) {
+      const c = text.charCodeAt(i);
+      if (c === 10 || c === 13) {
+        if (c === 13 && text.charCodeAt(i + 1) === 10) i++;
+        start = i + 1;
+        line++;
+      }
+    }
+    this.ln = line;
+    this.ls = start;
+    this.measure();
+  }
+
   private advance(): void {
     this.ls = this.nx;
     this.ln++;
@@ -527,7 +545,7 @@ class Parser {
     const ls = this.ls;
     // Its body (up to a matching closing tag on a line of its own) is not Belay's to execute.
     const closer = this.standaloneCloserAfter(tagName, this.nx);
-    if (closer !== -1) while (this.nx <= closer && this.ls <= this.len) this.advance();
+    if (closer !== -1) this.moveToLineOf(closer);
     if (this.full) {
       this.countUnlistedAt(line, ls, s + 1);
       return;
