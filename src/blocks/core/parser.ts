@@ -200,6 +200,8 @@ class Parser {
   /** Standalone closing tags found by name (only for unknown commands); `indexed` once all are. */
   private readonly closers = new Map<string, Closers>();
   private indexed = false;
+  /** A search by name went to the end of the text in vain: the next name is not searched, all are indexed. */
+  private searchedToEnd = false;
 
   constructor(text: string) {
     this.text = text;
@@ -565,8 +567,8 @@ class Parser {
    * Where the next line that is exactly `[/name]` (blanks aside) starts its tag, or -1. `from` only
    * grows during a parse. The first few names are each searched for with indexOf, resuming where
    * the last search for that name stopped (a lookalike tag per line costs a short search each);
-   * past MAX_SEARCHED_NAMES names, one pass indexes every standalone closing tag, so that many
-   * names cannot make the searches quadratic.
+   * past MAX_SEARCHED_NAMES names (or once a search went to the end in vain), one pass indexes
+   * every standalone closing tag, so that many names cannot make the searches quadratic.
    */
   private standaloneCloserAfter(tagName: TagName, from: number): number {
     const { name } = tagName;
@@ -576,7 +578,7 @@ class Parser {
     if (closers === undefined) {
       closers = this.closers.get(name);
       if (closers === undefined) {
-        if (this.closers.size >= MAX_SEARCHED_NAMES && !this.indexed) {
+        if ((this.closers.size >= MAX_SEARCHED_NAMES || this.searchedToEnd) && !this.indexed) {
           this.indexStandaloneClosers(from);
           closers = this.closers.get(name);
         }
@@ -600,6 +602,7 @@ class Parser {
     while (k !== -1 && !this.isStandalone(k, k + needle.length)) k = this.text.indexOf(needle, k + 1);
     if (k === -1) {
       closers.searchedTo = -1;
+      this.searchedToEnd = true;
       return -1;
     }
     // Only the next one is kept: `from` only grows, the ones before it are not asked for again.
