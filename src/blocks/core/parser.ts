@@ -1,7 +1,9 @@
 // The command-block parser: one pass over the answer, line by line, without splitting it into
-// strings. Lines that do not start with `[` (after blanks) are looked at once and skipped, so a
-// large answer costs little more than finding its line breaks. It never throws: whatever the
-// input, the result is a list of commands and a list of errors, each with exact ranges.
+// strings. Lines that do not start with `[` and a tag name's worth of name characters (after
+// blanks) are looked at once and skipped, so a large answer costs little more than finding its
+// line breaks; tag names are known by their characters' codes, not sliced per tag. It never
+// throws: whatever the input, the result is a list of commands and a list of errors, each with
+// exact ranges.
 // Every step is linear in the text, whatever the text: each character is looked at a bounded
 // number of times (no search runs past the line it is about, none starts over), and a hostile
 // answer cannot make it build more than a bounded number of errors or attributes per tag.
@@ -23,10 +25,20 @@ import {
 } from './syntax.ts';
 
 const COMMAND_BY_NAME: ReadonlyMap<string, CommandType> = new Map(COMMAND_TYPES.map((t) => [t, t]));
-const CLOSER: Readonly<Record<CommandType, string>> = Object.fromEntries(COMMAND_TYPES.map((t) => [t, `[/${t}]`])) as Record<
-  CommandType,
-  string
->;
+/** What the parser needs of a command, in one place (looked up once per tag name, not per tag). */
+interface CommandInfo {
+  type: CommandType;
+  closer: string;
+  selfClosing: boolean;
+  required: readonly string[];
+  requiresPath: boolean;
+}
+const COMMAND_INFO: ReadonlyMap<string, CommandInfo> = new Map(
+  COMMAND_TYPES.map((type) => [
+    type,
+    { type, closer: `[/${type}]`, selfClosing: SELF_CLOSING.has(type), required: REQUIRED_ATTRIBUTES[type], requiresPath: REQUIRED_ATTRIBUTES[type].includes('path') },
+  ]),
+);
 
 /** Names LLMs use for the protocol's commands: an opening tag with one of these gets a suggestion. */
 const SYNONYMS: ReadonlyMap<string, CommandType> = new Map([
@@ -102,6 +114,15 @@ const UNLISTED: ParseError = Object.freeze({
 /** Names of unknown tags searched for one by one; past this many, every closing tag is indexed at once. */
 const MAX_SEARCHED_NAMES = 2;
 const UNLISTED_TAG: Tag = Object.freeze({ range: UNLISTED.range, nameRange: UNLISTED.range });
+/** Name characters (A–Z, a–z, 0–9, `_`) as codes 1–63 (see readName); 0 for any other character below 128. */
+const NAME_CODES = new Uint8Array(128);
+for (let c = 0, code = 1; c < 128; c++) if (isNameChar(c)) NAME_CODES[c] = code++;
+/** Tag names up to this long are told apart by their codes alone: two numbers of 8 codes of 6 bits, exact below 2^53. */
+const CODED_NAME = 16;
+/** Tag names remembered per parse (a power of two). */
+const NAME_SLOTS = 256;
+/** Lines up to this long are measured character by character, longer ones with a search. */
+const SHORT_LINE = 16;
 /** Tag names shorter or longer than these are neither a command nor taken for a misspelt one. */
 const MIN_TAG_NAME = 3;
 const MAX_TAG_NAME = 40;
@@ -162,12 +183,25 @@ class Parser {
   /** Content lines of the block being read, reused from block to block. */
   private readonly contentStarts: number[] = [];
   private readonly contentEnds: number[] = [];
+  /** The last line measured was short (see measure). */
+  private shortLines = true;
+  /** Where the last line measured that starts with `[` starts, and its tag name as measure read it. */
+  private tagLine = -1;
+  private tagNameStart = 0;
+  private tagNameEnd = 0;
+  private tagCodeA = 0;
+  private tagCodeB = 0;
+  /** What readName last read. */
+  private codeA = 0;
+  private codeB = 0;
   private readonly lookalikes = new Lookalikes();
-  /** The last opening tag name read (see topLevelLine). */
-  private lastName = '';
+  /** Tag names read, by their characters' codes (see nameAt). */
+  private readonly names: (TagName | undefined)[] = new Array(NAME_SLOTS);
   /** Standalone closing tags found by name (only for unknown commands); `indexed` once all are. */
   private readonly closers = new Map<string, Closers>();
   private indexed = false;
+  /** A search by name went to the end of the text in vain: the next name is not searched, all are indexed. */
+  private searchedToEnd = false;
 
   constructor(text: string) {
     this.text = text;
@@ -230,28 +264,38 @@ class Parser {
   }
 
   /**
-   * Moves to the next line that has a `[` (a tag can only start there), counting the lines in
-   * between in one pass over their characters; false when no line has one. Prose costs a scan,
-   * not a step per line, whatever its line breaks.
+   * Moves to the next line that may hold a tag: its first character (blanks aside) is a `[`,
+   * followed by a name of a tag's length (after a `/` for a closing tag). The lines in between
+   * are counted in one pass over their characters; false when no line is left. Prose, and lines
+   * of brackets that are no tags, cost a scan, not a step per line, whatever their line breaks.
    */
   private skipToBracketLine(): boolean {
     const text = this.text;
-    const k = text.indexOf('[', this.ls);
-    if (k === -1) return false;
-    if (k < this.nx) return true;
+    // The line starts with one (tag after tag): it is read as it is.
+    if (text.charCodeAt(this.ls) === 91 && this.ls < this.le && this.mayBeTag(this.ls)) return true;
     let line = this.ln;
     let start = this.ls;
     let prevStart = this.prevLs;
     let prevEnd = this.prevLe;
-    for (let i = this.ls; i < k; i++) {
-      const c = text.charCodeAt(i);
-      if (c === 10 || c === 13) {
-        prevStart = start;
-        prevEnd = i;
-        if (c === 13 && text.charCodeAt(i + 1) === 10) i++;
-        start = i + 1;
-        line++;
+    /** Only blanks since the start of the line. */
+    let blank = true;
+    for (let i = this.ls; ; ) {
+      const k = text.indexOf('[', i);
+      if (k === -1) return false;
+      for (; i < k; i++) {
+        const c = text.charCodeAt(i);
+        if (c === 10 || c === 13) {
+          prevStart = start;
+          prevEnd = i;
+          if (c === 13 && text.charCodeAt(i + 1) === 10) i++;
+          start = i + 1;
+          line++;
+          blank = true;
+        } else if (blank && !isBlank(c)) blank = false;
       }
+      if (blank && this.mayBeTag(k)) break;
+      blank = false;
+      i = k + 1;
     }
     this.ln = line;
     this.ls = start;
@@ -261,6 +305,19 @@ class Parser {
     return true;
   }
 
+  /** Whether the `[` at `k` is followed by a name of a tag's length (see topLevelLine), after a `/` for a closing tag. */
+  private mayBeTag(k: number): boolean {
+    if (this.tagLine === k) {
+      const length = this.tagNameEnd - this.tagNameStart;
+      return length >= MIN_TAG_NAME && length <= MAX_TAG_NAME;
+    }
+    const text = this.text;
+    const nameStart = text.charCodeAt(k + 1) === 47 /* / */ ? k + 2 : k + 1;
+    let n = nameStart;
+    while (n - nameStart <= MAX_TAG_NAME && isNameChar(text.charCodeAt(n))) n++;
+    return n - nameStart >= MIN_TAG_NAME && n - nameStart <= MAX_TAG_NAME;
+  }
+
   // --- lines ---------------------------------------------------------------------------------
 
   /** Finds where the current line's content ends and where the next line starts (\n, \r\n, \r). */
@@ -268,6 +325,43 @@ class Parser {
     const start = this.ls;
     if (start > this.len) return;
     const text = this.text;
+    // After a short line, the next is looked for in place: a search per line costs more than a
+    // few characters (a flood of tiny lines); after a long one, the search is cheaper.
+    if (this.shortLines) {
+      const near = Math.min(start + SHORT_LINE, this.len);
+      let i = start;
+      if (text.charCodeAt(i) === 91 /* [ */) {
+        // A tag's name is read once, here, for topLevelLine (see tagLine).
+        const nameStart = text.charCodeAt(i + 1) === 47 /* / */ ? i + 2 : i + 1;
+        const n = this.readName(nameStart);
+        this.tagLine = start;
+        this.tagNameStart = nameStart;
+        this.tagNameEnd = n;
+        this.tagCodeA = this.codeA;
+        this.tagCodeB = this.codeB;
+        // Name characters are no line breaks: the line goes on at least to here.
+        i = n;
+      }
+      for (; i < near; i++) {
+        const c = text.charCodeAt(i);
+        if (c === 10) {
+          this.le = i;
+          this.nx = i + 1;
+          return;
+        }
+        if (c === 13) {
+          this.le = i;
+          this.nx = i + 1 < this.len && text.charCodeAt(i + 1) === 10 ? i + 2 : i + 1;
+          return;
+        }
+      }
+      if (near === this.len) {
+        this.le = this.len;
+        this.nx = this.len + 1;
+        return;
+      }
+      this.shortLines = false;
+    }
     // Both searches resume where they stopped: text with only \r (or only \n) stays linear.
     let nl = this.lf;
     if (nl !== -1 && nl < start) nl = this.lf = text.indexOf('\n', start);
@@ -281,6 +375,25 @@ class Parser {
       this.le = nl;
       this.nx = nl + 1;
     }
+    this.shortLines = this.le - start < SHORT_LINE;
+  }
+
+  /** Moves to the line holding `offset` (at or after the next line), counting the lines on the way in one pass. */
+  private moveToLineOf(offset: number): void {
+    const text = this.text;
+    let line = this.ln + 1;
+    let start = this.nx;
+    for (let i = start; i < offset; i++) {
+      const c = text.charCodeAt(i);
+      if (c === 10 || c === 13) {
+        if (c === 13 && text.charCodeAt(i + 1) === 10) i++;
+        start = i + 1;
+        line++;
+      }
+    }
+    this.ln = line;
+    this.ls = start;
+    this.measure();
   }
 
   private advance(): void {
@@ -314,40 +427,98 @@ class Parser {
   private topLevelLine(): void {
     const text = this.text;
     const le = this.le;
-    const s = this.firstNonBlank(this.ls, le);
-    if (s === le || text.charCodeAt(s) !== 91 /* [ */) return;
-    const e = this.trimmedEnd(s, le);
-    if (text.charCodeAt(s + 1) === 47 /* / */) {
-      this.closingTagAtTopLevel(s, e);
-      return;
+    let s = this.ls;
+    if (text.charCodeAt(s) !== 91 /* [ */) {
+      s = this.firstNonBlank(s, le);
+      if (s === le || text.charCodeAt(s) !== 91) return;
     }
-    const nameStart = s + 1;
-    let nameEnd = nameStart;
-    while (nameEnd < e && isNameChar(text.charCodeAt(nameEnd))) nameEnd++;
+    const closing = text.charCodeAt(s + 1) === 47; /* / */
+    let nameStart: number;
+    let nameEnd: number;
+    let a: number;
+    let b: number;
+    if (this.tagLine === s) {
+      // Read already while the line was measured.
+      nameStart = this.tagNameStart;
+      nameEnd = this.tagNameEnd;
+      a = this.tagCodeA;
+      b = this.tagCodeB;
+    } else {
+      nameStart = closing ? s + 2 : s + 1;
+      // Name characters are no blanks or line breaks: the name ends where it would in the trimmed line.
+      nameEnd = this.readName(nameStart);
+      a = this.codeA;
+      b = this.codeB;
+    }
     // Neither a command nor like one (see Lookalikes): nothing to build.
     if (nameEnd - nameStart < MIN_TAG_NAME || nameEnd - nameStart > MAX_TAG_NAME) return;
+    const e = this.trimmedEnd(s, le);
+    if (closing) {
+      if (nameEnd + 1 === e && text.charCodeAt(nameEnd) === 93) this.closingTagAtTopLevel(s, e, this.nameAt(nameStart, nameEnd, a, b));
+      return;
+    }
     if (nameEnd < e) {
       const c = text.charCodeAt(nameEnd);
       if (c !== 93 /* ] */ && !isBlank(c)) return;
     }
-    // The same tag name as the last one (answers repeat them) is compared in place, not sliced.
-    const last = this.lastName;
-    const name = sameAt(text, nameStart, nameEnd, last) ? last : (this.lastName = text.slice(nameStart, nameEnd));
-    const type = COMMAND_BY_NAME.get(name);
-    if (type !== undefined) this.block(type, s, nameEnd, e);
+    const name = this.nameAt(nameStart, nameEnd, a, b);
+    if (name.command !== undefined) this.block(name.command, s, nameEnd, e);
     else this.unknownTag(name, s, nameEnd, e);
   }
 
-  private closingTagAtTopLevel(s: number, e: number): void {
+  /**
+   * Reads the name characters from `from` on; returns where they end, with their codes in
+   * `codeA` (the first 8) and `codeB` (the next 8): 6 bits a character, exact in a number, so
+   * that a name of up to CODED_NAME characters is told by its codes and length alone.
+   */
+  private readName(from: number): number {
     const text = this.text;
-    const nameStart = s + 2;
-    let nameEnd = nameStart;
-    while (nameEnd < e && isNameChar(text.charCodeAt(nameEnd))) nameEnd++;
-    if (nameEnd - nameStart < MIN_TAG_NAME || nameEnd - nameStart > MAX_TAG_NAME || nameEnd + 1 !== e || text.charCodeAt(nameEnd) !== 93) return;
-    const name = text.slice(nameStart, nameEnd);
-    const type = COMMAND_BY_NAME.get(name);
+    let a = 0;
+    let b = 0;
+    let n = from;
+    for (;;) {
+      const c = text.charCodeAt(n);
+      // Past the end, NaN: no name character.
+      const code = c < 128 ? NAME_CODES[c]! : 0;
+      if (code === 0) break;
+      const i = n - from;
+      if (i < 8) a = a * 64 + code;
+      else if (i < CODED_NAME) b = b * 64 + code;
+      n++;
+    }
+    this.codeA = a;
+    this.codeB = b;
+    return n;
+  }
+
+  /**
+   * The tag name text[from, to), whose codes readName gave: answers repeat their tag names, so a
+   * name seen recently is recognised by its codes (compared in place when longer than
+   * CODED_NAME), not sliced and looked up.
+   */
+  private nameAt(from: number, to: number, a: number, b: number): TagName {
+    const length = to - from;
+    const slot = ((a | 0) * 31 + (b | 0) + length) & (NAME_SLOTS - 1);
+    const known = this.names[slot];
+    if (known !== undefined && known.a === a && known.b === b && known.name.length === length && (length <= CODED_NAME || sameAt(this.text, from, to, known.name))) return known;
+    const name = this.text.slice(from, to);
+    const command = COMMAND_INFO.get(name);
+    const found: TagName = { name, a, b, type: command?.type, command, suggestion: undefined, closers: undefined };
+    this.names[slot] = found;
+    return found;
+  }
+
+  /** The command an unknown tag name probably meant (see Lookalikes), or undefined. */
+  private suggestionFor(name: TagName): CommandType | undefined {
+    if (name.suggestion === undefined) name.suggestion = this.lookalikes.get(name.name) ?? null;
+    return name.suggestion ?? undefined;
+  }
+
+  /** `[/name]` alone on its line (blanks aside), from `s` to `e`. */
+  private closingTagAtTopLevel(s: number, e: number, tagName: TagName): void {
+    const { name, type } = tagName;
     if (this.full) {
-      if (type !== undefined || this.lookalikes.get(name) !== undefined) this.countUnlisted(this.at(this.ln, this.ls, s));
+      if (type !== undefined || this.suggestionFor(tagName) !== undefined) this.countUnlistedAt(this.ln, this.ls, s);
       return;
     }
     const range = this.span(this.ln, this.ls, s, e);
@@ -358,7 +529,7 @@ class Parser {
       this.report({ code: 'stray-closing-tag', message, range, command: type });
       return;
     }
-    const suggestion = this.lookalikes.get(name);
+    const suggestion = this.suggestionFor(tagName);
     if (suggestion === undefined) return;
     this.report({
       code: 'unknown-command',
@@ -368,23 +539,21 @@ class Parser {
     });
   }
 
-  private unknownTag(name: string, s: number, nameEnd: number, e: number): void {
-    const suggestion = this.lookalikes.get(name);
+  private unknownTag(tagName: TagName, s: number, nameEnd: number, e: number): void {
+    const suggestion = this.suggestionFor(tagName);
     if (suggestion === undefined) return;
+    const { name } = tagName;
     const line = this.ln;
     const ls = this.ls;
-    const nameRange = this.span(line, ls, s + 1, nameEnd);
     // Its body (up to a matching closing tag on a line of its own) is not Belay's to execute.
-    let end = this.at(line, ls, e);
-    const closer = this.standaloneCloserAfter(name, this.nx);
-    if (closer !== -1) {
-      while (this.nx <= closer && this.ls <= this.len) this.advance();
-      end = this.at(this.ln, this.ls, closer + name.length + 3);
-    }
+    const closer = this.standaloneCloserAfter(tagName, this.nx);
+    if (closer !== -1) this.moveToLineOf(closer);
     if (this.full) {
-      this.countUnlisted(nameRange.start);
+      this.countUnlistedAt(line, ls, s + 1);
       return;
     }
+    const nameRange = this.span(line, ls, s + 1, nameEnd);
+    const end = closer !== -1 ? this.at(this.ln, this.ls, closer + name.length + 3) : this.at(line, ls, e);
     this.report({
       code: 'unknown-command',
       message: `Unknown command ${name}; did you mean ${suggestion}?`,
@@ -398,21 +567,31 @@ class Parser {
    * Where the next line that is exactly `[/name]` (blanks aside) starts its tag, or -1. `from` only
    * grows during a parse. The first few names are each searched for with indexOf, resuming where
    * the last search for that name stopped (a lookalike tag per line costs a short search each);
-   * past MAX_SEARCHED_NAMES names, one pass indexes every standalone closing tag, so that many
-   * names cannot make the searches quadratic.
+   * past MAX_SEARCHED_NAMES names (or once a search went to the end in vain), one pass indexes
+   * every standalone closing tag, so that many names cannot make the searches quadratic.
    */
-  private standaloneCloserAfter(name: string, from: number): number {
-    let closers = this.closers.get(name);
+  private standaloneCloserAfter(tagName: TagName, from: number): number {
+    const { name } = tagName;
+    // Kept with the name as read, so that a name read again finds them without a lookup.
+    let closers = tagName.closers;
+    if (closers === null) return -1;
     if (closers === undefined) {
-      if (this.closers.size >= MAX_SEARCHED_NAMES && !this.indexed) {
-        this.indexStandaloneClosers(from);
-        closers = this.closers.get(name);
-      }
+      closers = this.closers.get(name);
       if (closers === undefined) {
-        if (this.indexed) return -1;
-        closers = { offsets: [], next: 0, searchedTo: from };
-        this.closers.set(name, closers);
+        if ((this.closers.size >= MAX_SEARCHED_NAMES || this.searchedToEnd) && !this.indexed) {
+          this.indexStandaloneClosers(from);
+          closers = this.closers.get(name);
+        }
+        if (closers === undefined) {
+          if (this.indexed) {
+            tagName.closers = null;
+            return -1;
+          }
+          closers = { offsets: [], next: 0, searchedTo: from };
+          this.closers.set(name, closers);
+        }
       }
+      tagName.closers = closers;
     }
     const { offsets } = closers;
     while (closers.next < offsets.length && offsets[closers.next]! < from) closers.next++;
@@ -423,9 +602,12 @@ class Parser {
     while (k !== -1 && !this.isStandalone(k, k + needle.length)) k = this.text.indexOf(needle, k + 1);
     if (k === -1) {
       closers.searchedTo = -1;
+      this.searchedToEnd = true;
       return -1;
     }
-    offsets.push(k);
+    // Only the next one is kept: `from` only grows, the ones before it are not asked for again.
+    offsets[0] = k;
+    closers.next = 0;
     closers.searchedTo = k + 1;
     return k;
   }
@@ -447,16 +629,20 @@ class Parser {
     const index = this.closers;
     index.clear();
     this.indexed = true;
+    for (const known of this.names) if (known !== undefined) known.closers = undefined;
     let k = text.indexOf('[/', from);
     while (k !== -1) {
-      let nameEnd = k + 2;
-      while (nameEnd < this.len && isNameChar(text.charCodeAt(nameEnd))) nameEnd++;
+      const nameEnd = this.readName(k + 2);
       const nameLength = nameEnd - k - 2;
       if (nameLength >= MIN_TAG_NAME && nameLength <= MAX_TAG_NAME && text.charCodeAt(nameEnd) === 93 && this.isStandalone(k, nameEnd + 1)) {
-        const name = text.slice(k + 2, nameEnd);
-        const closers = index.get(name);
-        if (closers) closers.offsets.push(k);
-        else index.set(name, { offsets: [k], next: 0, searchedTo: -1 });
+        const tagName = this.nameAt(k + 2, nameEnd, this.codeA, this.codeB);
+        let closers = tagName.closers ?? index.get(tagName.name);
+        if (closers === undefined || closers === null) {
+          closers = { offsets: [], next: 0, searchedTo: -1 };
+          index.set(tagName.name, closers);
+        }
+        tagName.closers = closers;
+        closers.offsets.push(k);
       }
       k = text.indexOf('[/', k + 2);
     }
@@ -464,10 +650,17 @@ class Parser {
 
   // --- blocks --------------------------------------------------------------------------------
 
-  private block(type: CommandType, s: number, nameEnd: number, e: number): void {
+  private block(info: CommandInfo, s: number, nameEnd: number, e: number): void {
+    const { type, closer } = info;
     const text = this.text;
     const line = this.ln;
     const ls = this.ls;
+    if (nameEnd < e && text.charCodeAt(nameEnd) === 93 && info.required.length > 0 && this.full) {
+      // A bare tag of a command that takes attributes, past the listed errors: one problem
+      // (they are missing), only counted; nothing to read or build.
+      this.skipCounted(info, 1, s, nameEnd + 1, e);
+      return;
+    }
     let problems: ParseError[] = [];
     const attributes: Attribute[] = [];
     /** The error list is full: a problem is only counted, so none is described (see UNLISTED). */
@@ -479,6 +672,13 @@ class Parser {
     let tagEnd = -1;
     let p = nameEnd;
     while (p < e) {
+      if (attributes.length + problems.length >= MAX_TAG_ATTRIBUTES) {
+        // A pathological tag: what is left is only counted (see countWords).
+        const counted = this.countWords(p, e);
+        excess += counted.count;
+        tagEnd = counted.tagEnd;
+        break;
+      }
       p = this.firstNonBlank(p, e);
       if (p >= e) break;
       const c = text.charCodeAt(p);
@@ -502,10 +702,10 @@ class Parser {
       const keyStart = p;
       while (p < e && isAttributeChar(text.charCodeAt(p))) p++;
       const keyEnd = p;
-      const key = text.slice(keyStart, keyEnd);
       let q = this.firstNonBlank(p, e);
       if (text.charCodeAt(q) !== 61 /* = */ || q >= e) {
         if (attributes.length + problems.length < MAX_TAG_ATTRIBUTES) {
+          const key = text.slice(keyStart, keyEnd);
           broken.push(key.toLowerCase());
           problems.push(dry ? UNLISTED : {
             code: 'malformed-attribute',
@@ -516,6 +716,7 @@ class Parser {
         } else excess++;
         continue;
       }
+      const key = text.slice(keyStart, keyEnd);
       q = this.firstNonBlank(q + 1, e);
       const quote = text.charCodeAt(q);
       if (q >= e || (quote !== 34 && quote !== 39)) {
@@ -604,15 +805,11 @@ class Parser {
       ];
       values = { path: attributeNamed(attributes, 'path')?.value.trim() ?? '', startLine: Number.NaN, endLine: Number.NaN };
     } else {
-      values = this.validate(type, openTag, attributes, broken, problems, dry);
+      values = this.validate(info, openTag, attributes, broken, problems, dry);
     }
 
     if (dry && problems.length > 0) {
-      // Past the listed errors: the block is skipped as before, its errors only counted.
-      let count = problems.length;
-      if (SELF_CLOSING.has(type)) this.selfClosingCloser(type, tagEnd, e);
-      else if (indexWithin(text, CLOSER[type], this.firstNonBlank(tagEnd, e), e) === -1 && this.scanToCloser(CLOSER[type]) === undefined) count++;
-      for (let i = 0; i < count; i++) this.countUnlistedAt(line, ls, s);
+      this.skipCounted(info, problems.length, s, tagEnd, e);
       return;
     }
     if (openTag === UNLISTED_TAG) {
@@ -620,14 +817,13 @@ class Parser {
       openTag = { range: this.span(line, ls, s, tagEnd), nameRange: this.span(line, ls, s + 1, nameEnd) };
     }
 
-    if (SELF_CLOSING.has(type)) {
-      const closeTag = this.selfClosingCloser(type, tagEnd, e);
+    if (info.selfClosing) {
+      const closeTag = this.selfClosingCloser(closer, tagEnd, e);
       const range = { start: openTag.range.start, end: (closeTag ?? openTag).range.end };
       this.emit(type, problems, closeTag ? { range, openTag, closeTag, attributes } : { range, openTag, attributes }, values, undefined);
       return;
     }
 
-    const closer = CLOSER[type];
     const starts = this.contentStarts;
     const ends = this.contentEnds;
     if (starts.length > 0) starts.length = 0;
@@ -669,6 +865,73 @@ class Parser {
     this.emit(type, problems, { range: { start: openTag.range.start, end: closeTag.range.end }, openTag, closeTag, attributes }, values, body);
   }
 
+  /**
+   * The attributes and stray words of text[from, to) in a tag, counted as the loop in `block`
+   * reads them (an attribute with its value, a word, a value without quotes: one each), and where
+   * the tag ends (-1 when it does not). Nothing is built: past MAX_TAG_ATTRIBUTES only the number
+   * is told.
+   */
+  private countWords(from: number, to: number): { count: number; tagEnd: number } {
+    const text = this.text;
+    let count = 0;
+    let p = from;
+    while (p < to) {
+      let c = text.charCodeAt(p);
+      while (isBlank(c) && p < to) c = text.charCodeAt(++p);
+      if (p >= to) break;
+      if (c === 93) return { count, tagEnd: p + 1 };
+      count++;
+      if (!isNameChar(c)) {
+        p = this.skipWord(p, to);
+        continue;
+      }
+      while (p < to && isAttributeChar(text.charCodeAt(p))) p++;
+      let q = p;
+      while (q < to && isBlank(text.charCodeAt(q))) q++;
+      if (q >= to || text.charCodeAt(q) !== 61) {
+        // A word without a value: the next one starts here.
+        p = q;
+        continue;
+      }
+      q++;
+      while (q < to && isBlank(text.charCodeAt(q))) q++;
+      const quote = text.charCodeAt(q);
+      if (q >= to || (quote !== 34 && quote !== 39)) {
+        p = q >= to ? q : this.skipWord(q, to);
+        continue;
+      }
+      let v = q + 1;
+      while (v < to) {
+        const ch = text.charCodeAt(v);
+        if (ch === 92 && v + 1 < to) {
+          const escaped = text.charCodeAt(v + 1);
+          if (escaped === quote || escaped === 92) {
+            v += 2;
+            continue;
+          }
+        }
+        if (ch === quote) break;
+        v++;
+      }
+      if (v >= to) return { count, tagEnd: to };
+      p = v + 1;
+    }
+    return { count, tagEnd: -1 };
+  }
+
+  /**
+   * Past the listed errors, a block with `count` problems: skipped as any block with errors (up to
+   * its closing tag), its problems only counted (one more when it has no closing tag).
+   */
+  private skipCounted(info: CommandInfo, count: number, s: number, tagEnd: number, e: number): void {
+    const line = this.ln;
+    const ls = this.ls;
+    const { closer } = info;
+    if (info.selfClosing) this.selfClosingCloser(closer, tagEnd, e);
+    else if (indexWithin(this.text, closer, this.firstNonBlank(tagEnd, e), e) === -1 && this.scanToCloser(closer) === undefined) count++;
+    for (let i = 0; i < count; i++) this.countUnlistedAt(line, ls, s);
+  }
+
   private skipWord(from: number, to: number): number {
     const text = this.text;
     while (from < to) {
@@ -685,14 +948,20 @@ class Parser {
   }
 
   /** `[/DELETE_FILE]` right after a DELETE_FILE tag (same line, or the next non-blank line) belongs to it. */
-  private selfClosingCloser(type: CommandType, tagEnd: number, e: number): Tag | undefined {
+  private selfClosingCloser(closer: string, tagEnd: number, e: number): Tag | undefined {
     const text = this.text;
-    const closer = CLOSER[type];
     const r = this.firstNonBlank(tagEnd, e);
     if (r < e && text.startsWith(closer, r)) {
       return { range: this.span(this.ln, this.ls, r, r + closer.length), nameRange: this.span(this.ln, this.ls, r + 2, r + closer.length - 1) };
     }
     if (r < e) return undefined;
+    // Most often the next line is something else: seen without moving there.
+    let p = this.nx;
+    while (p < this.len && isBlank(text.charCodeAt(p))) p++;
+    if (p < this.len) {
+      const c = text.charCodeAt(p);
+      if (c !== 10 && c !== 13 && (c !== 91 || !text.startsWith(closer, p))) return undefined;
+    }
     // Saved one by one: this runs once per self-closing tag, and a hostile answer has 100k of them.
     const { ln, ls, le, nx, cr, lf, prevLs, prevLe } = this;
     this.prevLs = this.ls;
@@ -795,7 +1064,7 @@ class Parser {
     const from = trimmed ? this.firstNonBlank(starts[first]!, ends[first]!) : starts[first]!;
     const to = trimmed ? this.trimmedEnd(starts[last]!, ends[last]!) : ends[last]!;
     let content = text.slice(from, to);
-    if (this.hasCR && content.includes('\r')) content = content.replace(/\r\n?/g, '\n');
+    if (this.hasCR && content.includes('\r')) content = normalizeBreaks(content);
     return {
       text: content,
       lineCount: last - first + 1,
@@ -805,13 +1074,20 @@ class Parser {
   }
 
   /** Checks the attributes a command requires; what is wrong goes into `problems`. */
-  private validate(type: CommandType, openTag: Tag, attributes: readonly Attribute[], broken: readonly string[], problems: ParseError[], dry: boolean): CommandValues {
-    const required = REQUIRED_ATTRIBUTES[type];
-    if (required.length === 0) return { path: '', startLine: 0, endLine: 0 };
+  private validate(info: CommandInfo, openTag: Tag, attributes: readonly Attribute[], broken: readonly string[], problems: ParseError[], dry: boolean): CommandValues {
+    const { type, required } = info;
+    if (required.length === 0) return NO_VALUES;
     let missing: string[] | undefined;
-    for (const name of required) if (attributeNamed(attributes, name) === undefined && !broken.includes(name)) (missing ??= []).push(name);
-    if (missing !== undefined && dry) problems.push(UNLISTED);
-    else if (missing !== undefined) {
+    for (const name of required) {
+      if (attributeNamed(attributes, name) !== undefined || broken.includes(name)) continue;
+      if (dry) {
+        // Only counted: which ones does not matter.
+        problems.push(UNLISTED);
+        break;
+      }
+      (missing ??= []).push(name);
+    }
+    if (missing !== undefined) {
       const message =
         required.length === 1
           ? `${type} missing ${missing[0]} attribute`
@@ -820,7 +1096,7 @@ class Parser {
             : `${type} missing required attribute${missing.length > 1 ? 's' : ''} ${missing.join(', ')} (needs ${required.join(', ')})`;
       problems.push({ code: 'missing-attribute', message, range: openTag.range, command: type });
     }
-    const pathAttribute = required.includes('path') ? attributeNamed(attributes, 'path') : undefined;
+    const pathAttribute = info.requiresPath ? attributeNamed(attributes, 'path') : undefined;
     const path = pathAttribute?.value.trim() ?? '';
     if (pathAttribute && path === '') {
       problems.push(dry ? UNLISTED : { code: 'empty-path', message: `${type} path is empty`, range: pathAttribute.range, command: type });
@@ -908,11 +1184,26 @@ interface Closers {
   needle?: string;
 }
 
+/** A tag name as read: the command it is, or (computed once) the one it probably means. */
+interface TagName {
+  name: string;
+  /** Its characters' codes (see readName). */
+  a: number;
+  b: number;
+  type: CommandType | undefined;
+  command: CommandInfo | undefined;
+  /** undefined: not computed yet; null: none. */
+  suggestion: CommandType | null | undefined;
+  /** Its standalone closing tags (see standaloneCloserAfter): undefined until looked up, null when it has none. */
+  closers?: Closers | null;
+}
+
 interface CommandValues {
   path: string;
   startLine: number;
   endLine: number;
 }
+const NO_VALUES: CommandValues = Object.freeze({ path: '', startLine: 0, endLine: 0 });
 
 function describeAttributes(type: CommandType): string {
   const required = REQUIRED_ATTRIBUTES[type];
@@ -921,9 +1212,7 @@ function describeAttributes(type: CommandType): string {
 
 /** Whether text[from, to) is `name`, compared in place. */
 function sameAt(text: string, from: number, to: number, name: string): boolean {
-  if (to - from !== name.length) return false;
-  for (let i = 0; i < name.length; i++) if (text.charCodeAt(from + i) !== name.charCodeAt(i)) return false;
-  return true;
+  return to - from === name.length && text.startsWith(name, from);
 }
 
 /** The attribute of that name (lower case; names are matched without regard to case): the last one written wins. */
@@ -940,6 +1229,12 @@ function indexWithin(text: string, needle: string, from: number, to: number): nu
   if (to - from < needle.length) return -1;
   const k = text.slice(from, to).indexOf(needle);
   return k === -1 ? -1 : from + k;
+}
+
+/** \r\n and lone \r as \n: without a pattern when the text has only one kind (the usual case). */
+function normalizeBreaks(text: string): string {
+  if (!text.includes('\n')) return text.replaceAll('\r', '\n');
+  return text.replace(/\r\n?/g, '\n');
 }
 
 function removesFences(type: CommandType, path: string): boolean {

@@ -1,6 +1,6 @@
 // The workspace sandbox: every path an LLM names is resolved to the real file it would touch,
 // symbolic links included, and refused unless that file lies inside the workspace.
-import { promises as fs, type Stats } from 'node:fs';
+import { lstatSync, promises as fs, readlinkSync, realpathSync, type Stats } from 'node:fs';
 import * as path from 'node:path';
 import { errorMessage } from '../../shared/errors.ts';
 import type { FailureCode } from './results.ts';
@@ -96,8 +96,8 @@ export async function resolveInWorkspace(workspace: Workspace, given: string, op
   // before its realpath: another process is changing the path; it is resolved again, a few times.
   for (let attempt = 0; ; attempt++) {
     try {
-      if (options.final === 'entry') real = path.join((await realTarget(path.dirname(joined), folders)).real, path.basename(joined));
-      else ({ real, exists } = await realTarget(joined, folders));
+      if (options.final === 'entry') real = path.join(realTarget(path.dirname(joined), folders).real, path.basename(joined));
+      else ({ real, exists } = realTarget(joined, folders));
       break;
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
@@ -127,32 +127,35 @@ const MAX_LINKS = 40;
  * The real path that `absolute` designates, even when it does not exist yet: the nearest existing
  * ancestor's real path plus the missing rest. A dangling symbolic link is followed to where it
  * points. The caller then acts on the returned path itself, so no link is followed unchecked.
+ * Synchronous: each step is an lstat (or readlink) of microseconds that opens nothing (a FIFO
+ * cannot make it wait), where a round trip through the thread pool per step cost more than the
+ * step (an answer names thousands of paths); what writes checks again on its own (confined.ts).
  */
-async function realTarget(absolute: string, folders: FolderCache | undefined, links = 0): Promise<{ real: string; exists: boolean }> {
+function realTarget(absolute: string, folders: FolderCache | undefined, links = 0): { real: string; exists: boolean } {
   const known = folders?.get(absolute);
   if (known !== undefined) return { real: known, exists: true };
   let stats: Stats | undefined;
   try {
-    stats = await fs.lstat(absolute);
+    stats = lstatSync(absolute);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
   const parent = path.dirname(absolute);
   if (stats === undefined) {
     if (parent === absolute) return { real: absolute, exists: false };
-    const above = await realTarget(parent, folders, links);
+    const above = realTarget(parent, folders, links);
     // Its child was missing, not ENOTDIR: an existing parent is a folder.
     if (above.exists) folders?.set(parent, above.real);
     return { real: path.join(above.real, path.basename(absolute)), exists: false };
   }
   if (stats.isSymbolicLink()) {
     if (links >= MAX_LINKS) throw Object.assign(new Error(`too many symbolic links at '${absolute}'`), { code: 'ELOOP' });
-    const target = await fs.readlink(absolute);
-    const base = await realTarget(parent, folders, links + 1);
+    const target = readlinkSync(absolute);
+    const base = realTarget(parent, folders, links + 1);
     return realTarget(path.resolve(base.real, target), folders, links + 1);
   }
   const knownParent = folders?.get(parent);
-  const real = knownParent !== undefined ? path.join(knownParent, path.basename(absolute)) : await fs.realpath(absolute);
+  const real = knownParent !== undefined ? path.join(knownParent, path.basename(absolute)) : realpathSync.native(absolute);
   if (stats.isDirectory()) folders?.set(absolute, real);
   return { real, exists: true };
 }

@@ -88,6 +88,22 @@ describe('executor: the seven commands and their result lines', () => {
     assert.equal((await stat(path.join(ws, 'tool.sh'))).mode & 0o777, 0o755);
   });
 
+  it('small files and large ones (written in place, or through the thread pool) land whole, keeping permissions, leaving no temporary file', async () => {
+    const big = `${'a line of a large file\n'.repeat(40_000)}end`;
+    for (const name of ['small.sh', 'big.sh']) {
+      await write(name, 'old\n');
+      await chmod(path.join(ws, name), 0o750);
+    }
+    const answer = `[CREATE_FILE path="small.sh"]\nsmall\n[/CREATE_FILE]\n[CREATE_FILE path="big.sh"]\n${big}\n[/CREATE_FILE]\n[CREATE_FILE path="new/big.txt"]\n${big}\n[/CREATE_FILE]`;
+    assert.ok((await executeAnswer(workspace, answer)).success);
+    assert.equal(await read('small.sh'), 'small');
+    assert.equal(await read('big.sh'), big);
+    assert.equal(await read('new/big.txt'), big);
+    for (const name of ['small.sh', 'big.sh']) assert.equal((await stat(path.join(ws, name))).mode & 0o777, 0o750);
+    assert.deepEqual((await readdir(ws)).sort(), ['big.sh', 'new', 'small.sh']);
+    assert.deepEqual(await readdir(path.join(ws, 'new')), ['big.txt']);
+  });
+
   it('writes atomically: no temporary file is left, and a failed write leaves no folder behind', async () => {
     await lines('[CREATE_FILE path="a.txt"]\nx\n[/CREATE_FILE]');
     assert.deepEqual(await readdir(ws), ['a.txt']);

@@ -136,6 +136,26 @@ describe('parser: Markdown fences', () => {
 });
 
 describe('parser: errors', () => {
+  it('closes a lookalike block only at its own name, whether its closing tags are searched by name or indexed', () => {
+    const pair = '[DONA]\n[/DONB]\n[RUN_COMMAND]\nx\n[/RUN_COMMAND]\n[/DONA]\n[DONB]\n[/DONA]\n[/DONB]\n';
+    // Past two names, every closing tag is indexed at once (see standaloneCloserAfter).
+    const more = '[DONC]\n[/DONC]\n[DOND]\n[/DONF]\n[/DOND]\n';
+    for (const [text, expected] of [
+      [pair, [[0, 5], [6, 8]]],
+      [more + pair, [[0, 1], [2, 4], [5, 10], [11, 13]]],
+    ] as const) {
+      const result = parseAnswer(`${text}[READ_FILE path="a"]\n`);
+      assert.deepEqual(
+        result.errors.map((e) => [e.code, e.range.start.line, e.blockRange?.end.line]),
+        expected.map(([start, end]) => ['unknown-command', start, end]),
+      );
+      assert.deepEqual(
+        result.commands.map((c) => c.type),
+        ['READ_FILE'],
+      );
+    }
+  });
+
   it('names the command, what is wrong and where', async () => {
     const result = parseAnswer(await fixture('errors.txt'));
     assert.deepEqual(
