@@ -254,12 +254,7 @@ export class ConfinedRoot {
       try {
         handle = await fs.open(tmpPath, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW, options.mode ?? 0o666);
       } catch (error) {
-        // The folder held was removed (replaced by another) since the walk.
-        if (errno(error) === 'ENOENT') {
-          this.forget(folder);
-          throw changed(path.dirname(real), 'was removed');
-        }
-        throw error;
+        throw this.temporaryFailure(error, folder, real);
       }
       let renamed = false;
       let open = true;
@@ -304,6 +299,13 @@ export class ConfinedRoot {
     }
   }
 
+  /** Why the temporary file could not be made: ENOENT means the folder held was removed (replaced by another) since the walk. */
+  private temporaryFailure(error: unknown, folder: Folder, real: string): unknown {
+    if (errno(error) !== 'ENOENT') return error;
+    this.forget(folder);
+    return changed(path.dirname(real), 'was removed');
+  }
+
   /**
    * writeAtomic's steps for a small file, each a synchronous system call (see SYNC_WRITE_BYTES):
    * a temporary file beside the target (never through a link, never an existing entry), the
@@ -317,12 +319,7 @@ export class ConfinedRoot {
     try {
       fd = openSync(tmpPath, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW, options.mode ?? 0o666);
     } catch (error) {
-      // The folder held was removed (replaced by another) since the walk.
-      if (errno(error) === 'ENOENT') {
-        this.forget(folder);
-        throw changed(path.dirname(real), 'was removed');
-      }
-      throw error;
+      throw this.temporaryFailure(error, folder, real);
     }
     let renamed = false;
     try {
