@@ -25,6 +25,7 @@ import { startChild, type RunningChild } from '../../../shared/process.ts';
 import { BackendUnavailableError, programEnvironment, type Backend, type BackendSession, type CommandSpec, type HostCommand, type Phase, type ServiceSpec, type SessionSpec } from '../backend.ts';
 import type { TaskEnvironment } from '../task.ts';
 import { detectEngine, EngineUnavailableError, failureText, type Engine, type EngineName } from './engine.ts';
+import { CommandWatch, COMMAND_VARIABLE, KILL_SCRIPT } from './command-watch.ts';
 import { BASE_IMAGE } from './image-base.ts';
 import { imageSource, taskImage } from './image-task.ts';
 import { checkServices, insidePort, ServiceRelay, socketFolder, type SocketFolder } from './services.ts';
@@ -433,6 +434,7 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
     if (source.kind === 'base' && existsSync(folders.workspace)) {
       await engine.check(['cp', `${path.resolve(folders.workspace)}/.`, `${name}:/app`], { timeoutMs: 300_000 });
     }
+    await session.watchCommands();
     await session.start();
     await session.startServices();
   } catch (error) {
@@ -507,6 +509,11 @@ class ContainerSession implements BackendSession {
   readonly #services: readonly ServiceSpec[];
   #relay: ServiceRelay | undefined;
   #forwarder: RunningChild | undefined;
+  /** Learns when Belay killed a command's engine client (its timeout), to kill the command inside. */
+  #watch: CommandWatch | undefined;
+  /** The phase each watched command was started in. */
+  readonly #commandPhases = new Map<string, Phase>();
+  readonly #kills = new Set<Promise<unknown>>();
 
   constructor(
     engine: Engine,
@@ -529,6 +536,27 @@ class ContainerSession implements BackendSession {
 
   get phase(): Phase {
     return this.#phase;
+  }
+
+  /** Watches the commands from now on (see command-watch.ts). */
+  async watchCommands(): Promise<void> {
+    this.#watch = await CommandWatch.open((id, killed) => {
+      if (killed) this.#killCommand(id);
+      else this.#commandPhases.delete(id);
+    });
+  }
+
+  /**
+   * Kills, inside, every process of a command whose engine client was killed: at once, while the
+   * phase goes on. A command of an ended agent phase died with its container.
+   */
+  #killCommand(id: string): void {
+    const phase = this.#commandPhases.get(id);
+    this.#commandPhases.delete(id);
+    if (this.#closed || phase === undefined || (phase === 'agent' && this.#agentEnded)) return;
+    const kill = this.#engine.run(['exec', this.#name, '/bin/sh', '-c', KILL_SCRIPT, 'belay-kill', id], { timeoutMs: 60_000 }).catch(() => undefined);
+    this.#kills.add(kill);
+    void kill.finally(() => this.#kills.delete(kill));
   }
 
   /** Starts the container with the keeper attached; resolves once it runs. */
@@ -648,13 +676,13 @@ class ContainerSession implements BackendSession {
   command(spec: CommandSpec): HostCommand {
     const agentPhase = this.#phase === 'agent';
     // The agent's runtimes are on PATH while its folders are; the tests get the image's own.
-    const env = containerEnvironment(this.#config, agentPhase ? this.#runtimes : [], spec.env);
+    const id = CommandWatch.id();
+    const env = { ...containerEnvironment(this.#config, agentPhase ? this.#runtimes : [], spec.env), [COMMAND_VARIABLE]: id };
     const exec = execEnvironment(this.#engine.env, env);
-    return {
-      argv: this.#engine.argv(['exec', '--interactive', '--workdir', spec.cwd ?? this.workdir, ...exec.flags, this.#name, ...spec.argv]),
-      cwd: '/',
-      env: exec.env,
-    };
+    const argv = this.#engine.argv(['exec', '--interactive', '--workdir', spec.cwd ?? this.workdir, ...exec.flags, this.#name, ...spec.argv]);
+    if (this.#watch === undefined) return { argv, cwd: '/', env: exec.env };
+    this.#commandPhases.set(id, this.#phase);
+    return { argv: this.#watch.wrap(argv, id), cwd: '/', env: exec.env };
   }
 
   endpoint(port: number): { socketPath: string } {
@@ -771,8 +799,10 @@ class ContainerSession implements BackendSession {
     this.#closed = true;
     this.#agentEnded = true;
     clearTimeout(this.#storageTimer);
+    this.#watch?.close();
     this.#closeBridges();
     await this.#stopServices();
+    await Promise.all(this.#kills);
     const removed = await this.#engine.run(['rm', '--force', this.#name], { timeoutMs: 120_000 });
     this.#keeper?.kill();
     await this.#keeper?.ended;
