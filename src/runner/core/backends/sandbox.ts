@@ -188,7 +188,7 @@ export function bridgedArgv(node: string, plan: BridgePlan, argv: readonly strin
   return [node, '-e', BRIDGE_SOURCE, JSON.stringify(plan), ...argv];
 }
 
-function realDir(dir: string): string {
+export function realDir(dir: string): string {
   try {
     return realpathSync(dir);
   } catch {
@@ -196,11 +196,18 @@ function realDir(dir: string): string {
   }
 }
 
+/** What a working bubblewrap here needs: the program, the isolation flags that work, the system view. */
+export interface SandboxProbe {
+  bwrap: string;
+  isolation: string[];
+  system: SystemView;
+}
+
 /**
  * Probes once; throws BackendUnavailableError with bwrap's own words when it cannot run here.
  * Where user namespaces are unavailable, root still gets the sandbox without one.
  */
-export async function sandboxBackend(options: SandboxOptions = {}): Promise<Backend> {
+export async function probeSandbox(options: SandboxOptions = {}): Promise<SandboxProbe> {
   const bwrap = options.bwrap ?? '/usr/bin/bwrap';
   if (process.platform !== 'linux') throw new BackendUnavailableError('sandbox', `bubblewrap needs Linux (this is ${process.platform})`);
   if (!existsSync(bwrap)) throw new BackendUnavailableError('sandbox', `${bwrap} not found (Debian/Ubuntu: apt-get install bubblewrap)`);
@@ -227,7 +234,11 @@ export async function sandboxBackend(options: SandboxOptions = {}): Promise<Back
     const said = result.stderr.text('…').trim() || `exit code ${result.exitCode ?? result.signal}`;
     throw new BackendUnavailableError('sandbox', `${bwrap} failed: ${said} (user namespaces may be disabled here)`);
   }
-  const isolation = isolationArgs(userNamespace);
+  return { bwrap, isolation: isolationArgs(userNamespace), system };
+}
+
+export async function sandboxBackend(options: SandboxOptions = {}): Promise<Backend> {
+  const { bwrap, isolation, system } = await probeSandbox(options);
   const node = realpathSync(process.execPath);
   const runtime = path.dirname(node);
   return {
