@@ -17,6 +17,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { runBounded } from '../../../shared/process.ts';
 import { BackendUnavailableError, programEnvironment, type Backend, type BaseEnvironment, type Phase, type RunFolders } from '../backend.ts';
+import { limitFileSize } from './file-size.ts';
 import { checkServices, insidePort, ServiceRelay, socketFolder } from './services.ts';
 import { killMarked } from './sweep.ts';
 
@@ -312,7 +313,7 @@ export async function sandboxBackend(options: SandboxOptions = {}): Promise<Back
           };
           // Electron (the editor's runtime) behaves as Node only with ELECTRON_RUN_AS_NODE; the bridge drops it for the program.
           const env = programEnvironment(base, bridged ? { ...command.env, ELECTRON_RUN_AS_NODE: '1' } : command.env);
-          return { argv: [bwrap, ...isolation, ...system.args, ...layoutArgs(layout), '--', ...argv], cwd: '/', env };
+          return { argv: limitFileSize([bwrap, ...isolation, ...system.args, ...layoutArgs(layout), '--', ...argv], spec.diskBudgetBytes), cwd: '/', env };
         },
         endpoint: () => ({ socketPath: path.join(agentSockets, 'agent.sock') }),
         serviceUrl: (name) => `http://127.0.0.1:${insidePort(services, name)}`,
