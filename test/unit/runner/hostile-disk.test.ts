@@ -89,7 +89,7 @@ for (const { name, backend } of available) {
           assert.equal(flood.exitCode, 137, 'the command was ended by the stop');
           assert.equal(limits.length, 1);
           assert.equal(limits[0]![0], 'disk_budget');
-          assert.match(limits[0]![1], /^the container wrote \d+ MB, more than the run's disk budget of 8 MB$/);
+          assert.match(limits[0]![1], /^the run wrote [\d.]+ MB in its container, more than its disk budget of 8 MB$/);
         } finally {
           await session.close();
         }
