@@ -2,9 +2,8 @@
 // works here (and has the base image), else in the bubblewrap sandbox, never on the host unless
 // the person chose `local` by name. The chat and `belay nanobot` both come through here.
 import { BackendUnavailableError } from '../backend.ts';
-import type { NanobotLauncher } from '../protocols/nanobot.ts';
 import type { BackendName } from './choose.ts';
-import { containerLauncher } from './container-nanobot.ts';
+import { containerLauncher, type MicroAgentLauncher } from './container-nanobot.ts';
 import { detectEngine, EngineUnavailableError, type EngineName } from './engine.ts';
 import { BASE_IMAGE } from './image-base.ts';
 import { sandboxLauncher } from './sandbox-nanobot.ts';
@@ -27,7 +26,7 @@ export const LOCAL_MICRO_AGENT_LABEL = 'local (no isolation: the micro-agent rea
  * BackendUnavailableError (saying why each isolating place failed, and how to choose local)
  * when none works.
  */
-export async function microAgentLauncher(place: MicroAgentPlace): Promise<NanobotLauncher | 'local'> {
+export async function microAgentLauncher(place: MicroAgentPlace): Promise<MicroAgentLauncher | 'local'> {
   const backend = place.backend ?? 'auto';
   if (backend === 'local') return 'local';
   const reasons: string[] = [];

@@ -7,7 +7,7 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { programEnvironment } from '../backend.ts';
-import type { LaunchSpec, Launched } from './container-nanobot.ts';
+import type { MicroAgentLauncher } from './container-nanobot.ts';
 import { probeSandbox, realDir, tooWide, type SandboxOptions } from './sandbox.ts';
 
 export interface SandboxLauncherOptions extends SandboxOptions {
@@ -18,7 +18,7 @@ export interface SandboxLauncherOptions extends SandboxOptions {
 }
 
 /** Starts micro-agents in the sandbox; throws BackendUnavailableError when bubblewrap cannot run here. */
-export async function sandboxLauncher(options: SandboxLauncherOptions): Promise<{ label: string; start(spec: LaunchSpec): Promise<Launched> }> {
+export async function sandboxLauncher(options: SandboxLauncherOptions): Promise<MicroAgentLauncher> {
   const { bwrap, isolation, system } = await probeSandbox(options);
   const userHome = realDir(os.homedir());
   const scratchBytes = String((options.scratchMb ?? 512) * 1024 * 1024);
