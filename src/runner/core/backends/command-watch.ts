@@ -24,10 +24,10 @@ export const COMMAND_VARIABLE = 'BELAY_COMMAND';
 // $1: the watch's port, $2: the command's id, then the engine's command line. The connection is
 // best effort: without it the command runs unwatched (as it would without bash).
 const WRAPPER = `p=$1 id=$2; shift 2
-exec 9<>"/dev/tcp/127.0.0.1/$p" && printf 'start %s\\n' "$id" >&9
+{ exec 9<>"/dev/tcp/127.0.0.1/$p"; } 2>/dev/null && printf 'start %s\\n' "$id" >&9
 "$@" 9>&-
 rc=$?
-printf 'end %s\\n' "$id" >&9
+printf 'end %s\\n' "$id" 2>/dev/null >&9
 exit $rc`;
 
 /**
