@@ -22,9 +22,21 @@ async function watched(argv: [string, ...string[]], kill: boolean): Promise<{ en
   });
   const id = CommandWatch.id();
   let output = '';
-  const child = startChild({ argv: watch.wrap(argv, id), cwd: '/', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, stdin: 'ignore', onStdout: (chunk) => (output += chunk) });
+  let running: () => void = () => undefined;
+  const ready = new Promise<void>((resolve) => (running = resolve));
+  const child = startChild({
+    argv: watch.wrap(argv, id),
+    cwd: '/',
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    stdin: 'ignore',
+    onStdout: (chunk) => {
+      output += chunk;
+      if (output.includes('ready')) running();
+    },
+  });
   if (kill) {
-    await delay(300);
+    // The wrapper said `start` before it ran the program.
+    await ready;
     child.kill();
   }
   const end = await child.ended;
@@ -43,7 +55,7 @@ describe('the command watch', { skip }, () => {
   });
 
   it('hears a command whose process group was killed', async () => {
-    const { ended } = await watched(['/bin/sh', '-c', 'sleep 30'], true);
+    const { ended } = await watched(['/bin/sh', '-c', 'echo ready; sleep 30'], true);
     assert.equal(ended[0]![1], true);
   });
 
