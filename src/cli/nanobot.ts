@@ -6,8 +6,9 @@ import { parseCommandLine } from '../shared/args.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { UsageError, type CliIO } from './io.ts';
 import { startNanobot, TerminalConfigSchema, type NanobotEvent, type NanobotSession, type TerminalConfig } from '../runner/core/protocols/nanobot.ts';
-import { containerLauncher } from '../runner/core/backends/container-nanobot.ts';
-import { detectEngine, EngineUnavailableError } from '../runner/core/backends/engine.ts';
+import { BackendUnavailableError } from '../runner/core/backend.ts';
+import { isBackendName } from '../runner/core/backends/choose.ts';
+import { microAgentLauncher } from '../runner/core/backends/nanobot-launch.ts';
 import { BASE_IMAGE } from '../runner/core/backends/image-base.ts';
 
 /** Printed by `belay nanobot --help` (and when no action is given). */
@@ -27,11 +28,13 @@ Options:
                          stdin goes to it as an inject frame, and the end of this stdin ends its input
   --config FILE          a nanobot config.json; its "terminal" section (env, providers, ...) is used,
                          the options above override it
-  --backend local|container
-                         local (default): a child process, no isolation; container: a fresh
-                         container of ${BASE_IMAGE} per message, the workspace writable, the
-                         current folder read-only, no network (a bot that calls its LLM itself
-                         cannot reach it there)
+  --backend auto|container|sandbox|local
+                         where the micro-agent runs (default auto: a fresh container of
+                         ${BASE_IMAGE} per message where podman or docker works, else the
+                         bubblewrap sandbox); isolated, it sees its workspace (writable) and the
+                         current folder (read-only), has no network (a bot that calls its LLM
+                         itself cannot reach it) and none of your environment; local: a child
+                         process, no isolation, chosen by name only
   --engine podman|docker the container's engine (default: podman, else docker)
   --json                 print the whole result as JSON
   -h, --help             show this help
@@ -88,20 +91,17 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   const terminal: TerminalConfig = config.data;
   if (terminal.command.trim() === '') throw new UsageError('--command "COMMAND" is required');
   if (values.text === undefined) throw new UsageError('--text TEXT is required');
-  if (values.backend !== undefined && values.backend !== 'local' && values.backend !== 'container') throw new UsageError(`--backend must be local or container (got '${values.backend}')`);
+  const backend = values.backend ?? 'auto';
+  if (backend !== 'auto' && !isBackendName(backend)) throw new UsageError(`--backend must be auto, container, sandbox or local (got '${backend}')`);
   if (values.engine !== undefined && values.engine !== 'podman' && values.engine !== 'docker') throw new UsageError(`--engine must be podman or docker (got '${values.engine}')`);
   let launcher;
-  if (values.backend === 'container') {
-    let engine;
-    try {
-      engine = await detectEngine({ ...(values.engine ? { engine: values.engine } : {}), env: io.env });
-    } catch (error) {
-      if (!(error instanceof EngineUnavailableError)) throw error;
-      io.stderr.write(`belay nanobot: container unavailable: ${error.message}\nRun with --backend local to run the micro-agent without isolation.\n`);
-      return 1;
-    }
+  try {
     // Its program (the current folder) and this Node (a command may name it), read-only.
-    launcher = containerLauncher({ engine, agentFolders: [io.cwd, path.dirname(process.execPath)] });
+    launcher = await microAgentLauncher({ backend, ...(values.engine ? { engine: values.engine } : {}), env: io.env, agentFolders: [io.cwd, path.dirname(process.execPath)] });
+  } catch (error) {
+    if (!(error instanceof BackendUnavailableError)) throw error;
+    io.stderr.write(`belay nanobot: ${error.message} (--backend local)\n`);
+    return 1;
   }
 
   const show = (event: NanobotEvent) => {
@@ -117,7 +117,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     config: terminal,
     input: { text: values.text, media: values.media, workspace: path.resolve(io.cwd, values.workspace ?? '.') },
     onEvent: show,
-    ...(launcher ? { launcher } : {}),
+    launcher,
   });
   const forwarding = session.accepting ? forwardLines(io, session) : undefined;
   const result = await session.result;

@@ -19,9 +19,15 @@ export interface ChatOptions {
   /** Why nothing may run now (untrusted workspace), checked before each message. */
   refusal: () => string | undefined;
   log: vscode.LogOutputChannel;
-  /** Where each message runs the micro-agent (a container, say); a child process when it gives none. */
-  launcher?: () => Promise<NanobotLauncher | undefined>;
+  /**
+   * Where each message runs the micro-agent: a container or the sandbox, or 'local' only when the
+   * person chose it (see backends/nanobot-launch.ts); throws when no isolated place works.
+   */
+  launcher: () => Promise<NanobotLauncher | 'local'>;
 }
+
+/** How the chat names a micro-agent run on the host (chosen by the person). */
+const LOCAL_PLACE = 'locally, without isolation: it reaches your files and the network';
 
 /** What a line typed while the micro-agent answers becomes. */
 const BUSY_PROMPT = ansi.cyan('you ↳');
@@ -36,6 +42,8 @@ export class ChatTerminal implements vscode.Pseudoterminal {
   #busy: { controller: AbortController; session?: NanobotSession } | undefined;
   /** A line being typed while the micro-agent answers is on screen (below its output). */
   #inputShown = false;
+  /** Where the last message ran, said again only when it changes. */
+  #place: string | undefined;
 
   constructor(options: ChatOptions) {
     this.#options = options;
@@ -167,13 +175,18 @@ export class ChatTerminal implements vscode.Pseudoterminal {
       };
       // The nanobot runner (and the process layer under it) loads with the first message.
       const { startNanobot } = await import('./core/protocols/nanobot.ts');
-      const launcher = await this.#options.launcher?.();
+      const launcher = await this.#options.launcher();
+      const place = launcher === 'local' ? LOCAL_PLACE : (launcher.label ?? 'isolated');
+      if (place !== this.#place) {
+        this.#place = place;
+        this.#printAbove(launcher === 'local' ? ansi.yellow(`runs ${place}\n`) : ansi.dim(`runs in ${place}\n`));
+      }
       busy.session = await startNanobot({
         config,
         input: { text, workspace: this.#options.workspace, chatId: 'vscode', channel: 'vscode' },
         onEvent: show,
         signal: controller.signal,
-        ...(launcher ? { launcher } : {}),
+        launcher,
       });
       const result = await busy.session.result;
       if (controller.signal.aborted) this.#printAbove(ansi.yellow('(stopped)\n'));

@@ -206,14 +206,10 @@ async function openChat(parts: RunnerParts, arg: unknown): Promise<ChatTerminal 
     secrets: () => service.secretsFor(microAgentSecretTexts(chosen)),
     refusal: () => ctx.trust.refusal('runAgents'),
     log: ctx.log,
-    // Only when containers are asked for by name: micro-agents usually call their LLM themselves.
+    // Isolated like task agents: a container, else the sandbox; on the host only when chosen.
     launcher: async () => {
-      if (ctx.config.get('runner.backend') !== 'container') return undefined;
-      const { detectEngine } = await import('./core/backends/engine.ts');
-      const { containerLauncher } = await import('./core/backends/container-nanobot.ts');
-      const choice = ctx.config.get('runner.containerEngine');
-      const engine = await detectEngine(choice === 'auto' ? {} : { engine: choice });
-      return containerLauncher({ engine, agentFolders: [chosen.baseDir, path.dirname(process.execPath)] });
+      const { microAgentLauncher } = await import('./core/backends/nanobot-launch.ts');
+      return microAgentLauncher({ backend: ctx.config.get('runner.backend'), engine: ctx.config.get('runner.containerEngine'), agentFolders: [chosen.baseDir, path.dirname(process.execPath)] });
     },
   });
   parts.terminals.openChat(`Belay chat: ${chosen.name}`, chat);

@@ -41,6 +41,18 @@ export interface SessionSpec {
   services?: readonly ServiceSpec[];
   /** Progress worth showing while the environment is prepared (e.g. an image build). */
   onNotice?: (message: string) => void;
+  /**
+   * The run's disk budget: no file a program of the run writes may grow beyond it
+   * (RLIMIT_FSIZE), and what a backend holds outside the run's folders (a container's own
+   * layer) is measured against it too.
+   */
+  diskBudgetBytes?: number;
+  /**
+   * The backend stopped the agent phase for a bound the run must end with (the container wrote
+   * more than the disk budget or its storage limit): the run's cause is `cause`, not the
+   * agent's error that follows. Called before the agent phase ends.
+   */
+  onLimit?: (cause: 'disk_budget', message: string) => void;
   signal?: AbortSignal;
 }
 

@@ -130,7 +130,7 @@ describe('belay nanobot', () => {
   const command = `'${process.execPath}' '${agentFile('nanobot-rich.mjs')}'`;
 
   it('prints what the user would see and exits 0', async () => {
-    const { code, stdout, stderr } = await belay(['nanobot', '--command', command, '--protocol', 'rich', '--text', 'draw a cat', '--workspace', tmp.dir]);
+    const { code, stdout, stderr } = await belay(['nanobot', '--command', command, '--protocol', 'rich', '--text', 'draw a cat', '--workspace', tmp.dir, '--backend', 'local']);
     assert.equal(code, 0, stderr);
     const users = path.join(tmp.dir, 'users', 'local');
     assert.equal(stdout, `⏳ Thinking...\nYou said: draw a cat (message #1)\nGenerated image:\n[media] ${path.join(users, 'generated.png')}\n`);
@@ -138,10 +138,10 @@ describe('belay nanobot', () => {
   });
 
   it('exits 1 with the error shown when the agent fails; --json gives the whole result', async () => {
-    const failed = await belay(['nanobot', '--command', command, '--protocol', 'rich', '--text', 'please fail', '--workspace', tmp.dir]);
+    const failed = await belay(['nanobot', '--command', command, '--protocol', 'rich', '--text', 'please fail', '--workspace', tmp.dir, '--backend', 'local']);
     assert.equal(failed.code, 1);
     assert.match(failed.stdout, /^Error: Failed to render image \(exit code 3\) \[RENDER_FAIL\]$/m);
-    const json = await belay(['nanobot', '--command', 'echo {message}', '--text', 'a b', '--workspace', tmp.dir, '--json']);
+    const json = await belay(['nanobot', '--command', 'echo {message}', '--text', 'a b', '--workspace', tmp.dir, '--json', '--backend', 'local']);
     assert.equal(json.code, 0);
     assert.deepEqual((JSON.parse(json.stdout) as { messages: unknown }).messages, [{ text: 'a b', media: [] }]);
   });

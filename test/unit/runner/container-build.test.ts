@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { Engine } from '../../../src/runner/core/backends/engine.ts';
 import { BASE_IMAGE } from '../../../src/runner/core/backends/image-base.ts';
-import { CappedLog, contextHash, dockerfileInstructions, failedInstruction, imageSource, mainService, taskImage, taskImageName } from '../../../src/runner/core/backends/image-task.ts';
+import { buildFailureSummary, CappedLog, contextHash, dockerfileInstructions, failedInstruction, imageSource, mainService, taskImage, taskImageName } from '../../../src/runner/core/backends/image-task.ts';
 import { engineWithBase, uniqueName } from './container-helpers.ts';
 import { tempDir } from './helpers.ts';
 
@@ -66,6 +66,21 @@ describe('Dockerfile lines', () => {
     const buildkit = ' > [2/3] RUN false:\n------\nDockerfile:3\n--------------------\n   1 |     FROM x\n>>> RUN false\nERROR: failed to solve: process "/bin/sh -c false" did not complete successfully: exit code: 1';
     assert.equal(failedInstruction(buildkit, 'FROM x\n# c\nRUN false\nRUN true\n')?.text, 'RUN false');
     assert.equal(failedInstruction('Error: no such file', 'FROM x\n'), undefined);
+  });
+});
+
+describe('a failed build in words', () => {
+  it('says the end of the output the same way for podman and docker, without docker\'s notices', () => {
+    const docker = [
+      'DEPRECATED: The legacy builder is deprecated and will be removed in a future release.',
+      '            Install the buildx component to build images with BuildKit:',
+      '            https://docs.docker.com/go/buildx/',
+      '',
+      "The command '/bin/sh -c echo building && exit 42' returned a non-zero code: 42",
+    ].join('\n');
+    assert.equal(buildFailureSummary(docker), "The command '/bin/sh -c echo building && exit 42' returned a non-zero code: 42 (exit status 42)");
+    const podman = 'STEP 3/3: RUN echo building && exit 42\nbuilding\nError: building at STEP "RUN echo building && exit 42": while running runtime: exit status 42\n';
+    assert.equal(buildFailureSummary(podman), 'STEP 3/3: RUN echo building && exit 42 building Error: building at STEP "RUN echo building && exit 42": while running runtime: exit status 42');
   });
 });
 

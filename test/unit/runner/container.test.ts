@@ -226,7 +226,8 @@ describe('container backend: runs', { skip }, () => {
   it("stops the agent phase when the container writes more than the task's storage", async () => {
     const bounded = await containerBackend({ storageCheckMs: 300 });
     const dir = baseTask(uniqueName('storage'), 'exit 0\n', { 'task.toml': '[agent]\ntimeout_sec = 60\n[verifier]\ntimeout_sec = 30\n[environment]\nstorage_mb = 5\n' });
-    const commands = ['head -c 20000000 /dev/zero > /tmp/big.bin && sleep 50'];
+    // Files under the storage limit each (no file may grow past it), more than it together.
+    const commands = ['for i in 1 2 3 4 5; do head -c 4000000 /dev/zero > /tmp/big$i.bin; done && sleep 50'];
     const { result } = await runFixture(bounded, path.join(tmp.dir, 'runs'), nodeAgent('commands.mjs'), { task: await loadTask(dir), env: { AGENT_COMMANDS: JSON.stringify(commands) } });
     assert.match((result.notes ?? []).join('\n'), /the container wrote \d+ MB, more than its storage limit of 5 MB: the agent phase is stopped/);
     assert.equal(result.passed, false);

@@ -220,6 +220,32 @@ for (const { name, backend } of available) {
       assert.deepEqual(processesWith(`${token}-test`), []);
     });
 
+    it('cannot keep a timed-out command running: everything it started stops at the timeout, while the agent goes on', { skip: be.isolated ? false : 'local: a timed-out command\'s setsid children are killed when the agent phase ends' }, async () => {
+      // A double-forked setsid writer (appends to `grow` every 100 ms), a setsid holder of the
+      // output, and a command that would run for a minute under a 2 s timeout.
+      const writer = `(setsid sh -c 'while :; do echo x >> grow; sleep 0.1; done; : ${token}-grow' </dev/null >/dev/null 2>&1 &)`;
+      const holder = `setsid sh -c 'sleep 60; : ${token}-holder' &`;
+      // The next steps measure the file over 0.6 s each: it must stop growing and stay so; then no process of the command is left.
+      const measure = 'a=$(wc -c < grow); sleep 0.6; b=$(wc -c < grow); [ "$a" = "$b" ] && echo "STABLE $b" || echo "GROWING $a $b"';
+      const left = `t='${token}'; grep -l -e "$t-gro[w]" -e "$t-holde[r]" /proc/[0-9]*/cmdline 2>/dev/null | sed "s/^/LEFT /"; true`;
+      const checks = 6;
+      const { result } = await runFixture(be, runs, hostileAgent(), {
+        task: await loadTask(hostileTaskDir),
+        env: { AGENT_COMMANDS: JSON.stringify([`${writer}; ${holder} sleep 60`, ...Array<string>(checks).fill(measure), left]) },
+        limits: { commandTimeoutMs: 2000 },
+      });
+      assert.equal(result.agent_completed, true, result.error ?? '');
+      const trajectory = JSON.parse(readFileSync(runFiles(result.run_dir).trajectory, 'utf8')) as { timed_out: boolean; screen: string | null }[];
+      assert.deepEqual(trajectory.map((t) => t.timed_out), [true, ...Array<boolean>(checks + 1).fill(false), false]);
+      // trajectory[i].screen is what step i (from 0) showed; the first measures may still see the kill under way.
+      const measures = trajectory.slice(2, 2 + checks).map((t) => (t.screen ?? '').trim());
+      const lastThree = measures.slice(-3);
+      assert.ok(lastThree.every((m) => /^STABLE \d+$/.test(m) && m === lastThree[0]), `the file kept growing after the timeout: ${JSON.stringify(measures)}`);
+      assert.equal((trajectory[2 + checks]!.screen ?? '').trim(), '', 'processes of the timed-out command were left');
+      assert.deepEqual(processesWith(`${token}-grow`), []);
+      assert.deepEqual(processesWith(`${token}-holder`), []);
+    });
+
     it('stays within its disk budget and its log caps', async () => {
       const logLimit = 256 * 1024;
       const { result } = await runFixture(be, runs, hostileAgent(), {

@@ -14,6 +14,7 @@ async function started(config: object): Promise<{ session: NanobotSession; next:
   const waiting: ((text: string) => void)[] = [];
   const queued: string[] = [];
   const session = await startNanobot({
+    launcher: 'local',
     config: TerminalConfigSchema.parse({ command: injectAgent, protocol: 'rich', timeout: 20, ...config }),
     input: { text: 'first', workspace: tmp.dir },
     onEvent: (event) => {
@@ -75,7 +76,7 @@ describe('nanobot inject frames', () => {
     assert.deepEqual(session.inject('x'), { reason: 'disabled', message: 'this micro-agent does not take follow-up lines while it runs (allowInjection is off)' });
     assert.equal(await next(), 'input closed');
     await session.result;
-    const plain = await startNanobot({ config: TerminalConfigSchema.parse({ command: 'cat > /dev/null; echo done', allowInjection: true }), input: { text: 'x', workspace: tmp.dir } });
+    const plain = await startNanobot({ launcher: 'local', config: TerminalConfigSchema.parse({ command: 'cat > /dev/null; echo done', allowInjection: true }), input: { text: 'x', workspace: tmp.dir } });
     assert.equal(plain.inject('x')?.reason, 'plain');
     assert.deepEqual((await plain.result).messages, [{ text: 'done', media: [] }]);
   });
@@ -86,6 +87,7 @@ describe('nanobot log frames and the plain fallback', () => {
     const image = path.join(tmp.dir, 'drawn.png');
     const events: NanobotEvent[] = [];
     const session = await startNanobot({
+      launcher: 'local',
       config: TerminalConfigSchema.parse({ command: `'${process.execPath}' '${agentFile('nanobot-logs.mjs')}' '${image}'`, protocol: 'rich', timeout: 20 }),
       input: { text: 'x', workspace: tmp.dir },
       onEvent: (e) => events.push(e),
@@ -134,7 +136,7 @@ describe('belay nanobot --allow-injection', () => {
       if (out === 'started: hello\n') stdin.end('one\n\ntwo\n');
     });
     stderr.setEncoding('utf8').on('data', (c: string) => (err += c));
-    const code = await run(['--command', injectAgent, '--protocol', 'rich', '--allow-injection', '--text', 'hello', '--workspace', tmp.dir], { stdin, stdout, stderr, env: {}, cwd: tmp.dir });
+    const code = await run(['--command', injectAgent, '--protocol', 'rich', '--allow-injection', '--text', 'hello', '--workspace', tmp.dir, '--backend', 'local'], { stdin, stdout, stderr, env: {}, cwd: tmp.dir });
     assert.equal(code, 0, err);
     assert.equal(out, 'started: hello\ngot: one\ngot: two\ninput closed\n');
   });

@@ -83,7 +83,7 @@ describe('nanobot runs', () => {
   it('rich: progress, several messages with media, logs, plain lines ignored once a message came', async () => {
     const events: NanobotEvent[] = [];
     const config = rich({ providers: { anthropic: { apiKeys: ['k'] } } });
-    const result = await runNanobot({ config, input: { text: 'draw a cat', workspace: tmp.dir }, onEvent: (e) => events.push(e) });
+    const result = await runNanobot({ launcher: 'local', config, input: { text: 'draw a cat', workspace: tmp.dir }, onEvent: (e) => events.push(e) });
     assert.equal(result.ok, true, JSON.stringify(result));
     assert.deepEqual(result.progress, ['Thinking...']);
     const userDir = path.join(tmp.dir, 'users', 'local');
@@ -98,7 +98,7 @@ describe('nanobot runs', () => {
   });
 
   it('rich: an error frame with a non-zero exit ends with the error and the exit code', async () => {
-    const result = await runNanobot({ config: rich(), input: { text: 'please fail', workspace: tmp.dir } });
+    const result = await runNanobot({ launcher: 'local', config: rich(), input: { text: 'please fail', workspace: tmp.dir } });
     assert.equal(result.ok, false);
     assert.deepEqual(result.error, { text: 'Failed to render image (exit code 3)', code: 'RENDER_FAIL' });
     assert.equal(result.messages.length, 2);
@@ -107,7 +107,7 @@ describe('nanobot runs', () => {
   it('rich: a timeout kills the whole process group and keeps what was delivered', async () => {
     const token = `belay-nanobot-hang-${process.pid}`;
     const config = rich({ timeout: 3, command: `sh -c "sleep 60; : ${token}" & '${process.execPath}' '${agentFile('nanobot-rich.mjs')}'` });
-    const result = await runNanobot({ config, input: { text: 'hang', workspace: tmp.dir } });
+    const result = await runNanobot({ launcher: 'local', config, input: { text: 'hang', workspace: tmp.dir } });
     assert.equal(result.timedOut, true);
     assert.deepEqual(result.error, { text: 'Timed out after 3 s', code: 'TIMEOUT' });
     assert.deepEqual(result.progress, ['Thinking...', 'about to hang']);
@@ -117,14 +117,14 @@ describe('nanobot runs', () => {
 
   it('rich: only plain lines become one message at exit', async () => {
     const config = rich({ command: `'${process.execPath}' '${agentFile('plain-text.mjs')}'` });
-    const result = await runNanobot({ config, input: { text: 'x', workspace: tmp.dir } });
+    const result = await runNanobot({ launcher: 'local', config, input: { text: 'x', workspace: tmp.dir } });
     assert.deepEqual(result.messages, [{ text: 'first plain line\n{"not a frame": true}\nlast plain line', media: [] }]);
     assert.equal(result.ok, true);
   });
 
   it('plain: the text as an argument, stdout with detected media, stderr and exit code appended', async () => {
     const config = TerminalConfigSchema.parse({ command: `sh '${agentFile('nanobot-plain.sh')}' {message}; exit 2`, env: { NANOBOT_OUT: tmp.dir } });
-    const result = await runNanobot({ config, input: { text: "it's $(echo injected)", workspace: tmp.dir } });
+    const result = await runNanobot({ launcher: 'local', config, input: { text: "it's $(echo injected)", workspace: tmp.dir } });
     const media = path.join(tmp.dir, 'plain-out.png');
     assert.deepEqual(result.messages, [
       {
@@ -133,7 +133,7 @@ describe('nanobot runs', () => {
       },
     ]);
     assert.equal(result.ok, false);
-    const silent = await runNanobot({ config: TerminalConfigSchema.parse({ command: 'true' }), input: { text: '', workspace: tmp.dir } });
+    const silent = await runNanobot({ launcher: 'local', config: TerminalConfigSchema.parse({ command: 'true' }), input: { text: '', workspace: tmp.dir } });
     assert.deepEqual(silent.messages, [{ text: '(no output)', media: [] }]);
   });
 });

@@ -25,6 +25,13 @@ export interface Launched {
   end(): Promise<void>;
 }
 
+/** Where micro-agents run (a container, the sandbox): what protocols/nanobot.ts calls a NanobotLauncher. */
+export interface MicroAgentLauncher {
+  /** Where it runs, in words. */
+  readonly label: string;
+  start(spec: LaunchSpec): Promise<Launched>;
+}
+
 export interface ContainerLauncherOptions extends Pick<ContainerBackendOptions, 'cpus' | 'memoryMb' | 'pidsLimit'> {
   engine: Engine;
   /** The image the bot runs in (default: the base image). */

@@ -23,8 +23,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { startChild, type RunningChild } from '../../../shared/process.ts';
 import { BackendUnavailableError, programEnvironment, type Backend, type BackendSession, type CommandSpec, type HostCommand, type Phase, type ServiceSpec, type SessionSpec } from '../backend.ts';
+import { formatBytes } from '../logs.ts';
 import type { TaskEnvironment } from '../task.ts';
 import { detectEngine, EngineUnavailableError, failureText, type Engine, type EngineName } from './engine.ts';
+import { CommandWatch, COMMAND_VARIABLE, KILL_SCRIPT } from './command-watch.ts';
 import { BASE_IMAGE } from './image-base.ts';
 import { imageSource, taskImage } from './image-task.ts';
 import { checkServices, insidePort, ServiceRelay, socketFolder, type SocketFolder } from './services.ts';
@@ -45,7 +47,7 @@ export interface ContainerBackendOptions {
   buildLogChars?: number;
   /** Most the container may write (its writable layer) when the task does not say ([environment] storage_mb). */
   storageMb?: number;
-  /** How often the writable layer is measured against the storage limit (default 10 s). */
+  /** How often the writable layer is measured against the storage limit and the run's disk budget (default 2 s). */
   storageCheckMs?: number;
   /** The agent's final /app is copied into the run's workspace when the container wrote at most this. */
   workspaceCopyLimitBytes?: number;
@@ -53,7 +55,7 @@ export interface ContainerBackendOptions {
   servicesForwarder?: 'auto' | 'python3' | 'perl';
 }
 
-export const CONTAINER_DEFAULTS = { cpus: 2, memoryMb: 4096, pidsLimit: 1024, buildTimeoutSec: 600, buildLogChars: 2_000_000, storageMb: 4096, storageCheckMs: 10_000, workspaceCopyLimitBytes: 200 * 1024 * 1024 };
+export const CONTAINER_DEFAULTS = { cpus: 2, memoryMb: 4096, pidsLimit: 1024, buildTimeoutSec: 600, buildLogChars: 2_000_000, storageMb: 4096, storageCheckMs: 2_000, workspaceCopyLimitBytes: 200 * 1024 * 1024 };
 
 /** Labels every container of Belay carries. */
 export const LABELS = { run: 'belay.run', owner: 'belay.owner', task: 'belay.task' } as const;
@@ -367,6 +369,8 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
   await fs.mkdir(empty, { recursive: true });
   const name = containerName(spec.runId);
   const limits = containerLimits(task.environment, options);
+  const storageBytes = (task.environment.storageMb ?? options.storageMb ?? CONTAINER_DEFAULTS.storageMb) * 1024 * 1024;
+  const writeLimit = Math.min(storageBytes, spec.diskBudgetBytes ?? Infinity);
   const mounts = agentMounts(spec.agentFolders, spec.hidden, empty);
   for (const folder of mounts.skipped) spec.onNotice?.(`${folder} is not shown in the container: the image has its own system folders (install what the agent needs in the task's image)`);
   if (!engine.canLimitResources) spec.onNotice?.(`${engine.name} runs rootless on cgroups v1 here: the container's CPUs, memory and processes are not bounded`);
@@ -392,6 +396,9 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
       '--cap-drop=all',
       '--security-opt=no-new-privileges',
       ...engine.resourceFlags(limits),
+      // No file may grow past what the container may write at all (children inherit it; no one inside can raise it).
+      '--ulimit',
+      `fsize=${writeLimit}:${writeLimit}`,
       '--workdir',
       '/app',
       // Read-only and empty until the harness stages the tests between the phases.
@@ -421,9 +428,8 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
     await fs.chmod(folders.logs, 0o755);
     spec.onNotice?.(`the run's /logs stays writable in the agent phase here (${engine.name} is rootful and Belay does not run as root): what the agent leaves there is removed before the tests`);
   }
-  const storageMb = task.environment.storageMb ?? options.storageMb ?? CONTAINER_DEFAULTS.storageMb;
   const session = new ContainerSession(engine, name, spec, config, {
-    storageBytes: storageMb * 1024 * 1024,
+    storageBytes,
     storageCheckMs: options.storageCheckMs ?? CONTAINER_DEFAULTS.storageCheckMs,
     copyLimitBytes: options.workspaceCopyLimitBytes ?? CONTAINER_DEFAULTS.workspaceCopyLimitBytes,
     logsLocked,
@@ -433,6 +439,7 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
     if (source.kind === 'base' && existsSync(folders.workspace)) {
       await engine.check(['cp', `${path.resolve(folders.workspace)}/.`, `${name}:/app`], { timeoutMs: 300_000 });
     }
+    await session.watchCommands();
     await session.start();
     await session.startServices();
   } catch (error) {
@@ -507,6 +514,11 @@ class ContainerSession implements BackendSession {
   readonly #services: readonly ServiceSpec[];
   #relay: ServiceRelay | undefined;
   #forwarder: RunningChild | undefined;
+  /** Learns when Belay killed a command's engine client (its timeout), to kill the command inside. */
+  #watch: CommandWatch | undefined;
+  /** The phase each watched command was started in. */
+  readonly #commandPhases = new Map<string, Phase>();
+  readonly #kills = new Set<Promise<unknown>>();
 
   constructor(
     engine: Engine,
@@ -529,6 +541,27 @@ class ContainerSession implements BackendSession {
 
   get phase(): Phase {
     return this.#phase;
+  }
+
+  /** Watches the commands from now on (see command-watch.ts). */
+  async watchCommands(): Promise<void> {
+    this.#watch = await CommandWatch.open((id, killed) => {
+      if (killed) this.#killCommand(id);
+      else this.#commandPhases.delete(id);
+    });
+  }
+
+  /**
+   * Kills, inside, every process of a command whose engine client was killed: at once, while the
+   * phase goes on. A command of an ended agent phase died with its container.
+   */
+  #killCommand(id: string): void {
+    const phase = this.#commandPhases.get(id);
+    this.#commandPhases.delete(id);
+    if (this.#closed || phase === undefined || (phase === 'agent' && this.#agentEnded)) return;
+    const kill = this.#engine.run(['exec', this.#name, '/bin/sh', '-c', KILL_SCRIPT, 'belay-kill', id], { timeoutMs: 60_000 }).catch(() => undefined);
+    this.#kills.add(kill);
+    void kill.finally(() => this.#kills.delete(kill));
   }
 
   /** Starts the container with the keeper attached; resolves once it runs. */
@@ -627,18 +660,30 @@ class ContainerSession implements BackendSession {
     await this.#relay?.close();
   }
 
-  /** Stops the agent phase when the container's writable layer outgrows the task's storage. */
+  /**
+   * Stops the agent phase when the container's writable layer outgrows the task's storage or the
+   * run's disk budget, whichever is smaller, and tells the run that this is why it ends. Measured
+   * every `storageCheckMs`, less often when measuring itself takes long (a layer of many files).
+   */
   #watchStorage(): void {
+    const budget = this.#spec.diskBudgetBytes;
+    const byBudget = budget !== undefined && budget < this.#bounds.storageBytes;
+    const limit = byBudget ? budget : this.#bounds.storageBytes;
     const check = async () => {
+      const started = performance.now();
       const measured = await this.#engine.run(['container', 'inspect', '--size', '--format', '{{.SizeRw}}', this.#name], { timeoutMs: 60_000 });
       const bytes = Number(measured.stdout.text('').trim());
       if (this.#agentEnded) return;
-      if (Number.isFinite(bytes) && bytes > this.#bounds.storageBytes) {
-        this.#spec.onNotice?.(`the container wrote ${Math.round(bytes / 1024 / 1024)} MB, more than its storage limit of ${Math.round(this.#bounds.storageBytes / 1024 / 1024)} MB: the agent phase is stopped`);
-        await this.endAgentPhase();
+      if (Number.isFinite(bytes) && bytes > limit) {
+        const written = `the container wrote ${Math.round(bytes / 1024 / 1024)} MB`;
+        const mb = Math.round(limit / 1024 / 1024);
+        this.#spec.onLimit?.('disk_budget', byBudget ? `the run wrote ${formatBytes(bytes)} in its container, more than its disk budget of ${formatBytes(limit)}` : `${written}, more than its storage limit of ${mb} MB`);
+        this.#spec.onNotice?.(`${written}, more than ${byBudget ? `the run's disk budget of ${formatBytes(limit)}` : `its storage limit of ${mb} MB`}: the agent phase is stopped`);
+        // Its failure, if any, is the harness's to hear when it ends the phase (the same promise).
+        await this.endAgentPhase().catch(() => undefined);
         return;
       }
-      this.#storageTimer = setTimeout(() => void check(), this.#bounds.storageCheckMs);
+      this.#storageTimer = setTimeout(() => void check(), Math.max(this.#bounds.storageCheckMs, (performance.now() - started) * 10));
       this.#storageTimer.unref();
     };
     this.#storageTimer = setTimeout(() => void check(), this.#bounds.storageCheckMs);
@@ -648,13 +693,13 @@ class ContainerSession implements BackendSession {
   command(spec: CommandSpec): HostCommand {
     const agentPhase = this.#phase === 'agent';
     // The agent's runtimes are on PATH while its folders are; the tests get the image's own.
-    const env = containerEnvironment(this.#config, agentPhase ? this.#runtimes : [], spec.env);
+    const id = CommandWatch.id();
+    const env = { ...containerEnvironment(this.#config, agentPhase ? this.#runtimes : [], spec.env), [COMMAND_VARIABLE]: id };
     const exec = execEnvironment(this.#engine.env, env);
-    return {
-      argv: this.#engine.argv(['exec', '--interactive', '--workdir', spec.cwd ?? this.workdir, ...exec.flags, this.#name, ...spec.argv]),
-      cwd: '/',
-      env: exec.env,
-    };
+    const argv = this.#engine.argv(['exec', '--interactive', '--workdir', spec.cwd ?? this.workdir, ...exec.flags, this.#name, ...spec.argv]);
+    if (this.#watch === undefined) return { argv, cwd: '/', env: exec.env };
+    this.#commandPhases.set(id, this.#phase);
+    return { argv: this.#watch.wrap(argv, id), cwd: '/', env: exec.env };
   }
 
   endpoint(port: number): { socketPath: string } {
@@ -771,8 +816,12 @@ class ContainerSession implements BackendSession {
     this.#closed = true;
     this.#agentEnded = true;
     clearTimeout(this.#storageTimer);
+    this.#watch?.close();
     this.#closeBridges();
     await this.#stopServices();
+    await Promise.all(this.#kills);
+    // An agent phase ending meanwhile (stopped by the storage watch) finishes its copy first.
+    await this.#agentEnding?.catch(() => undefined);
     const removed = await this.#engine.run(['rm', '--force', this.#name], { timeoutMs: 120_000 });
     this.#keeper?.kill();
     await this.#keeper?.ended;

@@ -284,7 +284,21 @@ async function buildImage(options: TaskImageOptions, source: Extract<ImageSource
   if (result.aborted) throw new Error('the image build was stopped');
   const output = `${result.stdout.text('…')}\n${result.stderr.text('…')}`;
   const failed = failedInstruction(output, dockerfileText);
-  const said = failureText(result, options.timeoutMs).split('\n').slice(-3).join(' ').trim();
+  const said = buildFailureSummary(failureText(result, options.timeoutMs));
   const where = failed ? `${name(source.dockerfile)}:${failed.line}: ${failed.text.length > 120 ? `${failed.text.slice(0, 119)}…` : failed.text}` : name(source.dockerfile);
   throw new Error(`${where}: the image build failed: ${said} (build log: ${options.logFile})`);
+}
+
+/**
+ * The last lines of a failed build's output, in the same words for both engines: docker's
+ * legacy builder's notices dropped, and its "returned a non-zero code: N" said as podman says it
+ * ("exit status N").
+ */
+export function buildFailureSummary(output: string): string {
+  const lines = output
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !/DEPRECATED: The legacy builder|Install the buildx component|docs\.docker\.com\/go\/buildx|BuildKit is currently disabled/.test(line))
+    .map((line) => line.replace(/returned a non-zero code: (\d+)$/, 'returned a non-zero code: $1 (exit status $1)'));
+  return lines.slice(-3).join(' ');
 }

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import * as os from 'node:os';
 import { programEnvironment, type Backend, type BaseEnvironment, type Phase } from '../backend.ts';
+import { limitFileSize } from './file-size.ts';
 import { checkServices, ServiceRelay, socketFolder, type SocketFolder } from './services.ts';
 import { killMarked, type ProcessMark } from './sweep.ts';
 
@@ -64,7 +65,7 @@ export function localBackend(): Backend {
         },
         command(command) {
           return {
-            argv: [...command.argv],
+            argv: limitFileSize([...command.argv], spec.diskBudgetBytes),
             cwd: command.cwd ?? folders.workspace,
             env: { ...programEnvironment(base, command.env), [SESSION_VARIABLE]: token },
           };

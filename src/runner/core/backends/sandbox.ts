@@ -17,6 +17,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { runBounded } from '../../../shared/process.ts';
 import { BackendUnavailableError, programEnvironment, type Backend, type BaseEnvironment, type Phase, type RunFolders } from '../backend.ts';
+import { limitFileSize } from './file-size.ts';
 import { checkServices, insidePort, ServiceRelay, socketFolder } from './services.ts';
 import { killMarked } from './sweep.ts';
 
@@ -188,7 +189,7 @@ export function bridgedArgv(node: string, plan: BridgePlan, argv: readonly strin
   return [node, '-e', BRIDGE_SOURCE, JSON.stringify(plan), ...argv];
 }
 
-function realDir(dir: string): string {
+export function realDir(dir: string): string {
   try {
     return realpathSync(dir);
   } catch {
@@ -196,11 +197,18 @@ function realDir(dir: string): string {
   }
 }
 
+/** What a working bubblewrap here needs: the program, the isolation flags that work, the system view. */
+export interface SandboxProbe {
+  bwrap: string;
+  isolation: string[];
+  system: SystemView;
+}
+
 /**
  * Probes once; throws BackendUnavailableError with bwrap's own words when it cannot run here.
  * Where user namespaces are unavailable, root still gets the sandbox without one.
  */
-export async function sandboxBackend(options: SandboxOptions = {}): Promise<Backend> {
+export async function probeSandbox(options: SandboxOptions = {}): Promise<SandboxProbe> {
   const bwrap = options.bwrap ?? '/usr/bin/bwrap';
   if (process.platform !== 'linux') throw new BackendUnavailableError('sandbox', `bubblewrap needs Linux (this is ${process.platform})`);
   if (!existsSync(bwrap)) throw new BackendUnavailableError('sandbox', `${bwrap} not found (Debian/Ubuntu: apt-get install bubblewrap)`);
@@ -227,7 +235,11 @@ export async function sandboxBackend(options: SandboxOptions = {}): Promise<Back
     const said = result.stderr.text('…').trim() || `exit code ${result.exitCode ?? result.signal}`;
     throw new BackendUnavailableError('sandbox', `${bwrap} failed: ${said} (user namespaces may be disabled here)`);
   }
-  const isolation = isolationArgs(userNamespace);
+  return { bwrap, isolation: isolationArgs(userNamespace), system };
+}
+
+export async function sandboxBackend(options: SandboxOptions = {}): Promise<Backend> {
+  const { bwrap, isolation, system } = await probeSandbox(options);
   const node = realpathSync(process.execPath);
   const runtime = path.dirname(node);
   return {
@@ -301,7 +313,7 @@ export async function sandboxBackend(options: SandboxOptions = {}): Promise<Back
           };
           // Electron (the editor's runtime) behaves as Node only with ELECTRON_RUN_AS_NODE; the bridge drops it for the program.
           const env = programEnvironment(base, bridged ? { ...command.env, ELECTRON_RUN_AS_NODE: '1' } : command.env);
-          return { argv: [bwrap, ...isolation, ...system.args, ...layoutArgs(layout), '--', ...argv], cwd: '/', env };
+          return { argv: limitFileSize([bwrap, ...isolation, ...system.args, ...layoutArgs(layout), '--', ...argv], spec.diskBudgetBytes), cwd: '/', env };
         },
         endpoint: () => ({ socketPath: path.join(agentSockets, 'agent.sock') }),
         serviceUrl: (name) => `http://127.0.0.1:${insidePort(services, name)}`,

@@ -146,12 +146,18 @@ export interface RunNanobotOptions {
   maxOutputChars?: number;
   onEvent?: (event: NanobotEvent) => void;
   signal?: AbortSignal;
-  /** Where the micro-agent runs (a container, say); a child process of Belay when absent. */
-  launcher?: NanobotLauncher;
+  /**
+   * Where the micro-agent runs: a launcher (a container, the sandbox; see
+   * backends/nanobot-launch.ts), or 'local', a plain child process of Belay, only when the person
+   * chose it. Never a default.
+   */
+  launcher: NanobotLauncher | 'local';
 }
 
 /** Turns the micro-agent's program into the host command that runs it elsewhere; `end` cleans up. */
 export interface NanobotLauncher {
+  /** Where it runs, in words (shown beside the chat). */
+  readonly label?: string;
   start(program: { argv: [string, ...string[]]; cwd: string; env: Record<string, string> }): Promise<{
     command: { argv: [string, ...string[]]; cwd: string; env: Record<string, string> };
     end(): Promise<void>;
@@ -221,7 +227,7 @@ export async function startNanobot(options: RunNanobotOptions): Promise<NanobotS
   const rich = config.protocol === 'rich';
   const injecting = rich && config.allowInjection;
   const program = { argv: [shellPath(), '-c', buildCommand(config.command, options.input.text)] as [string, ...string[]], cwd: envelope.workspace, env: config.env };
-  const launched = await options.launcher?.start(program);
+  const launched = options.launcher === 'local' ? undefined : await options.launcher.start(program);
   // The micro-agent's own variables and the base ones: never the editor's environment.
   const command = launched?.command ?? { ...program, env: programEnvironment(localBaseEnvironment(), config.env) };
   const stdout = new BoundedText(maxChars);
