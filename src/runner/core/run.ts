@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { errorMessage } from '../../shared/errors.ts';
-import type { Backend, BackendSession, RunFolders } from './backend.ts';
+import type { Backend, BackendSession, RunFolders, SessionSpec } from './backend.ts';
 import { RunFailure, type RunEvent, type RunEventListener } from './events.ts';
 import { RunBounds } from './bounds.ts';
 import { DEFAULT_LIMITS, type AgentContext, type AgentOutcome, type AgentProtocol, type RunLimits } from './protocol.ts';
@@ -93,7 +93,10 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
         await fs.mkdir(path.join(part.recordsDir, 'steps'), { recursive: true });
         emit({ type: 'notice', message: `step ${part.step.index} of ${parts.length}: ${part.step.name}` });
       }
-      session = await openEnvironment(options, runId, files, bounds.signal, note, part, llm);
+      session = await openEnvironment(options, runId, files, bounds.signal, note, part, llm, {
+        diskBudgetBytes: limits.diskBudgetBytes,
+        onLimit: (cause, message) => bounds.stop(new RunFailure(cause, message)),
+      });
 
       // The agent phase: the agent through its protocol, until it is done and everything it started is dead.
       bounds.enter('agent');
@@ -184,6 +187,7 @@ async function openEnvironment(
   note: (message: string) => void,
   part: RunPart,
   llm: RunLlm | undefined,
+  bound: Pick<SessionSpec, 'diskBudgetBytes' | 'onLimit'>,
 ): Promise<BackendSession> {
   try {
     if (part.step && part.first && options.backend.name === 'container' && options.task.environment.dockerfile) {
@@ -210,6 +214,7 @@ async function openEnvironment(
       services: llm ? [llm.service] : [],
       onNotice: note,
       signal,
+      ...bound,
     });
   } catch (error) {
     throw new RunFailure('setup_error', errorMessage(error));

@@ -231,9 +231,10 @@ describe('container backend: runs', { skip }, () => {
     const { result } = await runFixture(bounded, path.join(tmp.dir, 'runs'), nodeAgent('commands.mjs'), { task: await loadTask(dir), env: { AGENT_COMMANDS: JSON.stringify(commands) } });
     assert.match((result.notes ?? []).join('\n'), /the container wrote \d+ MB, more than its storage limit of 5 MB: the agent phase is stopped/);
     assert.equal(result.passed, false);
-    assert.equal(result.failure_cause, 'agent_error');
+    assert.equal(result.failure_cause, 'disk_budget');
+    assert.match(result.error ?? '', /the container wrote \d+ MB, more than its storage limit of 5 MB$/);
     const trajectory = JSON.parse(readFileSync(runFiles(result.run_dir).trajectory, 'utf8')) as { exit_code: number | null; timed_out: boolean }[];
-    assert.deepEqual([trajectory[0]!.exit_code, trajectory[0]!.timed_out], [137, false], 'the command was killed by the stop, not by its timeout');
+    assert.deepEqual([trajectory[0]!.exit_code, trajectory[0]!.timed_out], [null, false], "the command was killed by the run's stop, not by its timeout");
   });
 
   it('a forged reward does not turn failing tests into a pass', async () => {
