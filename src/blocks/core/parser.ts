@@ -256,11 +256,99 @@ class Parser {
   run(): void {
     while (this.ls <= this.len) {
       if (!this.skipToBracketLine()) return;
+      if (this.full && this.countedTagLines()) continue;
       this.topLevelLine();
       this.prevLs = this.ls;
       this.prevLe = this.le;
       this.advance();
     }
+  }
+
+  /**
+   * Once the error list is full: the lines from the current one on that start with a tag no
+   * command opens (`[NAME…`, `[/NAME]`, a closing tag of a command), read in one loop with the
+   * cursor in locals, as topLevelLine would read them one by one: each is only counted (or
+   * ignored), an unknown tag's body skipped up to its standalone closing tag. A hostile answer of
+   * such lines costs a short loop a line. Stops at the first line it does not handle (leading
+   * blanks, a command's opening tag, no tag), measured, with the line before it as the previous
+   * one; false when it handled none (nothing moved).
+   */
+  private countedTagLines(): boolean {
+    const text = this.text;
+    const len = this.len;
+    let ln = this.ln;
+    let ls = this.ls;
+    let prevLs = this.prevLs;
+    let prevLe = this.prevLe;
+    let handled = false;
+    while (text.charCodeAt(ls) === 91 /* [ */) {
+      const closing = text.charCodeAt(ls + 1) === 47; /* / */
+      const nameStart = closing ? ls + 2 : ls + 1;
+      let a = 0;
+      let b = 0;
+      let n = nameStart;
+      for (;;) {
+        const c = text.charCodeAt(n);
+        const code = c < 128 ? NAME_CODES[c]! : 0;
+        if (code === 0) break;
+        const i = n - nameStart;
+        if (i < 8) a = a * 64 + code;
+        else if (i < CODED_NAME) b = b * 64 + code;
+        n++;
+      }
+      const nameLength = n - nameStart;
+      const named = nameLength >= MIN_TAG_NAME && nameLength <= MAX_TAG_NAME;
+      const tagName = named ? this.nameAt(nameStart, n, a, b) : undefined;
+      // A command's opening tag is a block: read as usual.
+      if (tagName !== undefined && !closing && tagName.command !== undefined) break;
+      // The line's end, and where the next starts (as measure finds them).
+      let le = n;
+      let c = text.charCodeAt(le);
+      while (le < len && c !== 10 && c !== 13) c = text.charCodeAt(++le);
+      let nx = le >= len ? len + 1 : c === 13 && text.charCodeAt(le + 1) === 10 ? le + 2 : le + 1;
+      if (tagName !== undefined) {
+        const after = text.charCodeAt(n);
+        if (closing) {
+          // `[/NAME]` alone on its line (blanks aside): see closingTagAtTopLevel.
+          if (after === 93 && this.trimmedEnd(n + 1, le) === n + 1 && (tagName.type !== undefined || this.suggestionFor(tagName) !== undefined)) {
+            if (this.unlisted++ === 0) this.firstUnlisted = { line: ln, character: 0 };
+          }
+        } else if ((after === 93 || n === le || isBlank(after)) && this.suggestionFor(tagName) !== undefined) {
+          // An unknown tag: see unknownTag.
+          const closer = this.standaloneCloserAfter(tagName, nx);
+          if (this.unlisted++ === 0) this.firstUnlisted = { line: ln, character: 1 };
+          if (closer !== -1) {
+            // To the closing tag's line (see moveToLineOf); it is alone on it, blanks aside.
+            ln++;
+            ls = nx;
+            for (let i = nx; i < closer; i++) {
+              const d = text.charCodeAt(i);
+              if (d === 10 || d === 13) {
+                if (d === 13 && text.charCodeAt(i + 1) === 10) i++;
+                ls = i + 1;
+                ln++;
+              }
+            }
+            le = closer + tagName.name.length + 3;
+            c = text.charCodeAt(le);
+            while (le < len && c !== 10 && c !== 13) c = text.charCodeAt(++le);
+            nx = le >= len ? len + 1 : c === 13 && text.charCodeAt(le + 1) === 10 ? le + 2 : le + 1;
+          }
+        }
+      }
+      handled = true;
+      prevLs = ls;
+      prevLe = le;
+      ls = nx;
+      ln++;
+    }
+    if (!handled) return false;
+    this.ln = ln;
+    this.ls = ls;
+    this.prevLs = prevLs;
+    this.prevLe = prevLe;
+    this.measure();
+    return true;
   }
 
   /**
