@@ -299,8 +299,6 @@ class Parser {
       const nameLength = n - nameStart;
       const named = nameLength >= MIN_TAG_NAME && nameLength <= MAX_TAG_NAME;
       const tagName = named ? this.nameAt(nameStart, n, a, b) : undefined;
-      // A command's opening tag is a block: read as usual.
-      if (tagName !== undefined && !closing && tagName.command !== undefined) break;
       // The line's end, and where the next starts (as measure finds them).
       let le = n;
       let c = text.charCodeAt(le);
@@ -308,7 +306,29 @@ class Parser {
       let nx = le >= len ? len + 1 : c === 13 && text.charCodeAt(le + 1) === 10 ? le + 2 : le + 1;
       if (tagName !== undefined) {
         const after = text.charCodeAt(n);
-        if (closing) {
+        const command = closing ? undefined : tagName.command;
+        if (command !== undefined) {
+          // A command's opening tag is a block, read as usual; but a bare DELETE_FILE or
+          // READ_FILE tag (no path) is only counted (see block and skipCounted), unless its
+          // closing tag may be on a later line.
+          let read = command.selfClosing && after === 93 && command.required.length > 0;
+          if (read && this.trimmedEnd(n + 1, le) === n + 1) {
+            let p = nx;
+            while (p < len && isBlank(text.charCodeAt(p))) p++;
+            const next = text.charCodeAt(p);
+            read = p < len && next !== 10 && next !== 13 && (next !== 91 || !text.startsWith(command.closer, p));
+          }
+          if (!read) {
+            // Its name as read, for topLevelLine (see tagLine).
+            this.tagLine = ls;
+            this.tagNameStart = nameStart;
+            this.tagNameEnd = n;
+            this.tagCodeA = a;
+            this.tagCodeB = b;
+            break;
+          }
+          if (this.unlisted++ === 0) this.firstUnlisted = { line: ln, character: 0 };
+        } else if (closing) {
           // `[/NAME]` alone on its line (blanks aside): see closingTagAtTopLevel.
           if (after === 93 && this.trimmedEnd(n + 1, le) === n + 1 && (tagName.type !== undefined || this.suggestionFor(tagName) !== undefined)) {
             if (this.unlisted++ === 0) this.firstUnlisted = { line: ln, character: 0 };
