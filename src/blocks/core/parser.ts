@@ -117,6 +117,11 @@ const UNLISTED_TAG: Tag = Object.freeze({ range: UNLISTED.range, nameRange: UNLI
 /** Name characters (A–Z, a–z, 0–9, `_`) as codes 1–63 (see readName); 0 for any other character below 128. */
 const NAME_CODES = new Uint8Array(128);
 for (let c = 0, code = 1; c < 128; c++) if (isNameChar(c)) NAME_CODES[c] = code++;
+/** Characters below 128 by class, for the loops a pathological tag makes long (see countWords). */
+const BLANK = 1;
+const ATTRIBUTE = 2;
+const ASCII_CLASS = new Uint8Array(128);
+for (let c = 0; c < 128; c++) ASCII_CLASS[c] = isBlank(c) ? BLANK : isAttributeChar(c) ? ATTRIBUTE : 0;
 /** Tag names up to this long are told apart by their codes alone: two numbers of 8 codes of 6 bits, exact below 2^53. */
 const CODED_NAME = 16;
 /** Tag names remembered per parse (a power of two). */
@@ -993,9 +998,16 @@ class Parser {
         p = this.skipWord(p, to);
         continue;
       }
-      while (p < to && isAttributeChar(text.charCodeAt(p))) p++;
+      // By table: a tag of hundreds of thousands of words spends its time here.
+      for (p++; p < to; p++) {
+        const d = text.charCodeAt(p);
+        if (d > 127 || ASCII_CLASS[d] !== ATTRIBUTE) break;
+      }
       let q = p;
-      while (q < to && isBlank(text.charCodeAt(q))) q++;
+      for (; q < to; q++) {
+        const d = text.charCodeAt(q);
+        if (d > 127 ? !isBlank(d) : ASCII_CLASS[d] !== BLANK) break;
+      }
       if (q >= to || text.charCodeAt(q) !== 61) {
         // A word without a value: the next one starts here.
         p = q;
