@@ -406,7 +406,12 @@ class Parser {
           blank = true;
         } else if (blank && !isBlank(c)) blank = false;
       }
-      if (blank && this.mayBeTag(k)) break;
+      // A tag's name has at least MIN_TAG_NAME characters: a `[` without a third one (a flood of
+      // short bracketed lines) is passed over without reading its name.
+      if (blank) {
+        const third = text.charCodeAt(text.charCodeAt(k + 1) === 47 ? k + 4 : k + 3);
+        if (third < 128 && NAME_CODES[third] !== 0 && this.mayBeTag(k)) break;
+      }
       blank = false;
       i = k + 1;
     }
