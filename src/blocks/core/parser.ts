@@ -1,9 +1,10 @@
 // The command-block parser: one pass over the answer, line by line, without splitting it into
 // strings. Lines that do not start with `[` and a tag name's worth of name characters (after
 // blanks) are looked at once and skipped, so a large answer costs little more than finding its
-// line breaks; tag names are known by their characters' codes, not sliced per tag. It never
-// throws: whatever the input, the result is a list of commands and a list of errors, each with
-// exact ranges.
+// line breaks; tag names are known by their characters' codes, not sliced per tag. Once the error
+// list is full, runs of lines that start with tags no block follows are counted in one loop. It
+// never throws: whatever the input, the result is a list of commands and a list of errors, each
+// with exact ranges.
 // Every step is linear in the text, whatever the text: each character is looked at a bounded
 // number of times (no search runs past the line it is about, none starts over), and a hostile
 // answer cannot make it build more than a bounded number of errors or attributes per tag.
@@ -271,12 +272,13 @@ class Parser {
 
   /**
    * Once the error list is full: the lines from the current one on that start with a tag no
-   * command opens (`[NAME…`, `[/NAME]`, a closing tag of a command), read in one loop with the
-   * cursor in locals, as topLevelLine would read them one by one: each is only counted (or
-   * ignored), an unknown tag's body skipped up to its standalone closing tag. A hostile answer of
-   * such lines costs a short loop a line. Stops at the first line it does not handle (leading
-   * blanks, a command's opening tag, no tag), measured, with the line before it as the previous
-   * one; false when it handled none (nothing moved).
+   * command opens (`[NAME…`, `[/NAME]`, a closing tag of a command, a bare DELETE_FILE or
+   * READ_FILE tag), read in one loop with the cursor in locals, as topLevelLine would read them
+   * one by one: each is only counted (or ignored), an unknown tag's body skipped up to its
+   * standalone closing tag. A hostile answer of such lines costs a short loop a line. Stops at
+   * the first line it does not handle (leading blanks, any other command's opening tag, no tag),
+   * measured, with the line before it as the previous one; false when it handled none (nothing
+   * moved).
    */
   private countedTagLines(): boolean {
     const text = this.text;
