@@ -1,9 +1,10 @@
 // The command-block parser: one pass over the answer, line by line, without splitting it into
 // strings. Lines that do not start with `[` and a tag name's worth of name characters (after
 // blanks) are looked at once and skipped, so a large answer costs little more than finding its
-// line breaks; tag names are known by their characters' codes, not sliced per tag. It never
-// throws: whatever the input, the result is a list of commands and a list of errors, each with
-// exact ranges.
+// line breaks; tag names are known by their characters' codes, not sliced per tag. Once the error
+// list is full, runs of lines that start with tags no block follows are counted in one loop. It
+// never throws: whatever the input, the result is a list of commands and a list of errors, each
+// with exact ranges.
 // Every step is linear in the text, whatever the text: each character is looked at a bounded
 // number of times (no search runs past the line it is about, none starts over), and a hostile
 // answer cannot make it build more than a bounded number of errors or attributes per tag.
@@ -117,6 +118,11 @@ const UNLISTED_TAG: Tag = Object.freeze({ range: UNLISTED.range, nameRange: UNLI
 /** Name characters (A–Z, a–z, 0–9, `_`) as codes 1–63 (see readName); 0 for any other character below 128. */
 const NAME_CODES = new Uint8Array(128);
 for (let c = 0, code = 1; c < 128; c++) if (isNameChar(c)) NAME_CODES[c] = code++;
+/** Characters below 128 by class, for the loops a pathological tag makes long (see countWords). */
+const BLANK = 1;
+const ATTRIBUTE = 2;
+const ASCII_CLASS = new Uint8Array(128);
+for (let c = 0; c < 128; c++) ASCII_CLASS[c] = isBlank(c) ? BLANK : isAttributeChar(c) ? ATTRIBUTE : 0;
 /** Tag names up to this long are told apart by their codes alone: two numbers of 8 codes of 6 bits, exact below 2^53. */
 const CODED_NAME = 16;
 /** Tag names remembered per parse (a power of two). */
@@ -256,11 +262,120 @@ class Parser {
   run(): void {
     while (this.ls <= this.len) {
       if (!this.skipToBracketLine()) return;
+      if (this.full && this.countedTagLines()) continue;
       this.topLevelLine();
       this.prevLs = this.ls;
       this.prevLe = this.le;
       this.advance();
     }
+  }
+
+  /**
+   * Once the error list is full: the lines from the current one on that start with a tag no
+   * command opens (`[NAME…`, `[/NAME]`, a closing tag of a command, a bare DELETE_FILE or
+   * READ_FILE tag), read in one loop with the cursor in locals, as topLevelLine would read them
+   * one by one: each is only counted (or ignored), an unknown tag's body skipped up to its
+   * standalone closing tag. A hostile answer of such lines costs a short loop a line. Stops at
+   * the first line it does not handle (leading blanks, any other command's opening tag, no tag),
+   * measured, with the line before it as the previous one; false when it handled none (nothing
+   * moved).
+   */
+  private countedTagLines(): boolean {
+    const text = this.text;
+    const len = this.len;
+    let ln = this.ln;
+    let ls = this.ls;
+    let prevLs = this.prevLs;
+    let prevLe = this.prevLe;
+    let handled = false;
+    while (text.charCodeAt(ls) === 91 /* [ */) {
+      const closing = text.charCodeAt(ls + 1) === 47; /* / */
+      const nameStart = closing ? ls + 2 : ls + 1;
+      let a = 0;
+      let b = 0;
+      let n = nameStart;
+      for (;;) {
+        const c = text.charCodeAt(n);
+        const code = c < 128 ? NAME_CODES[c]! : 0;
+        if (code === 0) break;
+        const i = n - nameStart;
+        if (i < 8) a = a * 64 + code;
+        else if (i < CODED_NAME) b = b * 64 + code;
+        n++;
+      }
+      const nameLength = n - nameStart;
+      const named = nameLength >= MIN_TAG_NAME && nameLength <= MAX_TAG_NAME;
+      const tagName = named ? this.nameAt(nameStart, n, a, b) : undefined;
+      // The line's end, and where the next starts (as measure finds them).
+      let le = n;
+      let c = text.charCodeAt(le);
+      while (le < len && c !== 10 && c !== 13) c = text.charCodeAt(++le);
+      let nx = le >= len ? len + 1 : c === 13 && text.charCodeAt(le + 1) === 10 ? le + 2 : le + 1;
+      if (tagName !== undefined) {
+        const after = text.charCodeAt(n);
+        const command = closing ? undefined : tagName.command;
+        if (command !== undefined) {
+          // A command's opening tag is a block, read as usual; but a bare DELETE_FILE or
+          // READ_FILE tag (no path) is only counted (see block and skipCounted), unless its
+          // closing tag may be on a later line.
+          let read = command.selfClosing && after === 93 && command.required.length > 0;
+          if (read && this.trimmedEnd(n + 1, le) === n + 1) {
+            let p = nx;
+            while (p < len && isBlank(text.charCodeAt(p))) p++;
+            const next = text.charCodeAt(p);
+            read = p < len && next !== 10 && next !== 13 && (next !== 91 || !text.startsWith(command.closer, p));
+          }
+          if (!read) {
+            // Its name as read, for topLevelLine (see tagLine).
+            this.tagLine = ls;
+            this.tagNameStart = nameStart;
+            this.tagNameEnd = n;
+            this.tagCodeA = a;
+            this.tagCodeB = b;
+            break;
+          }
+          if (this.unlisted++ === 0) this.firstUnlisted = { line: ln, character: 0 };
+        } else if (closing) {
+          // `[/NAME]` alone on its line (blanks aside): see closingTagAtTopLevel.
+          if (after === 93 && this.trimmedEnd(n + 1, le) === n + 1 && (tagName.type !== undefined || this.suggestionFor(tagName) !== undefined)) {
+            if (this.unlisted++ === 0) this.firstUnlisted = { line: ln, character: 0 };
+          }
+        } else if ((after === 93 || n === le || isBlank(after)) && this.suggestionFor(tagName) !== undefined) {
+          // An unknown tag: see unknownTag.
+          const closer = this.standaloneCloserAfter(tagName, nx);
+          if (this.unlisted++ === 0) this.firstUnlisted = { line: ln, character: 1 };
+          if (closer !== -1) {
+            // To the closing tag's line (see moveToLineOf); it is alone on it, blanks aside.
+            ln++;
+            ls = nx;
+            for (let i = nx; i < closer; i++) {
+              const d = text.charCodeAt(i);
+              if (d === 10 || d === 13) {
+                if (d === 13 && text.charCodeAt(i + 1) === 10) i++;
+                ls = i + 1;
+                ln++;
+              }
+            }
+            le = closer + tagName.name.length + 3;
+            c = text.charCodeAt(le);
+            while (le < len && c !== 10 && c !== 13) c = text.charCodeAt(++le);
+            nx = le >= len ? len + 1 : c === 13 && text.charCodeAt(le + 1) === 10 ? le + 2 : le + 1;
+          }
+        }
+      }
+      handled = true;
+      prevLs = ls;
+      prevLe = le;
+      ls = nx;
+      ln++;
+    }
+    if (!handled) return false;
+    this.ln = ln;
+    this.ls = ls;
+    this.prevLs = prevLs;
+    this.prevLe = prevLe;
+    this.measure();
+    return true;
   }
 
   /**
@@ -293,7 +408,12 @@ class Parser {
           blank = true;
         } else if (blank && !isBlank(c)) blank = false;
       }
-      if (blank && this.mayBeTag(k)) break;
+      // A tag's name has at least MIN_TAG_NAME characters: a `[` without a third one (a flood of
+      // short bracketed lines) is passed over without reading its name.
+      if (blank) {
+        const third = text.charCodeAt(text.charCodeAt(k + 1) === 47 ? k + 4 : k + 3);
+        if (third < 128 && NAME_CODES[third] !== 0 && this.mayBeTag(k)) break;
+      }
       blank = false;
       i = k + 1;
     }
@@ -885,9 +1005,16 @@ class Parser {
         p = this.skipWord(p, to);
         continue;
       }
-      while (p < to && isAttributeChar(text.charCodeAt(p))) p++;
+      // By table: a tag of hundreds of thousands of words spends its time here.
+      for (p++; p < to; p++) {
+        const d = text.charCodeAt(p);
+        if (d > 127 || ASCII_CLASS[d] !== ATTRIBUTE) break;
+      }
       let q = p;
-      while (q < to && isBlank(text.charCodeAt(q))) q++;
+      for (; q < to; q++) {
+        const d = text.charCodeAt(q);
+        if (d > 127 ? !isBlank(d) : ASCII_CLASS[d] !== BLANK) break;
+      }
       if (q >= to || text.charCodeAt(q) !== 61) {
         // A word without a value: the next one starts here.
         p = q;
