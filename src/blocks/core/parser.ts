@@ -1127,6 +1127,12 @@ class Parser {
     const starts = this.contentStarts;
     const ends = this.contentEnds;
     const closerLength = closer.length;
+    // No closing tag anywhere after: the block is unclosed, its lines are only counted (nothing
+    // in them is read or kept), and the cursor ends on the last line as the loop would leave it.
+    if (this.nx <= this.len && text.indexOf(closer, this.nx) === -1) {
+      this.moveToLineOf(this.len);
+      return undefined;
+    }
     while (this.nx <= this.len) {
       this.advance();
       const ls = this.ls;
