@@ -33,13 +33,23 @@ export function clientGone(stdin: NodeJS.ReadableStream, stdout: NodeJS.Writable
   });
 }
 
+/**
+ * Calls `listener` on every one of `signals` until the returned function is called. Never `once`:
+ * execa's clean-up on exit (signal-exit) re-raises a signal it finds no other listener for, so a
+ * listener gone by the time that clean-up looks let one Ctrl-C kill the process before it had
+ * stopped its children.
+ */
+export function onSignals(signals: readonly NodeJS.Signals[], listener: () => void): () => void {
+  for (const signal of signals) process.on(signal, listener);
+  return () => signals.forEach((signal) => process.off(signal, listener));
+}
+
 /** Resolves when the process is asked to stop (SIGINT, SIGTERM, SIGHUP) until `dispose` is called. */
 export function stopRequested(): { promise: Promise<void>; dispose(): void } {
   const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
   let stop = () => undefined as void;
   const promise = new Promise<void>((resolve) => (stop = resolve));
-  for (const signal of signals) process.on(signal, stop);
-  return { promise, dispose: () => signals.forEach((signal) => process.off(signal, stop)) };
+  return { promise, dispose: onSignals(signals, () => stop()) };
 }
 
 /** How often a server whose client closed stdin checks that the client is still there. */

@@ -3,7 +3,7 @@ import { existsSync, statSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseCommandLine } from '../shared/args.ts';
-import { UsageError, type CliIO } from './io.ts';
+import { onSignals, UsageError, type CliIO } from './io.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { parseEnvOptions } from '../runner/core/agents.ts';
 import { BackendUnavailableError, type Backend } from '../runner/core/backend.ts';
@@ -195,7 +195,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     io.stderr.write('\nbelay run: stopping (killing every agent and command)...\n');
     controller.abort();
   };
-  process.once('SIGINT', onSigint);
+  const offSigint = onSignals(['SIGINT'], onSigint);
   const results: RunResult[] = [];
   try {
     let next = 0;
@@ -224,7 +224,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     };
     await Promise.all(Array.from({ length: Math.min(concurrency, tasks.length) }, worker));
   } finally {
-    process.removeListener('SIGINT', onSigint);
+    offSigint();
     await llm?.host.close();
   }
   results.sort((a, b) => a.task_name.localeCompare(b.task_name));

@@ -16,7 +16,7 @@ import type { RunLimits } from '../runner/core/protocol.ts';
 import { isProtocol, protocolNamed } from '../runner/core/protocols/index.ts';
 import { runTask } from '../runner/core/run.ts';
 import { loadTask, type Task } from '../runner/core/task.ts';
-import { UsageError, type CliIO } from './io.ts';
+import { onSignals, UsageError, type CliIO } from './io.ts';
 import { checkLlmKey, startLlm, storedLlmFlags, type LlmFlags } from './llm.ts';
 
 /** What the runs of a job need beyond the task: kept in job.json's settings.options. */
@@ -141,7 +141,7 @@ async function execute(jobDir: string, tasks: readonly Task[], settings: TrialSe
     io.stderr.write('\nbelay run: stopping the job (its running trials are run again on --resume)...\n');
     controller.abort();
   };
-  process.once('SIGINT', onSigint);
+  const offSigint = onSignals(['SIGINT'], onSigint);
   const labels = taskLabels(tasks, io.cwd);
   const progress = progressWriter(io.stderr);
   // One gateway for every trial of the job: their 429 backoff is shared, each has its own token and budget.
@@ -181,7 +181,7 @@ async function execute(jobDir: string, tasks: readonly Task[], settings: TrialSe
     throw error;
   } finally {
     progress.done();
-    process.removeListener('SIGINT', onSigint);
+    offSigint();
     await llm?.host.close();
   }
   if (json) io.stdout.write(JSON.stringify(job, null, 2) + '\n');

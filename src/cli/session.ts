@@ -7,7 +7,7 @@ import { listSessions, SessionError, startSession, stepSession, watchSession, ty
 import { parseCommandLine, splitAction } from '../shared/args.ts';
 import { neutraliseControls, neutraliseJson } from '../shared/terminalText.ts';
 import { printableResult, readAnswer, timeoutMs } from './blocks.ts';
-import { readAll, UsageError, type CliIO } from './io.ts';
+import { onSignals, readAll, UsageError, type CliIO } from './io.ts';
 
 /** Printed by `belay session --help` (and when no action is given). */
 export const usage = `Usage:
@@ -74,8 +74,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
         expectPositionals(positionals, 0, action);
         const controller = new AbortController();
         const stop = () => controller.abort();
-        process.once('SIGINT', stop);
-        process.once('SIGTERM', stop);
+        const offSignals = onSignals(['SIGINT', 'SIGTERM'], stop);
         try {
           io.stderr.write(`watching ${path.join(root, 'inbox')} for answers (.txt); Ctrl-C stops\n`);
           const state = await watchSession(root, {
@@ -89,8 +88,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
           });
           return state.isComplete ? 0 : 130;
         } finally {
-          process.off('SIGINT', stop);
-          process.off('SIGTERM', stop);
+          offSignals();
         }
       }
       case 'list': {

@@ -111,7 +111,7 @@ describe('belay run', () => {
   it('stops on Ctrl-C: everything it started is killed and the run records say aborted', async () => {
     const token = `belay-cli-sigint-${process.pid}`;
     let sent = false;
-    const { code, stdout } = await belay(
+    const { code, stdout, stderr, signal } = await belay(
       ['run', taskDir('hello'), '--agent', `${nodeAgent('silent.mjs')} ${token}`, '--protocol', 'sdk1', '--backend', 'local', '--out', path.join(tmp.dir, 'sigint')],
       (stderr, child) => {
         if (!sent && stderr.includes('[hello] started')) {
@@ -120,7 +120,7 @@ describe('belay run', () => {
         }
       },
     );
-    assert.equal(code, 1);
+    assert.equal(code, 1, `signal ${signal}; stderr: ${stderr}`);
     assert.match(stdout, /^hello\s+failed\s+0\s+\d+\s+\S+\s+local\s+aborted$/m);
     assert.deepEqual(processesWith(token), []);
   });
