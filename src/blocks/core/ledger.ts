@@ -175,10 +175,24 @@ export class Ledger {
       await fs.mkdir(this.folder, { recursive: true });
       await extra();
       await writeFileAtomic(this.file, JSON.stringify(snapshot), { durable: false });
+      await this.sweepTexts(snapshot.records);
     });
     // A failed write is reported to its caller; the next one tries again.
     this.writing = written.catch(() => undefined);
     return written;
+  }
+
+  /**
+   * Removes the kept texts no record needs any more: those of records taken back, replaced, or
+   * gone past MAX_RECORDS. A record added since `written` was saved keeps its texts too (its own
+   * write comes after this one and puts back any it needs).
+   */
+  private async sweepTexts(written: readonly BlockRecord[]): Promise<void> {
+    const needed = new Set<string>();
+    for (const record of [...written, ...this.records]) for (const file of record.files) if (file.before !== null) needed.add(file.before);
+    const blobs = path.join(this.folder, 'blobs');
+    const names = await fs.readdir(blobs).catch(() => [] as string[]);
+    await Promise.all(names.filter((name) => /^[0-9a-f]{64}$/.test(name) && !needed.has(name)).map((name) => fs.unlink(path.join(blobs, name)).catch(() => undefined)));
   }
 }
 

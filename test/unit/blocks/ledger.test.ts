@@ -1,7 +1,7 @@
 // The ledger the editor's block states are derived from: block keys by content, states from the
 // files' digests, records and the texts kept for Undo Answer, across a reload.
 import assert from 'node:assert/strict';
-import { readdir } from 'node:fs/promises';
+import { readdir, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { blockIds, digest, Ledger, recordState, type BlockRecord } from '../../../src/blocks/core/ledger.ts';
@@ -71,13 +71,39 @@ describe('Ledger', () => {
     await again.load();
     assert.equal(again.get('one#1'), undefined);
     assert.deepEqual((await readdir(folder)).sort(), ['blobs', 'ledger.json']);
+    assert.deepEqual(await readdir(path.join(folder, 'blobs')), [], 'the text of a record taken back is not kept');
+  });
+
+  it('keeps a text while some record needs it, and no longer once none does', async () => {
+    const folder = path.join(dir, 'texts');
+    const ledger = new Ledger(folder);
+    const record = (id: string, before: string): BlockRecord => ({
+      id,
+      at: 1,
+      batch: 'b',
+      files: [{ real: `/ws/${id}`, relative: id, before: digest(before), after: digest('new\n') }],
+      result: { commandType: 'EDIT_FILE', summary: 'Edited', success: true },
+    });
+    const kept = async () => (await readdir(path.join(folder, 'blobs'))).sort();
+    await ledger.add([record('a#1', 'shared\n'), record('b#1', 'shared\n'), record('c#1', 'own\n')], new Map([[digest('shared\n')!, 'shared\n'], [digest('own\n')!, 'own\n']]));
+    assert.deepEqual(await kept(), [digest('own\n'), digest('shared\n')].sort());
+    // A later record of c replaces the earlier one, with another text before it.
+    await ledger.add([record('c#1', 'later\n')], new Map([[digest('later\n')!, 'later\n']]));
+    assert.deepEqual(await kept(), [digest('later\n'), digest('shared\n')].sort());
+    await ledger.remove(['a#1']);
+    assert.deepEqual(await kept(), [digest('later\n'), digest('shared\n')].sort(), 'b still needs the shared text');
+    await ledger.remove(['b#1', 'c#1']);
+    assert.deepEqual(await kept(), []);
+    // Only what the ledger itself names is swept: another file in its folder stays.
+    await writeFile(path.join(folder, 'blobs', 'notes.txt'), 'x');
+    await ledger.add([], new Map());
+    assert.deepEqual(await kept(), ['notes.txt']);
   });
 
   it('a damaged ledger file starts empty rather than failing', async () => {
     const folder = path.join(dir, 'broken');
     const ledger = new Ledger(folder);
     await ledger.add([], new Map());
-    const { writeFile } = await import('node:fs/promises');
     await writeFile(path.join(folder, 'ledger.json'), '{"version": 1, "records": [{"id": 3}]}');
     const reloaded = new Ledger(folder);
     await reloaded.load();
