@@ -217,7 +217,7 @@ export class ConfinedRoot {
       if (!stats.isFile() || stats.ino !== before!.ino || stats.dev !== before!.dev) throw changed(real, `was replaced by ${describeKind(entryKind(stats))}`);
       // The file opened is the one in the folder at the path expected (a folder handle kept from an
       // earlier step could have been moved elsewhere since).
-      await this.verify(folder);
+      this.verify(folder);
       if (options.limit !== undefined && stats.size > options.limit) {
         throw new ConfinedError('EFBIG', `'${real}' has ${stats.size} bytes, more than ${options.limit}`, { size: stats.size });
       }
@@ -269,7 +269,7 @@ export class ConfinedRoot {
           await handle.close();
         }
         assertReplaceable(real, await lstatOrUndefined(this.entryPath(folder, name)));
-        await this.verify(folder);
+        this.verify(folder);
         try {
           await fs.rename(tmpPath, this.entryPath(folder, name));
         } catch (error) {
@@ -277,7 +277,7 @@ export class ConfinedRoot {
           throw error;
         }
         renamed = true;
-        if (!(await this.stillAt(folder))) {
+        if (!this.stillAt(folder)) {
           // The folder moved between the check and the rename: take the file back out of it.
           const written = open ? await handle.stat() : undefined;
           const landed = await lstatOrUndefined(this.entryPath(folder, name));
@@ -293,7 +293,7 @@ export class ConfinedRoot {
       // Innermost first; each through its own parent's handle, never by a path a link could bend.
       for (const made of created.reverse()) {
         this.forget(made.folder);
-        if (await this.stillAt(made.parent)) await fs.rmdir(this.entryPath(made.parent, made.name)).catch(() => undefined);
+        if (this.stillAt(made.parent)) await fs.rmdir(this.entryPath(made.parent, made.name)).catch(() => undefined);
       }
       throw error;
     }
@@ -327,10 +327,7 @@ export class ConfinedRoot {
       if (options.mode !== undefined) fchmodSync(fd, options.mode);
       if (options.durable ?? true) fsyncSync(fd);
       assertReplaceable(real, lstatSyncOrUndefined(targetPath));
-      if (!this.stillAtSync(folder)) {
-        this.forget(folder);
-        throw changed(folder.path, 'was moved or replaced (by a symbolic link?)');
-      }
+      this.verify(folder);
       try {
         renameSync(tmpPath, targetPath);
       } catch (error) {
@@ -338,7 +335,7 @@ export class ConfinedRoot {
         throw error;
       }
       renamed = true;
-      if (!this.stillAtSync(folder)) {
+      if (!this.stillAt(folder)) {
         // The folder moved between the check and the rename: take the file back out of it.
         const written = fstatSync(fd);
         const landed = lstatSyncOrUndefined(targetPath);
@@ -360,7 +357,7 @@ export class ConfinedRoot {
     if (kind === 'missing') throw new ConfinedError('ENOENT', `'${real}' does not exist`, { kind });
     if (kind === 'directory') throw new ConfinedError('EISDIR', `'${real}' is a folder`, { kind });
     if (kind !== 'file' && kind !== 'symlink') throw new ConfinedError('ENOTREG', `'${real}' is ${describeKind(kind)}, not a regular file`, { kind });
-    await this.verify(folder);
+    this.verify(folder);
     await fs.unlink(entry);
   }
 
@@ -456,24 +453,13 @@ export class ConfinedRoot {
     this.retired = [];
   }
 
-  /** Whether the folder is still at its expected path (nothing on the way replaced or moved). */
-  private async stillAt(folder: Folder): Promise<boolean> {
-    try {
-      if (folder.handle) return (await fs.readlink(procPath(folder.handle))) === folder.path;
-      let at = folder.path;
-      while (at !== this.root) {
-        const stats = await fs.lstat(at);
-        if (!stats.isDirectory()) return false;
-        at = path.dirname(at);
-      }
-      return (await fs.realpath(folder.path)) === folder.path;
-    } catch {
-      return false;
-    }
-  }
-
-  /** stillAt, in system calls that do not leave the thread (see replaceSync). */
-  private stillAtSync(folder: Folder): boolean {
+  /**
+   * Whether the folder is still at its expected path (nothing on the way replaced or moved).
+   * Synchronous, for both ways of writing: a readlink, or a few lstats and a realpath, of
+   * microseconds that open nothing, where a round trip through the thread pool each cost more
+   * than the check (see SYNC_WRITE_BYTES).
+   */
+  private stillAt(folder: Folder): boolean {
     try {
       if (folder.handle) return readlinkSync(procPath(folder.handle)) === folder.path;
       let at = folder.path;
@@ -487,8 +473,8 @@ export class ConfinedRoot {
     }
   }
 
-  private async verify(folder: Folder): Promise<void> {
-    if (!(await this.stillAt(folder))) {
+  private verify(folder: Folder): void {
+    if (!this.stillAt(folder)) {
       this.forget(folder);
       throw changed(folder.path, 'was moved or replaced (by a symbolic link?)');
     }
