@@ -675,10 +675,11 @@ class ContainerSession implements BackendSession {
       const bytes = Number(measured.stdout.text('').trim());
       if (this.#agentEnded) return;
       if (Number.isFinite(bytes) && bytes > limit) {
-        const written = `the container wrote ${Math.round(bytes / 1024 / 1024)} MB`;
-        const mb = Math.round(limit / 1024 / 1024);
-        this.#spec.onLimit?.('disk_budget', byBudget ? `the run wrote ${formatBytes(bytes)} in its container, more than its disk budget of ${formatBytes(limit)}` : `${written}, more than its storage limit of ${mb} MB`);
-        this.#spec.onNotice?.(`${written}, more than ${byBudget ? `the run's disk budget of ${formatBytes(limit)}` : `its storage limit of ${mb} MB`}: the agent phase is stopped`);
+        const reason = byBudget
+          ? `the run wrote ${formatBytes(bytes)} in its container, more than its disk budget of ${formatBytes(limit)}`
+          : `the container wrote ${Math.round(bytes / 1024 / 1024)} MB, more than its storage limit of ${Math.round(limit / 1024 / 1024)} MB`;
+        this.#spec.onLimit?.('disk_budget', reason);
+        this.#spec.onNotice?.(`${reason}: the agent phase is stopped`);
         // Its failure, if any, is the harness's to hear when it ends the phase (the same promise).
         await this.endAgentPhase().catch(() => undefined);
         return;
