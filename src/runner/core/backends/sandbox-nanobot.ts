@@ -8,7 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { programEnvironment } from '../backend.ts';
 import type { MicroAgentLauncher } from './container-nanobot.ts';
-import { probeSandbox, realDir, tooWide, type SandboxOptions } from './sandbox.ts';
+import { probeSandbox, realDir, sandboxBaseEnvironment, tooWide, type SandboxOptions } from './sandbox.ts';
 
 export interface SandboxLauncherOptions extends SandboxOptions {
   /** Host folders the bot reads (its program, the runtime its command names), read-only at their paths. */
@@ -33,7 +33,8 @@ export async function sandboxLauncher(options: SandboxLauncherOptions): Promise<
         .filter((dir) => dir.path !== workspace && !dir.path.startsWith(`${workspace}/`));
       const wide = folders.find((dir) => tooWide(dir.source, userHome));
       if (wide) throw new Error(`the micro-agent's folder ${wide.path} would show your whole home folder to it: give it a folder of its own`);
-      const homeInside = process.getuid?.() === 0 ? '/root' : os.homedir();
+      const base = sandboxBaseEnvironment(system);
+      const homeInside = base.HOME;
       // The private /tmp and home first: the workspace and the bot's folders may lie in either.
       const args = [...isolation, ...system.args, '--size', scratchBytes, '--tmpfs', '/tmp', '--symlink', '../tmp', '/var/tmp'];
       if (homeInside !== '/tmp') args.push('--size', scratchBytes, '--tmpfs', homeInside);
@@ -41,7 +42,6 @@ export async function sandboxLauncher(options: SandboxLauncherOptions): Promise<
       for (const dir of folders) args.push('--ro-bind', dir.source, dir.path);
       args.push('--bind', realWorkspace, workspace);
       args.push('--remount-ro', '/', '--chdir', workspace);
-      const base = { PATH: system.path, HOME: homeInside, LANG: process.env.LANG ?? 'C.UTF-8', TERM: process.env.TERM ?? 'dumb' };
       return {
         command: { argv: [bwrap, ...args, '--', ...spec.argv], cwd: '/', env: programEnvironment(base, spec.env) },
         // The sandbox's PID namespace ends with bwrap (killed with its process group, or dying with Belay).

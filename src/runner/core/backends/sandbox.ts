@@ -197,6 +197,15 @@ export function realDir(dir: string): string {
   }
 }
 
+/**
+ * The base variables of a program in a sandbox: the system view's PATH, a home where root's or the
+ * user's is (a private one is bound there), and this process's LANG and TERM.
+ */
+export function sandboxBaseEnvironment(system: SystemView): BaseEnvironment {
+  const home = process.getuid?.() === 0 ? '/root' : os.homedir();
+  return { PATH: system.path, HOME: home, LANG: process.env.LANG ?? 'C.UTF-8', TERM: process.env.TERM ?? 'dumb' };
+}
+
 /** What a working bubblewrap here needs: the program, the isolation flags that work, the system view. */
 export interface SandboxProbe {
   bwrap: string;
@@ -279,8 +288,8 @@ export async function sandboxBackend(options: SandboxOptions = {}): Promise<Back
           throw error;
         });
       }
-      const homeInside = process.getuid?.() === 0 ? '/root' : os.homedir();
-      const base: BaseEnvironment = { PATH: system.path, HOME: homeInside, LANG: process.env.LANG ?? 'C.UTF-8', TERM: process.env.TERM ?? 'dumb' };
+      const base = sandboxBaseEnvironment(system);
+      const homeInside = base.HOME;
       const mark = { file: 'mountinfo' as const, text: token };
       let phase: Phase = 'agent';
       return {
