@@ -490,6 +490,17 @@ export function agentRuntimes(agentFolders: readonly string[]): string[] {
   return agentFolders.map((folder) => path.resolve(folder)).filter((folder) => /\/(bin|sbin)$/.test(folder) && !SYSTEM_FOLDERS.some((system) => inside(system, folder)));
 }
 
+/** What a started helper (the keeper, the forwarder) does first: says it is ready, ends, or neither within `timeoutMs`. */
+async function firstSign(ready: Promise<void>, child: RunningChild, timeoutMs: number): Promise<'ready' | 'ended' | 'timeout'> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
+  try {
+    return await Promise.race([ready.then(() => 'ready' as const), child.ended.then(() => 'ended' as const), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 class ContainerSession implements BackendSession {
   readonly backend = 'container';
   readonly workdir = '/app';
@@ -584,10 +595,7 @@ class ContainerSession implements BackendSession {
       },
     });
     this.#keeper = keeper;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), 120_000)));
-    const first = await Promise.race([started.then(() => 'ready' as const), keeper.ended.then(() => 'ended' as const), timeout]);
-    clearTimeout(timer);
+    const first = await firstSign(started, keeper, 120_000);
     if (first === 'ready') {
       if (!this.#agentEnded) this.#watchStorage();
       return;
@@ -636,10 +644,7 @@ class ContainerSession implements BackendSession {
       },
     });
     this.#forwarder = forwarder;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), 60_000)));
-    const first = await Promise.race([listening.then(() => 'ready' as const), forwarder.ended.then(() => 'ended' as const), timeout]);
-    clearTimeout(timer);
+    const first = await firstSign(listening, forwarder, 60_000);
     if (first === 'ready') return;
     forwarder.kill();
     const said = stderr.trim().split('\n').slice(-3).join('\n');
