@@ -1,7 +1,11 @@
-// Every child process Belay starts goes through this module, built on execa. execa gives:
-// Windows-correct spawning (PATHEXT and shebang lookup, argument quoting), tree kills
-// (`killDescendants`: the child leads its own process group on Unix, `taskkill /T` on Windows),
-// cleanup when Belay itself exits, and the reason a spawn failed.
+// Every child process Belay starts goes through this module. On Linux and macOS a small helper
+// process forks them and hands their pipes back (spawn-host.ts: a fork of the extension host
+// blocked its thread for milliseconds); each leads its own process group, killed as a group, and
+// dies with Belay even when Belay is killed outright. On Windows, and wherever the helper cannot
+// start, execa starts them here. execa gives: Windows-correct spawning (PATHEXT and shebang
+// lookup, argument quoting), tree kills (`killDescendants`: the child leads its own process group
+// on Unix, `taskkill /T` on Windows), cleanup when Belay itself exits, and the reason a spawn
+// failed.
 // Done on top, because execa does not do it:
 // - output bounded in memory keeping head and tail (execa's `maxBuffer` kills the process instead);
 // - a timeout counted from when the input is given (execa's `timeout` counts from the spawn);
@@ -11,8 +15,10 @@
 // must not pay.
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import type { Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { errorMessage } from './errors.ts';
+import { spawnHosted } from './spawn-host.ts';
 
 /** Keeps at most `limit` characters of a stream in memory: the head, and where asked, the tail. */
 export class BoundedText {
@@ -133,6 +139,82 @@ export interface RunningChild {
  * group is killed so that background members do not hold the output open; `ended` follows.
  */
 export function startChild(options: StartChildOptions): RunningChild {
+  return startHostedChild(options) ?? startExecaChild(options);
+}
+
+/** `startChild` through the spawn helper (see spawn-host.ts); undefined where there is none. */
+function startHostedChild(options: StartChildOptions): RunningChild | undefined {
+  const input = new PassThrough();
+  const [program, ...args] = options.argv;
+  let pid: number | undefined;
+  let killRequested = false;
+  const killTree = () => {
+    if (pid === undefined) killRequested = true;
+    else {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        // The group is gone already.
+      }
+    }
+  };
+  let resolveEnd!: (end: ChildEnd) => void;
+  const ended = new Promise<ChildEnd>((resolve) => (resolveEnd = resolve));
+  let exit: ChildEnd | undefined;
+  let open = 2;
+  const settle = () => {
+    if (exit && open === 0) resolveEnd(exit);
+  };
+  const streams: Socket[] = [];
+  const hosted = spawnHosted(
+    { file: program, args, cwd: options.cwd, env: options.env ?? process.env, stdin: options.stdin ?? 'pipe' },
+    {
+      spawned: (childPid, stdout, stderr, stdin) => {
+        pid = childPid;
+        streams.push(stdout, stderr);
+        stdout.setEncoding('utf8').on('data', (chunk: string) => options.onStdout?.(chunk));
+        stderr.setEncoding('utf8').on('data', (chunk: string) => options.onStderr?.(chunk));
+        for (const stream of [stdout, stderr]) {
+          // A pipe with nothing in it may have ended and closed before it reached us.
+          if (stream.closed) open--;
+          else {
+            stream.on('close', () => {
+              open--;
+              settle();
+            });
+          }
+        }
+        if (stdin) input.pipe(stdin);
+        if (killRequested) killTree();
+      },
+      exit: (exitCode, signal) => {
+        exit = { exitCode, signal };
+        // Background members of the group may still hold stdout open: end them so 'close' comes.
+        killTree();
+        setTimeout(() => {
+          for (const stream of streams) stream.destroy();
+        }, ESCAPED_PIPE_GRACE_MS).unref();
+        settle();
+      },
+      failed: (error) => resolveEnd({ exitCode: null, signal: null, spawnError: spawnFailure(program, options.cwd, error) }),
+    },
+  );
+  if (!hosted) return undefined;
+  return {
+    get pid() {
+      return pid;
+    },
+    write: (text) => {
+      if (options.stdin !== 'ignore' && !input.writableEnded) input.write(text);
+    },
+    endInput: () => void input.end(),
+    kill: () => killTree(),
+    ended,
+  };
+}
+
+/** `startChild` with execa in this process (Windows, or where the helper could not start). */
+function startExecaChild(options: StartChildOptions): RunningChild {
   const input = new PassThrough();
   let child: ChildProcess | undefined;
   let killRequested = false;

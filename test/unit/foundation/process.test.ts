@@ -179,9 +179,10 @@ test('the child gets exactly the environment it is given, not Belay\'s merged in
   assert.equal(r.stdout.text(''), 'ONLY=this\n');
 });
 
-test('children die with Belay: a process that exits (or is terminated) takes its children\'s groups along', async () => {
+test('children die with Belay: a process that exits, is terminated or is killed outright takes its children\'s groups along', async () => {
   const processTs = path.resolve(import.meta.dirname, '../../../src/shared/process.ts');
-  for (const [how, end] of [['exit', 'process.exit(0)'], ['SIGTERM', "process.kill(process.pid, 'SIGTERM')"]] as const) {
+  // SIGKILL leaves Belay no moment to clean up: the spawn helper sees its channel close instead.
+  for (const [how, end] of [['exit', 'process.exit(0)'], ['SIGTERM', "process.kill(process.pid, 'SIGTERM')"], ['SIGKILL', "process.kill(process.pid, 'SIGKILL')"]] as const) {
     // The parent starts a shell whose child sleeps in the background, prints both pids, then ends.
     const script = `import { runBounded, startChild } from ${JSON.stringify(processTs)};
 startChild({ argv: ['/bin/sh', '-c', 'echo $$; exec sleep 60'], cwd: '/', stdin: 'ignore', onStdout: (agentPid) => {

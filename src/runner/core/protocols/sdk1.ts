@@ -1,6 +1,7 @@
 // Term Challenge SDK 1.x: one JSON request line on the agent's stdin per step, one JSON
 // response line back; the harness runs the command and tracks the working directory.
 import * as z from 'zod';
+import { availableParallelism } from 'node:os';
 import * as path from 'node:path';
 import { AgentProcess, type LineResult } from './agent-process.ts';
 import { shellPath } from '../backend.ts';
@@ -60,6 +61,9 @@ export function parseSdk1Response(line: string): { response: Sdk1Response; raw: 
   };
 }
 
+/** SDK 1.x runs going on in this process (the trials of a job run side by side). */
+let activeRuns = 0;
+
 const MAX_INVALID = 3;
 const MAX_EMPTY = 3;
 
@@ -85,11 +89,16 @@ export async function runSdk1(ctx: AgentContext): Promise<AgentOutcome> {
   let last: { command: string | null; output: string | null; exitCode: number | null } = { command: null, output: null, exitCode: null };
   let cwd = ctx.session.workdir;
   let emptyInARow = 0;
-  // A spare shell is always starting: while the agent thinks and while the previous command
-  // runs, so that spawning (a sandbox costs milliseconds) stays off the step's path.
+  // A spare shell is starting while the agent thinks and while the previous command runs, so
+  // that spawning (a sandbox costs milliseconds) stays off the step's path. It is speculative (the
+  // last one is never used): when this process's runs already outnumber the cores, as in a job,
+  // it would only take CPU from the other runs, and each step starts its own shell instead.
   const spare = () => prepareStep({ session: ctx.session, env: ctx.env, excerptChars: ctx.limits.excerptChars });
-  let shell: PreparedStep = spare();
+  const speculate = () => (activeRuns <= availableParallelism() ? spare() : undefined);
+  let shell: PreparedStep | undefined;
+  activeRuns++;
   try {
+    shell = speculate();
     for (;;) {
       step++;
       if (step > ctx.limits.maxSteps) {
@@ -124,7 +133,7 @@ export async function runSdk1(ctx: AgentContext): Promise<AgentOutcome> {
         emptyInARow = 0;
         ctx.emit({ type: 'command', step, command: response.command, cwd });
         const outputFile = stepOutputFile(step);
-        const prepared = shell;
+        const prepared = shell ?? spare();
         const running = prepared.run({
           command: response.command,
           cwd,
@@ -135,8 +144,7 @@ export async function runSdk1(ctx: AgentContext): Promise<AgentOutcome> {
           onOutput: (chunk) => ctx.emit({ type: 'output', step, chunk }),
           signal: ctx.signal,
         });
-        // Spawning blocks this thread for a moment: do it while the command already runs.
-        shell = spare();
+        shell = speculate();
         const result = await running;
         ctx.emit({ type: 'step-ended', step, exitCode: result.exitCode, timedOut: result.timedOut, durationMs: result.durationMs });
         Object.assign(entry, { exit_code: result.exitCode, timed_out: result.timedOut, duration_ms: Math.round(result.durationMs), output_file: outputFile });
@@ -160,7 +168,8 @@ export async function runSdk1(ctx: AgentContext): Promise<AgentOutcome> {
     if (error instanceof RunFailure) error.steps ??= step;
     throw error;
   } finally {
-    shell.discard();
+    activeRuns--;
+    shell?.discard();
     await agent.kill();
   }
 }

@@ -61,20 +61,25 @@ export function prepareStep(options: Pick<StepOptions, 'session' | 'env' | 'exce
   return {
     discard: () => prepared.discard(),
     async run(run) {
-      const log = new CappedLog(run.outputFile, run.maxLogBytes);
+      // The command is given first and its log created while it runs (creating a file takes a
+      // while on some file systems); no output can come before this turn ends.
+      let log: CappedLog | undefined;
+      const running = prepared.start({
+        input: `${run.cwd.replace(/\n/g, ' ')}\n${run.command}`,
+        timeoutMs: run.timeoutMs,
+        onStdout: (chunk) => {
+          log?.write(chunk);
+          run.onOutput?.(chunk);
+        },
+        signal: run.signal,
+      });
       let result;
       try {
-        result = await prepared.start({
-          input: `${run.cwd.replace(/\n/g, ' ')}\n${run.command}`,
-          timeoutMs: run.timeoutMs,
-          onStdout: (chunk) => {
-            log.write(chunk);
-            run.onOutput?.(chunk);
-          },
-          signal: run.signal,
-        });
+        log = new CappedLog(run.outputFile, run.maxLogBytes);
+        result = await running;
       } finally {
-        log.close();
+        if (log) log.close();
+        else prepared.discard();
       }
       return observe(result, run.cwd, run.timeoutMs, run.outputName ?? run.outputFile, options.excerptChars);
     },

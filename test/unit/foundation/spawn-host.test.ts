@@ -1,0 +1,113 @@
+// The spawn helper (src/shared/spawn-host.ts): every program Belay starts on Linux and macOS is
+// forked by a small helper process, which hands the pipes back. What must hold: nothing written is
+// lost however fast the program exits, exits and failures are reported for the right program,
+// the helper's channel never reaches a program, and a helper that dies takes its programs along
+// and is replaced.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import * as os from 'node:os';
+import { test } from 'node:test';
+import { runBounded, startChild } from '../../../src/shared/process.ts';
+
+const alive = (pid: number) => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+};
+
+async function until(check: () => boolean, withinMs = 5_000): Promise<boolean> {
+  const deadline = Date.now() + withinMs;
+  while (!check()) {
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return true;
+}
+
+/** This process's children whose command line names the spawn helper. */
+function helpers(): number[] {
+  const children = readdirSync(`/proc/self/task`).flatMap((task) => readFileSync(`/proc/self/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
+  return children.filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('belay-spawn-host');
+    } catch {
+      return false;
+    }
+  });
+}
+
+const linux = process.platform === 'linux';
+
+test('programs are started by the helper, not by this process, and their pipes lose nothing however fast they exit', { skip: !linux && 'needs /proc' }, async () => {
+  // 24 programs, 6 at a time: each writes 2 MB to stdout and a line to stderr and exits at once,
+  // so most exit before their pipes have reached this process.
+  const script = 'head -c 2000000 /dev/zero | tr "\\0" x; echo "err $1" >&2; exit $(( $1 % 7 ))';
+  const results: { index: number; out: number; err: string; code: number | null; parent: number }[] = [];
+  for (let batch = 0; batch < 4; batch++) {
+    await Promise.all(
+      Array.from({ length: 6 }, async (_, i) => {
+        const index = batch * 6 + i;
+        let out = 0;
+        let err = '';
+        let parent = 0;
+        const child = startChild({
+          argv: ['/bin/sh', '-c', `echo $PPID >&2; ${script}`, 'sh', String(index)],
+          cwd: os.tmpdir(),
+          stdin: 'ignore',
+          onStdout: (chunk) => (out += chunk.length),
+          onStderr: (chunk) => (err += chunk),
+        });
+        const end = await child.ended;
+        const [first, ...rest] = err.split('\n');
+        parent = Number(first);
+        results.push({ index, out, err: rest.join('\n'), code: end.exitCode, parent });
+      }),
+    );
+  }
+  for (const r of results) {
+    assert.equal(r.out, 2_000_000, `program ${r.index}: stdout`);
+    assert.equal(r.err, `err ${r.index}\n`, `program ${r.index}: stderr`);
+    assert.equal(r.code, r.index % 7, `program ${r.index}: exit code`);
+    assert.notEqual(r.parent, process.pid, `program ${r.index} was forked by this process`);
+  }
+  assert.deepEqual(new Set(results.map((r) => r.parent)).size, 1, 'one helper started them all');
+  assert.deepEqual(helpers(), [results[0]!.parent]);
+});
+
+test('stdin reaches the program and its end is seen; a failed start names the program; exit codes and signals are the program\'s own', async () => {
+  const echoed = await runBounded({ argv: ['/bin/sh', '-c', 'cat; echo " and done"'], cwd: os.tmpdir(), input: 'fed through stdin', timeoutMs: 10_000, maxOutputChars: 1000 });
+  assert.equal(echoed.stdout.text(''), 'fed through stdin and done\n');
+  const missing = await runBounded({ argv: ['/nonexistent/program'], cwd: os.tmpdir(), timeoutMs: 10_000, maxOutputChars: 1000 });
+  assert.equal(missing.spawnError?.message, '/nonexistent/program: not found (ENOENT)');
+  const signalled = await runBounded({ argv: ['/bin/sh', '-c', 'kill -TERM $$'], cwd: os.tmpdir(), timeoutMs: 10_000, maxOutputChars: 1000 });
+  assert.deepEqual([signalled.exitCode, signalled.signal], [null, 'SIGTERM']);
+});
+
+test('the helper\'s channel never reaches a program: it holds its three pipes and nothing else of Belay\'s', { skip: !linux && 'needs /proc' }, async () => {
+  const mine = new Set(readdirSync('/proc/self/fd').filter((fd) => Number(fd) > 2).map((fd) => { try { return readlinkSync(`/proc/self/fd/${fd}`); } catch { return ''; } }));
+  const listed = await runBounded({ argv: ['/bin/sh', '-c', 'for fd in /proc/$$/fd/*; do echo "${fd##*/} $(readlink "$fd")"; done'], cwd: os.tmpdir(), timeoutMs: 10_000, maxOutputChars: 10_000 });
+  const fds = listed.stdout.text('').trim().split('\n').map((line) => line.split(' ') as [string, string]);
+  const extra = fds.filter(([fd, target]) => Number(fd) > 2 && !target.startsWith('/proc/') && !mine.has(target));
+  // Anything beyond 0-2 was inherited by this test process itself from whatever started it.
+  assert.deepEqual(extra.filter(([, target]) => target.startsWith('socket:')), [], `fds: ${JSON.stringify(fds)}`);
+  for (const fd of ['0', '1', '2']) assert.match(fds.find(([n]) => n === fd)?.[1] ?? '', /^socket:/, `fd ${fd}`);
+});
+
+test('a helper that is killed takes its programs along, they end as killed, and the next program gets a new helper', { skip: !linux && 'needs /proc' }, async () => {
+  let pid = 0;
+  const child = startChild({ argv: ['/bin/sh', '-c', 'echo $$; sleep 60 & wait'], cwd: os.tmpdir(), stdin: 'ignore', onStdout: (chunk) => (pid ||= Number(chunk.trim())) });
+  assert.ok(await until(() => pid > 0), 'the program started');
+  const [helper] = helpers();
+  assert.ok(helper, 'a helper is running');
+  process.kill(helper!, 'SIGKILL');
+  const end = await child.ended;
+  assert.deepEqual([end.exitCode, end.signal], [null, 'SIGKILL']);
+  assert.ok(await until(() => !alive(pid)), 'the program was killed with its helper');
+  const again = await runBounded({ argv: ['/bin/sh', '-c', 'echo $PPID'], cwd: os.tmpdir(), timeoutMs: 10_000, maxOutputChars: 100 });
+  const next = Number(again.stdout.text('').trim());
+  assert.notEqual(next, helper);
+  assert.deepEqual(helpers(), [next]);
+});
