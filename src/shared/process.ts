@@ -18,7 +18,7 @@ import { existsSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { errorMessage } from './errors.ts';
-import { spawnHosted } from './spawn-host.ts';
+import { HOST_UNAVAILABLE, spawnHosted } from './spawn-host.ts';
 
 /** Keeps at most `limit` characters of a stream in memory: the head, and where asked, the tail. */
 export class BoundedText {
@@ -166,6 +166,7 @@ function startHostedChild(options: StartChildOptions): RunningChild | undefined 
     if (exit && open === 0) resolveEnd(exit);
   };
   const streams: Socket[] = [];
+  let fallback: RunningChild | undefined;
   const hosted = spawnHosted(
     { file: program, args, cwd: options.cwd, env: options.env ?? process.env, stdin: options.stdin ?? 'pipe' },
     {
@@ -196,19 +197,31 @@ function startHostedChild(options: StartChildOptions): RunningChild | undefined 
         }, ESCAPED_PIPE_GRACE_MS).unref();
         settle();
       },
-      failed: (error) => resolveEnd({ exitCode: null, signal: null, spawnError: spawnFailure(program, options.cwd, error) }),
+      failed: (error) => {
+        if (error.code !== HOST_UNAVAILABLE) {
+          resolveEnd({ exitCode: null, signal: null, spawnError: spawnFailure(program, options.cwd, error) });
+          return;
+        }
+        // The helper cannot run here: the program is started here instead, with what it was given.
+        const direct = startExecaChild(options);
+        fallback = direct;
+        input.on('data', (chunk: Buffer) => direct.write(chunk.toString()));
+        input.on('end', () => direct.endInput());
+        if (killRequested) direct.kill();
+        void direct.ended.then(resolveEnd);
+      },
     },
   );
   if (!hosted) return undefined;
   return {
     get pid() {
-      return pid;
+      return fallback ? fallback.pid : pid;
     },
     write: (text) => {
       if (options.stdin !== 'ignore' && !input.writableEnded) input.write(text);
     },
     endInput: () => void input.end(),
-    kill: () => killTree(),
+    kill: () => (fallback ? fallback.kill() : killTree()),
     ended,
   };
 }

@@ -108,11 +108,21 @@ function killGroup(pid: number): void {
   }
 }
 
+/** The code of `failed` when the helper itself could not run: the caller starts the program itself. */
+export const HOST_UNAVAILABLE = 'BELAY_SPAWN_HOST_UNAVAILABLE';
+
 class SpawnHost {
   readonly #pending = new Map<number, Pending>();
+  readonly #program: readonly string[];
   #next = 0;
   #process: ChildProcess | undefined;
   #unavailable = false;
+  /** The helper has done something: a helper that dies before that could not run here at all. */
+  #worked = false;
+
+  constructor(program: readonly string[]) {
+    this.#program = program;
+  }
 
   spawn(request: HostedSpawn, events: HostedEvents): boolean {
     if (this.#unavailable) return false;
@@ -131,8 +141,7 @@ class SpawnHost {
   #start(): ChildProcess | undefined {
     let host: ChildProcess;
     try {
-      // The last argument only names the helper in process listings.
-      host = spawn(process.execPath, ['-e', HOST_SOURCE, 'belay-spawn-host'], {
+      host = spawn(process.execPath, this.#program, {
         // Nothing of Belay's environment (NODE_OPTIONS would load modules into it); Electron's
         // binary needs to be told to run as Node.
         env: process.versions.electron ? { ELECTRON_RUN_AS_NODE: '1' } : {},
@@ -159,6 +168,7 @@ class SpawnHost {
   }
 
   #handOver(message: HandleMessage, handle: Socket | undefined): void {
+    this.#worked = true;
     const pending = this.#pending.get(message.id);
     if (!pending) {
       handle?.destroy();
@@ -176,6 +186,7 @@ class SpawnHost {
   }
 
   #report(line: ReportLine): void {
+    this.#worked = true;
     const pending = this.#pending.get(line.id);
     if (!pending) return;
     if (line.t === 'error') {
@@ -200,12 +211,19 @@ class SpawnHost {
   /** The helper died: its programs are killed here, each reported as ended by SIGKILL. */
   #lost(host: ChildProcess): void {
     if (this.#process === host) this.#process = undefined;
+    // A helper that never worked cannot run here (a runtime that refuses `-e`, say): from now on
+    // the callers start their programs themselves, those waiting now included.
+    if (!this.#worked) this.#unavailable = true;
     const pending = [...this.#pending.values()];
     this.#pending.clear();
     for (const entry of pending) {
       if (entry.pid !== undefined) killGroup(entry.pid);
       if (entry.started) entry.events.exit(null, 'SIGKILL');
-      else entry.events.failed(new Error('the process helper exited before the program started'));
+      else {
+        const error: NodeJS.ErrnoException = new Error('the process helper exited before the program started');
+        if (this.#unavailable) error.code = HOST_UNAVAILABLE;
+        entry.events.failed(error);
+      }
     }
   }
 
@@ -230,6 +248,9 @@ function emptyStream(): Socket {
   return stream as unknown as Socket;
 }
 
+/** How the helper is started: its program, and an argument that names it in process listings. */
+const HOST_PROGRAM = ['-e', HOST_SOURCE, 'belay-spawn-host'];
+
 let host: SpawnHost | undefined;
 
 /**
@@ -238,6 +259,11 @@ let host: SpawnHost | undefined;
  */
 export function spawnHosted(request: HostedSpawn, events: HostedEvents): boolean {
   if (process.platform === 'win32') return false;
-  host ??= new SpawnHost();
+  host ??= new SpawnHost(HOST_PROGRAM);
   return host.spawn(request, events);
+}
+
+/** Tests only: the next spawn starts a new helper from `program` (Node's arguments), or the real one. */
+export function replaceSpawnHost(program: readonly string[] = HOST_PROGRAM): void {
+  host = new SpawnHost(program);
 }

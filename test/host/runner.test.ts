@@ -45,6 +45,18 @@ function record(pty: vscode.Pseudoterminal): { text: () => string; changed: vsco
   return { text: () => text, changed: changed.event, dispose: () => (sub.dispose(), changed.dispose()) };
 }
 
+/** This process's children (on Linux) whose command line has the argument `name`. */
+function childrenNamed(name: string): number[] {
+  const children = readdirSync('/proc/self/task').flatMap((task) => readFileSync(`/proc/self/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
+  return children.filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes(name);
+    } catch {
+      return false;
+    }
+  });
+}
+
 suite('Belay runner', () => {
   let runner: RunnerTestApi;
   const made: Made[] = [];
@@ -142,6 +154,10 @@ suite('Belay runner', () => {
     await waitFor('the step output to open', () => vscode.window.activeTextEditor?.document.uri.scheme === 'belay-run-output', [vscode.window.onDidChangeActiveTextEditor]);
     assert.match(vscode.window.activeTextEditor!.document.getText(), /Hello, world!/);
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+
+    // The extension host forked none of the run's programs itself: the spawn helper (this
+    // runtime's binary run as Node) did, and it is still there for the next run.
+    if (process.platform === 'linux') assert.equal(childrenNamed('belay-spawn-host').length, 1, 'one spawn helper under the extension host');
   }
 
   test('a failing agent ends red with its cause and the tests’ output, in Test Explorer too', async () => {

@@ -8,6 +8,7 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import * as os from 'node:os';
 import { test } from 'node:test';
 import { runBounded, startChild } from '../../../src/shared/process.ts';
+import { replaceSpawnHost } from '../../../src/shared/spawn-host.ts';
 
 const alive = (pid: number) => {
   try {
@@ -110,4 +111,21 @@ test('a helper that is killed takes its programs along, they end as killed, and 
   const next = Number(again.stdout.text('').trim());
   assert.notEqual(next, helper);
   assert.deepEqual(helpers(), [next]);
+});
+
+test('where the helper cannot run at all, programs are started here instead, those already waiting included', async () => {
+  replaceSpawnHost(['-e', 'process.exit(3)']);
+  try {
+    const [first, second] = await Promise.all(
+      ['one', 'two'].map((word) => runBounded({ argv: ['/bin/sh', '-c', 'echo "$PPID $(cat)"'], cwd: os.tmpdir(), input: word, timeoutMs: 10_000, maxOutputChars: 100 })),
+    );
+    assert.equal(first!.stdout.text(''), `${process.pid} one\n`);
+    assert.equal(second!.stdout.text(''), `${process.pid} two\n`);
+    const later = await runBounded({ argv: ['/bin/sh', '-c', 'echo $PPID'], cwd: os.tmpdir(), timeoutMs: 10_000, maxOutputChars: 100 });
+    assert.equal(later.stdout.text('').trim(), String(process.pid));
+  } finally {
+    replaceSpawnHost();
+  }
+  const hosted = await runBounded({ argv: ['/bin/sh', '-c', 'echo $PPID'], cwd: os.tmpdir(), timeoutMs: 10_000, maxOutputChars: 100 });
+  assert.notEqual(hosted.stdout.text('').trim(), String(process.pid), 'the real helper is back');
 });
