@@ -129,6 +129,11 @@ const CODED_NAME = 16;
 const NAME_SLOTS = 256;
 /** Lines up to this long are measured character by character, longer ones with a search. */
 const SHORT_LINE = 16;
+/**
+ * Characters looked at in place for the next `[` before searching for it: a search costs more
+ * than a few comparisons, and floods of short lines would pay one each.
+ */
+const NEAR = 24;
 /** Tag names shorter or longer than these are neither a command nor taken for a misspelt one. */
 const MIN_TAG_NAME = 3;
 const MAX_TAG_NAME = 40;
@@ -394,19 +399,35 @@ class Parser {
     let prevEnd = this.prevLe;
     /** Only blanks since the start of the line. */
     let blank = true;
+    const len = this.len;
     for (let i = this.ls; ; ) {
-      const k = text.indexOf('[', i);
-      if (k === -1) return false;
-      for (; i < k; i++) {
-        const c = text.charCodeAt(i);
-        if (c === 10 || c === 13) {
-          prevStart = start;
-          prevEnd = i;
-          if (c === 13 && text.charCodeAt(i + 1) === 10) i++;
-          start = i + 1;
-          line++;
-          blank = true;
-        } else if (blank && !isBlank(c)) blank = false;
+      // The next `[`: looked for in place over the next few characters first (a flood of short
+      // lines would cost a search each), then searched for; the lines on the way are counted.
+      let k = -1;
+      let end = Math.min(i + NEAR, len);
+      for (let searched = false; ; searched = true) {
+        for (; i < end; i++) {
+          const c = text.charCodeAt(i);
+          if (c === 91 /* [ */) {
+            k = i;
+            break;
+          }
+          if (c === 10 || c === 13) {
+            prevStart = start;
+            prevEnd = i;
+            if (c === 13 && text.charCodeAt(i + 1) === 10) i++;
+            start = i + 1;
+            line++;
+            blank = true;
+          } else if (blank && !isBlank(c)) blank = false;
+        }
+        if (k !== -1) break;
+        if (searched) {
+          k = end;
+          break;
+        }
+        end = text.indexOf('[', i);
+        if (end === -1) return false;
       }
       // A tag's name has at least MIN_TAG_NAME characters: a `[` without a third one (a flood of
       // short bracketed lines) is passed over without reading its name.
@@ -1196,14 +1217,15 @@ class Parser {
     }
     const from = trimmed ? this.firstNonBlank(starts[first]!, ends[first]!) : starts[first]!;
     const to = trimmed ? this.trimmedEnd(starts[last]!, ends[last]!) : ends[last]!;
-    let content = text.slice(from, to);
-    if (this.hasCR && content.includes('\r')) content = normalizeBreaks(content);
-    return {
+    const content = text.slice(from, to);
+    const body: Body = {
       text: content,
       lineCount: last - first + 1,
       range: { start: this.at(firstLine + first, lineStartOf(first), from), end: this.at(firstLine + last, lineStartOf(last), to) },
       removedFences,
     };
+    if (this.hasCR && content.includes('\r')) normalizeWhenRead(body, content);
+    return body;
   }
 
   /** Checks the attributes a command requires; what is wrong goes into `problems`. */
@@ -1362,6 +1384,23 @@ function indexWithin(text: string, needle: string, from: number, to: number): nu
   if (to - from < needle.length) return -1;
   const k = text.slice(from, to).indexOf(needle);
   return k === -1 ? -1 : from + k;
+}
+
+/**
+ * A body whose lines end in \r gets its text with \n when the text is first read: a parse (the
+ * language server's, on every change) reads ranges, and copying every body of a large answer
+ * only to drop it cost more than the parse itself.
+ */
+function normalizeWhenRead(body: Body, content: string): void {
+  Object.defineProperty(body, 'text', {
+    configurable: true,
+    enumerable: true,
+    get(): string {
+      const value = normalizeBreaks(content);
+      Object.defineProperty(body, 'text', { value, writable: true, enumerable: true, configurable: true });
+      return value;
+    },
+  });
 }
 
 /** \r\n and lone \r as \n: without a pattern when the text has only one kind (the usual case). */
