@@ -342,7 +342,7 @@ class Parser {
           if (this.unlisted++ === 0) this.firstUnlisted = { line: ln, character: 0 };
         } else if (closing) {
           // `[/NAME]` alone on its line (blanks aside): see closingTagAtTopLevel.
-          if (after === 93 && this.trimmedEnd(n + 1, le) === n + 1 && (tagName.type !== undefined || this.suggestionFor(tagName) !== undefined)) {
+          if (after === 93 && (le === n + 1 || this.trimmedEnd(n + 1, le) === n + 1) && (tagName.type !== undefined || this.suggestionFor(tagName) !== undefined)) {
             if (this.unlisted++ === 0) this.firstUnlisted = { line: ln, character: 0 };
           }
         } else if ((after === 93 || n === le || isBlank(after)) && this.suggestionFor(tagName) !== undefined) {
@@ -400,43 +400,40 @@ class Parser {
     /** Only blanks since the start of the line. */
     let blank = true;
     const len = this.len;
-    for (let i = this.ls; ; ) {
-      // The next `[`: looked for in place over the next few characters first (a flood of short
-      // lines would cost a search each), then searched for; the lines on the way are counted.
+    // Characters are looked at in place while brackets come close to each other (a flood of
+    // short bracketed lines would cost a search each); past NEAR characters without one, the next
+    // is searched for. The lines on the way are counted.
+    let i = this.ls;
+    let end = Math.min(i + NEAR, len);
+    for (;;) {
       let k = -1;
-      let end = Math.min(i + NEAR, len);
-      for (let searched = false; ; searched = true) {
-        for (; i < end; i++) {
-          const c = text.charCodeAt(i);
-          if (c === 91 /* [ */) {
-            k = i;
-            break;
+      for (; i < end; i++) {
+        const c = text.charCodeAt(i);
+        if (c === 91 /* [ */) {
+          // A tag's name has at least MIN_TAG_NAME characters: a `[` without a third one is
+          // passed over without reading its name.
+          if (blank) {
+            const third = text.charCodeAt(text.charCodeAt(i + 1) === 47 ? i + 4 : i + 3);
+            if (third < 128 && NAME_CODES[third] !== 0 && this.mayBeTag(i)) {
+              k = i;
+              break;
+            }
           }
-          if (c === 10 || c === 13) {
-            prevStart = start;
-            prevEnd = i;
-            if (c === 13 && text.charCodeAt(i + 1) === 10) i++;
-            start = i + 1;
-            line++;
-            blank = true;
-          } else if (blank && !isBlank(c)) blank = false;
-        }
-        if (k !== -1) break;
-        if (searched) {
-          k = end;
-          break;
-        }
-        end = text.indexOf('[', i);
-        if (end === -1) return false;
+          blank = false;
+          end = Math.min(i + 1 + NEAR, len);
+        } else if (c === 10 || c === 13) {
+          prevStart = start;
+          prevEnd = i;
+          if (c === 13 && text.charCodeAt(i + 1) === 10) i++;
+          start = i + 1;
+          line++;
+          blank = true;
+        } else if (blank && !isBlank(c)) blank = false;
       }
-      // A tag's name has at least MIN_TAG_NAME characters: a `[` without a third one (a flood of
-      // short bracketed lines) is passed over without reading its name.
-      if (blank) {
-        const third = text.charCodeAt(text.charCodeAt(k + 1) === 47 ? k + 4 : k + 3);
-        if (third < 128 && NAME_CODES[third] !== 0 && this.mayBeTag(k)) break;
-      }
-      blank = false;
-      i = k + 1;
+      if (k !== -1) break;
+      const next = i < len ? text.indexOf('[', i) : -1;
+      if (next === -1) return false;
+      end = next + 1;
     }
     this.ln = line;
     this.ls = start;
@@ -775,7 +772,7 @@ class Parser {
     while (k !== -1) {
       const nameEnd = this.readName(k + 2);
       const nameLength = nameEnd - k - 2;
-      if (nameLength >= MIN_TAG_NAME && nameLength <= MAX_TAG_NAME && text.charCodeAt(nameEnd) === 93 && this.isStandalone(k, nameEnd + 1)) {
+      if (nameLength >= MIN_TAG_NAME && nameLength <= MAX_TAG_NAME && text.charCodeAt(nameEnd) === 93 && (lineBreakAround(text, k, nameEnd + 1) || this.isStandalone(k, nameEnd + 1))) {
         const tagName = this.nameAt(k + 2, nameEnd, this.codeA, this.codeB);
         let closers = tagName.closers ?? index.get(tagName.name);
         if (closers === undefined || closers === null) {
@@ -1401,6 +1398,13 @@ function normalizeWhenRead(body: Body, content: string): void {
       return value;
     },
   });
+}
+
+/** Whether text[from, to) is a line of its own with no blanks around it (the usual case of isStandalone, told at a glance). */
+function lineBreakAround(text: string, from: number, to: number): boolean {
+  const before = from === 0 ? 10 : text.charCodeAt(from - 1);
+  const after = to === text.length ? 10 : text.charCodeAt(to);
+  return (before === 10 || before === 13) && (after === 10 || after === 13);
 }
 
 /** \r\n and lone \r as \n: without a pattern when the text has only one kind (the usual case). */
