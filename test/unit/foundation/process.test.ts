@@ -6,16 +6,7 @@ import * as path from 'node:path';
 import { test } from 'node:test';
 import { writeFileAtomic } from '../../../src/shared/atomic.ts';
 import { BoundedText, prepareBounded, runBounded, shellCommand, startChild } from '../../../src/shared/process.ts';
-
-/** Whether a process still runs (a killed one may linger as a zombie until it is reaped: not running). */
-const alive = (pid: number) => {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-};
+import { alive } from './proc.ts';
 
 /** A killed process finishes exiting a moment after its pipes close: wait (bounded) until it has. */
 async function gone(pid: number, withinMs = 5_000): Promise<boolean> {

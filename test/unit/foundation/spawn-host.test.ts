@@ -9,15 +9,7 @@ import * as os from 'node:os';
 import { test } from 'node:test';
 import { runBounded, startChild } from '../../../src/shared/process.ts';
 import { replaceSpawnHost } from '../../../src/shared/spawn-host.ts';
-
-const alive = (pid: number) => {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-};
+import { alive } from './proc.ts';
 
 async function until(check: () => boolean, withinMs = 5_000): Promise<boolean> {
   const deadline = Date.now() + withinMs;
