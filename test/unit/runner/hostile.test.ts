@@ -14,6 +14,7 @@ import type { Backend } from '../../../src/runner/core/backend.ts';
 import { localBackend } from '../../../src/runner/core/backends/local.ts';
 import { runFiles, type RunResult } from '../../../src/runner/core/records.ts';
 import { loadTask, type Task } from '../../../src/runner/core/task.ts';
+import { runBounded } from '../../../src/shared/process.ts';
 import { containerOrReason } from './container-helpers.ts';
 import { fixtures, nodeAgent, processesWith, repoRoot, runFixture, sandboxOrReason, tempDir } from './helpers.ts';
 
@@ -76,7 +77,7 @@ function readsHostFile(file: string): string | undefined {
 }
 
 /** The ways out only an isolating backend can close. */
-function isolationAttempts(ctx: { runsDir: string; otherProject: string; port: number; writeProbe: string; hostTmp: string }): Attempt[] {
+function isolationAttempts(ctx: { runsDir: string; otherProject: string; port: number; writeProbe: string; hostTmp: string; spawnHelper: number }): Attempt[] {
   const attempts: Attempt[] = [];
   const file = homeFile();
   const home = file === undefined ? undefined : readsHostFile(file);
@@ -99,10 +100,22 @@ function isolationAttempts(ctx: { runsDir: string; otherProject: string; port: n
     { name: 'reach the network', command: `(echo hello > /dev/tcp/127.0.0.1/${ctx.port}) 2>/dev/null && echo ESCAPED` },
     { name: "signal Belay's own process", command: `kill -0 ${process.pid} 2>/dev/null && echo ESCAPED` },
     { name: "read Belay's environment through /proc", command: `grep -q PATH= /proc/${process.pid}/environ 2>/dev/null && echo ESCAPED` },
+    // The helper that forks every program of the run (src/shared/spawn-host.ts) lives outside it.
+    // ('[t]': the pattern does not match the command line of the grep that looks for it.)
+    { name: 'signal the spawn helper', command: `grep -q 'belay-spawn-hos[t]' /proc/${ctx.spawnHelper}/cmdline 2>/dev/null && kill -0 ${ctx.spawnHelper} 2>/dev/null && echo ESCAPED` },
+    { name: 'find the spawn helper', command: `grep -l 'belay-spawn-hos[t]' /proc/[0-9]*/cmdline 2>/dev/null | grep -q . && echo ESCAPED` },
     { name: 'write its own program folder', command: `touch '${ctx.writeProbe}' 2>/dev/null && echo ESCAPED` },
     { name: "write the host's /tmp", command: `echo x > '${ctx.hostTmp}' 2>/dev/null; true` },
   );
   return attempts;
+}
+
+/** The pid of this process's spawn helper, which forks every program (started here if none runs yet). */
+async function spawnHelper(): Promise<number> {
+  const started = await runBounded({ argv: ['/bin/sh', '-c', 'echo $PPID'], cwd: os.tmpdir(), timeoutMs: 10_000, maxOutputChars: 100 });
+  const pid = Number(started.stdout.text('').trim());
+  assert.match(readFileSync(`/proc/${pid}/cmdline`, 'utf8'), /belay-spawn-host/, 'programs are forked by the spawn helper');
+  return pid;
 }
 
 /** Ways out every backend closes. */
@@ -155,7 +168,7 @@ for (const { name, backend } of available) {
       writeFileSync(path.join(otherProject, 'secret.txt'), 'another project\n');
       const writeProbe = path.join(repoRoot, 'test', `.hostile-write-probe-${token}`);
       const hostTmp = path.join(os.tmpdir(), `belay-hostile-host-tmp-${token}`);
-      const attempts = [...everyBackendAttempts, ...(be.isolated ? isolationAttempts({ runsDir: runs, otherProject, port, writeProbe, hostTmp }) : [])];
+      const attempts = [...everyBackendAttempts, ...(be.isolated ? isolationAttempts({ runsDir: runs, otherProject, port, writeProbe, hostTmp, spawnHelper: await spawnHelper() }) : [])];
       const probeFiles = be.isolated ? [homeFile(), '/etc/shadow', path.join(hostileTaskDir, 'tests', 'test.sh'), path.join(hostileTaskDir, 'solution', 'solve.sh'), path.join(runs, 'earlier', 'result.json')] : [];
       try {
         const { result } = await runFixture(be, runs, hostileAgent(), {
