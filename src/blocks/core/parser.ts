@@ -753,6 +753,10 @@ class Parser {
   /** Whether text[from, to) is alone on its line, blanks aside. */
   private isStandalone(from: number, to: number): boolean {
     const text = this.text;
+    // The usual case at a glance: line breaks right on both sides.
+    const left = from === 0 ? 10 : text.charCodeAt(from - 1);
+    const right = to === this.len ? 10 : text.charCodeAt(to);
+    if ((left === 10 || left === 13) && (right === 10 || right === 13)) return true;
     let before = from - 1;
     while (before >= 0 && isBlank(text.charCodeAt(before))) before--;
     if (before >= 0 && text.charCodeAt(before) !== 10 && text.charCodeAt(before) !== 13) return false;
@@ -772,7 +776,7 @@ class Parser {
     while (k !== -1) {
       const nameEnd = this.readName(k + 2);
       const nameLength = nameEnd - k - 2;
-      if (nameLength >= MIN_TAG_NAME && nameLength <= MAX_TAG_NAME && text.charCodeAt(nameEnd) === 93 && (lineBreakAround(text, k, nameEnd + 1) || this.isStandalone(k, nameEnd + 1))) {
+      if (nameLength >= MIN_TAG_NAME && nameLength <= MAX_TAG_NAME && text.charCodeAt(nameEnd) === 93 && this.isStandalone(k, nameEnd + 1)) {
         const tagName = this.nameAt(k + 2, nameEnd, this.codeA, this.codeB);
         let closers = tagName.closers ?? index.get(tagName.name);
         if (closers === undefined || closers === null) {
@@ -1398,13 +1402,6 @@ function normalizeWhenRead(body: Body, content: string): void {
       return value;
     },
   });
-}
-
-/** Whether text[from, to) is a line of its own with no blanks around it (the usual case of isStandalone, told at a glance). */
-function lineBreakAround(text: string, from: number, to: number): boolean {
-  const before = from === 0 ? 10 : text.charCodeAt(from - 1);
-  const after = to === text.length ? 10 : text.charCodeAt(to);
-  return (before === 10 || before === 13) && (after === 10 || after === 13);
 }
 
 /** \r\n and lone \r as \n: without a pattern when the text has only one kind (the usual case). */
