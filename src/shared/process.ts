@@ -18,7 +18,7 @@ import { existsSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { errorMessage } from './errors.ts';
-import { HOST_UNAVAILABLE, spawnHosted } from './spawn-host.ts';
+import { HOST_UNAVAILABLE, killGroup, spawnHosted } from './spawn-host.ts';
 
 /** Keeps at most `limit` characters of a stream in memory: the head, and where asked, the tail. */
 export class BoundedText {
@@ -150,13 +150,7 @@ function startHostedChild(options: StartChildOptions): RunningChild | undefined 
   let killRequested = false;
   const killTree = () => {
     if (pid === undefined) killRequested = true;
-    else {
-      try {
-        process.kill(-pid, 'SIGKILL');
-      } catch {
-        // The group is gone already.
-      }
-    }
+    else killGroup(pid);
   };
   let resolveEnd!: (end: ChildEnd) => void;
   const ended = new Promise<ChildEnd>((resolve) => (resolveEnd = resolve));

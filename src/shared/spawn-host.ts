@@ -22,12 +22,12 @@ import { PassThrough } from 'node:stream';
  * event loop turns, and are taken out of the ChildProcess so that Node does not read (and lose)
  * what is left in them when the program exits before they are handed over.
  */
-const HOST_SOURCE = String.raw`
+export const HOST_SOURCE = String.raw`
 'use strict';
 const { spawn } = require('node:child_process');
 const { writeSync } = require('node:fs');
 const live = new Map();
-const send = (message, handle) => { try { process.send(message, handle); } catch {} };
+const send = (message, handle) => { try { process.send(message, handle); return true; } catch { return false; } };
 const report = (message) => { try { writeSync(1, JSON.stringify(message) + '\n'); } catch {} };
 const killGroup = (pid) => { try { process.kill(-pid, 'SIGKILL'); } catch {} };
 process.on('message', (m) => {
@@ -48,10 +48,14 @@ process.on('message', (m) => {
     child.once('error', (error) => report({ t: 'error', id, code: error.code, message: String(error.message) }));
     return;
   }
+  // A pipe that cannot be handed over (the channel is closing) ends the program, said as a failure.
+  const handed = send({ t: 'stdout', id, pid: child.pid }, stdout) && send({ t: 'stderr', id, last: !stdin }, stderr) && (!stdin || send({ t: 'stdin', id, last: true }, stdin));
+  if (!handed) {
+    killGroup(child.pid);
+    report({ t: 'error', id, message: 'its pipes could not be handed over' });
+    return;
+  }
   live.set(id, child.pid);
-  send({ t: 'stdout', id, pid: child.pid }, stdout);
-  send({ t: 'stderr', id, last: !stdin }, stderr);
-  if (stdin) send({ t: 'stdin', id, last: true }, stdin);
   child.on('exit', (code, signal) => {
     live.delete(id);
     report({ t: 'exit', id, code, signal });
@@ -100,7 +104,8 @@ type HandleMessage = { t: 'stdout'; id: number; pid: number } | { t: 'stderr' | 
  */
 type ReportLine = { t: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null } | { t: 'error'; id: number; code?: string; message: string };
 
-function killGroup(pid: number): void {
+/** SIGKILL to the process group `pid` leads; nothing when it is gone already. */
+export function killGroup(pid: number): void {
   try {
     process.kill(-pid, 'SIGKILL');
   } catch {
@@ -191,6 +196,9 @@ class SpawnHost {
     if (!pending) return;
     if (line.t === 'error') {
       this.#finish(line.id);
+      // A pipe handed over before the failure is no one's now.
+      pending.stdout?.destroy();
+      pending.stderr?.destroy();
       const error: NodeJS.ErrnoException = new Error(line.message);
       if (line.code) error.code = line.code;
       pending.events.failed(error);

@@ -4,11 +4,12 @@
 // the helper's channel never reaches a program, and a helper that dies takes its programs along
 // and is replaced.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import * as path from 'node:path';
 import * as os from 'node:os';
 import { test } from 'node:test';
 import { runBounded, startChild } from '../../../src/shared/process.ts';
-import { replaceSpawnHost } from '../../../src/shared/spawn-host.ts';
+import { HOST_SOURCE, replaceSpawnHost } from '../../../src/shared/spawn-host.ts';
 import { alive } from './proc.ts';
 
 async function until(check: () => boolean, withinMs = 5_000): Promise<boolean> {
@@ -120,4 +121,21 @@ test('where the helper cannot run at all, programs are started here instead, tho
   }
   const hosted = await runBounded({ argv: ['/bin/sh', '-c', 'echo $PPID'], cwd: os.tmpdir(), timeoutMs: 10_000, maxOutputChars: 100 });
   assert.notEqual(hosted.stdout.text('').trim(), String(process.pid), 'the real helper is back');
+});
+
+test('a program whose pipes cannot be handed over is killed and fails with one line, instead of leaving Belay waiting', { skip: !linux && 'needs /proc' }, async () => {
+  // The real helper, with a channel that refuses every pipe.
+  const refusing = "const realSend = process.send.bind(process); process.send = (m, h) => { if (h) throw new Error('refused'); return realSend(m, h); };";
+  replaceSpawnHost(['-e', refusing + HOST_SOURCE, 'belay-spawn-host']);
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'belay-handover-'));
+  try {
+    const result = await runBounded({ argv: ['/bin/sh', '-c', `echo $$ > '${dir}/pid'; exec sleep 60`], cwd: os.tmpdir(), timeoutMs: 30_000, maxOutputChars: 100 });
+    assert.equal(result.spawnError?.message, '/bin/sh: its pipes could not be handed over');
+    assert.equal(result.timedOut, false);
+    const pid = Number(readFileSync(path.join(dir, 'pid'), 'utf8').trim() || '0');
+    if (pid) assert.ok(await until(() => !alive(pid)), 'the program was killed');
+  } finally {
+    replaceSpawnHost();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
