@@ -13,7 +13,15 @@ const PRLIMIT = '/usr/bin/prlimit';
  * where there is no budget, no prlimit, or not Linux.
  */
 export function limitFileSize<T extends [string, ...string[]]>(argv: T, bytes: number | undefined, prlimit = PRLIMIT): T | [string, ...string[]] {
-  if (bytes === undefined || !Number.isFinite(bytes) || bytes <= 0 || process.platform !== 'linux' || !existsSync(prlimit)) return argv;
+  if (bytes === undefined || !Number.isFinite(bytes) || bytes <= 0 || process.platform !== 'linux' || !installed(prlimit)) return argv;
   const limit = Math.ceil(bytes);
   return [prlimit, `--fsize=${limit}:${limit}`, '--', ...argv];
+}
+
+/** Whether prlimit is there, looked up once per path (every command of a run asks). */
+const presence = new Map<string, boolean>();
+function installed(prlimit: string): boolean {
+  let present = presence.get(prlimit);
+  if (present === undefined) presence.set(prlimit, (present = existsSync(prlimit)));
+  return present;
 }
