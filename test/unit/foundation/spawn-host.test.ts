@@ -4,8 +4,7 @@
 // the helper's channel never reaches a program, and a helper that dies takes its programs along
 // and is replaced.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
-import * as path from 'node:path';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import * as os from 'node:os';
 import { test } from 'node:test';
 import { runBounded, startChild } from '../../../src/shared/process.ts';
@@ -127,15 +126,24 @@ test('a program whose pipes cannot be handed over is killed and fails with one l
   // The real helper, with a channel that refuses every pipe.
   const refusing = "const realSend = process.send.bind(process); process.send = (m, h) => { if (h) throw new Error('refused'); return realSend(m, h); };";
   replaceSpawnHost(['-e', refusing + HOST_SOURCE, 'belay-spawn-host']);
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'belay-handover-'));
+  // A sleep told apart from every other by its length.
+  const seconds = `60.${process.pid}${Date.now() % 100000}`;
+  const sleeping = () =>
+    readdirSync('/proc')
+      .filter((name) => /^\d+$/.test(name))
+      .some((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes(seconds) && alive(Number(pid));
+        } catch {
+          return false;
+        }
+      });
   try {
-    const result = await runBounded({ argv: ['/bin/sh', '-c', `echo $$ > '${dir}/pid'; exec sleep 60`], cwd: os.tmpdir(), timeoutMs: 30_000, maxOutputChars: 100 });
-    assert.equal(result.spawnError?.message, '/bin/sh: its pipes could not be handed over');
+    const result = await runBounded({ argv: ['/bin/sleep', seconds], cwd: os.tmpdir(), timeoutMs: 30_000, maxOutputChars: 100 });
+    assert.equal(result.spawnError?.message, '/bin/sleep: its pipes could not be handed over');
     assert.equal(result.timedOut, false);
-    const pid = Number(readFileSync(path.join(dir, 'pid'), 'utf8').trim() || '0');
-    if (pid) assert.ok(await until(() => !alive(pid)), 'the program was killed');
+    assert.ok(await until(() => !sleeping()), 'the program was killed');
   } finally {
     replaceSpawnHost();
-    rmSync(dir, { recursive: true, force: true });
   }
 });
