@@ -2,12 +2,13 @@
 // cycles), and pure cores, webview apps, the language server and the command lines never reach
 // `vscode`, directly or through what they import.
 import assert from 'node:assert/strict';
-import { readdirSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import * as esbuild from 'esbuild';
 import { repoRoot } from '../../../scripts/lib/paths.ts';
-import { allowed, areaCycles, fileCycles, folderCycles, readGraph, violations, zoneOf, type Graph } from './imports.ts';
+import { allowed, areaCycles, fileCycles, folderCycles, readGraph, scanImports, violations, WEBVIEW_OWNERS, zoneOf, type Graph } from './imports.ts';
 
 function tsFiles(dir: string): string[] {
   const abs = path.join(repoRoot, dir);
@@ -77,10 +78,81 @@ test('the check itself catches a vscode import reached through another module', 
   assert.deepEqual(await modulesReachingVscode(['src/extension.ts', 'src/shared/atomic.ts']), ['src/extension.ts']);
 });
 
-test('every import follows the allowed edges between folders', () => {
-  const graph = readGraph(repoRoot);
+test('every import follows the allowed edges between folders, and every import can be followed', () => {
+  const { graph, problems } = scanImports(repoRoot);
   assert.ok(graph.size > 50, `read only ${graph.size} modules: the scan is looking in the wrong place`);
+  assert.deepEqual(problems, []);
   assert.deepEqual(violations(graph), []);
+});
+
+test('every webview app belongs to a feature that exists', () => {
+  const apps = readdirSync(path.join(repoRoot, 'src/webviews')).filter((d) => d !== 'shared' && statSync(path.join(repoRoot, 'src/webviews', d)).isDirectory());
+  assert.ok(apps.length >= 3, `found ${apps.length} webview apps`);
+  for (const app of apps) {
+    const owner = WEBVIEW_OWNERS[app];
+    assert.ok(owner, `src/webviews/${app} belongs to no feature: add it to WEBVIEW_OWNERS`);
+    assert.ok(statSync(path.join(repoRoot, 'src', owner)).isDirectory(), `src/webviews/${app}'s owner src/${owner} does not exist`);
+  }
+});
+
+/** Writes a small src/ tree in a temporary folder and scans it as the real one is scanned. */
+function scanTree(files: Record<string, string>): ReturnType<typeof scanImports> {
+  const root = mkdtempSync(path.join(tmpdir(), 'belay-arch-'));
+  try {
+    for (const [rel, text] of Object.entries(files)) {
+      mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
+      writeFileSync(path.join(root, rel), text);
+    }
+    return scanImports(root);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+test('the scan sees imports written without .ts, type-only, dynamic and multi-line, and fails on what it cannot follow', () => {
+  const { graph, problems } = scanTree({
+    'src/cues/service.ts': 'export const a = 1;\n',
+    'src/cues/core/store.ts': 'export const b = 1;\n',
+    'src/runner/view.ts': "import { a } from '../cues/service';\n// import '../cues/nothing.ts'\nconst s = '../cues/in-a-string.ts';\n",
+    'src/runner/core/run.ts': "import type {\n  B,\n} from '../../cues/core/store.js';\nexport type T = typeof import('./types');\n",
+    'src/runner/core/types.ts': 'export {};\n',
+    'src/runner/core/lazy.ts': "const m = require('./missing.ts');\nconst n = await import(`./${name}.ts`);\nconst k = require(p) as typeof import('./types.ts');\n",
+    'src/webviews/cues/main.ts': "import './style.css';\nimport '../results/protocol.ts';\n",
+    'src/webviews/cues/style.css': '',
+    'src/webviews/results/protocol.ts': 'export {};\n',
+  });
+  assert.deepEqual(graph.get('src/runner/view.ts'), ['src/cues/service.ts']);
+  assert.deepEqual(graph.get('src/runner/core/run.ts'), ['src/cues/core/store.ts', 'src/runner/core/types.ts']);
+  assert.deepEqual(graph.get('src/runner/core/lazy.ts'), ['src/runner/core/types.ts']);
+  assert.deepEqual(problems.sort(), [
+    "src/runner/core/lazy.ts: './missing.ts' resolves to no file",
+    'src/runner/core/lazy.ts: 1 import(s) or require(s) with a computed specifier, which no check can follow',
+    "src/runner/core/run.ts: '../../cues/core/store.js' has no .ts extension (Node cannot run it; write '../../cues/core/store.ts')",
+    "src/runner/core/run.ts: './types' has no .ts extension (Node cannot run it; write './types.ts')",
+    "src/runner/view.ts: '../cues/service' has no .ts extension (Node cannot run it; write '../cues/service.ts')",
+  ]);
+  assert.deepEqual(violations(graph), [
+    'src/runner/core/run.ts -> src/cues/core/store.ts (core:runner -> core:cues)',
+    'src/runner/view.ts -> src/cues/service.ts (editor:runner -> editor:cues)',
+    'src/webviews/cues/main.ts -> src/webviews/results/protocol.ts (webview:cues -> webview-protocol:results)',
+  ]);
+});
+
+test('the rules keep the entry to the editor layers and each webview protocol to its feature', () => {
+  assert.equal(allowed('entry', 'editor:cues'), true);
+  assert.equal(allowed('entry', 'base'), true);
+  assert.equal(allowed('entry', 'core:cues'), false);
+  assert.equal(allowed('entry', 'shared'), false);
+  assert.equal(allowed('entry', 'ui'), false);
+  assert.equal(allowed('editor:runner', 'webview-protocol:results'), true);
+  assert.equal(allowed('editor:runner', 'webview-protocol:cues'), false);
+  assert.equal(allowed('editor:cues', 'webview-protocol:cues'), true);
+  assert.equal(allowed('webview:trajectory', 'webview-protocol:trajectory'), true);
+  assert.equal(allowed('webview:trajectory', 'webview:results'), false);
+  assert.equal(allowed('webview:trajectory', 'webviews'), true);
+  assert.equal(allowed('webviews', 'webview:cues'), false);
+  assert.equal(zoneOf('src/webviews/shared/dom.ts'), 'webviews');
+  assert.equal(zoneOf('src/webviews/results/protocol.ts'), 'webview-protocol:results');
 });
 
 test('there is no cycle between folders, nor between files', () => {
@@ -113,7 +185,7 @@ test('the rules catch an upward import, a cross-feature import and cycles', () =
   assert.deepEqual(violations(graph), [
     'src/shared/a.ts -> src/cues/core/b.ts (shared -> core:cues)',
     'src/runner/view.ts -> src/cues/service.ts (editor:runner -> editor:cues)',
-    'src/webviews/cues/main.ts -> src/cues/core/b.ts (webviews -> core:cues)',
+    'src/webviews/cues/main.ts -> src/cues/core/b.ts (webview:cues -> core:cues)',
   ]);
   assert.deepEqual(folderCycles(graph), [['src/cues/core', 'src/shared']]);
   assert.deepEqual(areaCycles(graph), [['src/cues', 'src/shared']]);
@@ -123,7 +195,7 @@ test('the rules catch an upward import, a cross-feature import and cycles', () =
   ]);
   assert.equal(allowed('server', 'core:blocks'), true);
   assert.equal(allowed('server', 'core:cues'), false);
-  assert.equal(allowed('editor:blocks', 'webview-protocol'), true);
+  assert.equal(allowed('editor:blocks', 'webview-protocol:cues'), false);
   assert.equal(allowed('editor:blocks', 'webviews'), false);
   assert.equal(allowed('core:blocks', 'base'), false);
 });

@@ -2,6 +2,7 @@
 // architecture test can check the real tree and, separately, that a bad graph is caught.
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
+import ts from 'typescript';
 
 /** Where a module lives, which decides what it may import. */
 export type Zone =
@@ -9,14 +10,18 @@ export type Zone =
   | `core:${string}` // a feature's pure core
   | 'server' // the CodingAgent language server (its own process)
   | 'cli' // the command lines
-  | 'webviews' // webview apps (browser bundles)
-  | 'webview-protocol' // a webview app's protocol.ts, shared with its host side
+  | 'webviews' // page code every webview app shares (src/webviews/shared/)
+  | `webview:${string}` // one webview app (a browser bundle)
+  | `webview-protocol:${string}` // an app's protocol.ts, shared with its feature's editor layer
   | 'base' // the editor's foundation: context, settings, trust
   | 'ui' // editor-side helpers shared by features
   | `editor:${string}` // a feature's editor layer
   | 'entry'; // extension.ts and the commands that belong to no feature
 
 const BASE = new Set(['src/context.ts', 'src/config.ts', 'src/trust.ts']);
+
+/** The feature each webview app belongs to: only that feature's editor layer speaks its protocol. */
+export const WEBVIEW_OWNERS: Readonly<Record<string, string>> = { cues: 'cues', trajectory: 'runner', results: 'runner' };
 
 export function zoneOf(file: string): Zone {
   const parts = file.split('/');
@@ -27,7 +32,11 @@ export function zoneOf(file: string): Zone {
   if (top === 'server') return 'server';
   if (top === 'cli') return 'cli';
   if (top === 'ui') return 'ui';
-  if (top === 'webviews') return parts.at(-1) === 'protocol.ts' ? 'webview-protocol' : 'webviews';
+  if (top === 'webviews') {
+    const app = parts[2]!;
+    if (app === 'shared' || parts.length === 3) return 'webviews';
+    return parts.at(-1) === 'protocol.ts' ? `webview-protocol:${app}` : `webview:${app}`;
+  }
   return parts[2] === 'core' ? `core:${top}` : `editor:${top}`;
 }
 
@@ -44,18 +53,26 @@ export function allowed(from: Zone, to: Zone): boolean {
       return to === 'core:blocks' || to === 'shared';
     case from === 'cli':
       return core || to === 'shared';
-    case from === 'webviews' || from === 'webview-protocol':
-      return to === 'webviews' || to === 'webview-protocol';
+    case from === 'webviews':
+      return false;
+    case from.startsWith('webview-protocol:'):
+      return false;
+    case from.startsWith('webview:'): {
+      const app = from.slice('webview:'.length);
+      return to === 'webviews' || to === `webview-protocol:${app}`;
+    }
     case from === 'base':
       return to === 'shared';
     case from === 'ui':
       return to === 'shared' || to === 'base';
     case from.startsWith('editor:'): {
       const feature = from.slice('editor:'.length);
-      return to === `core:${feature}` || to === 'shared' || to === 'ui' || to === 'base' || to === 'webview-protocol';
+      if (to.startsWith('webview-protocol:')) return WEBVIEW_OWNERS[to.slice('webview-protocol:'.length)] === feature;
+      return to === `core:${feature}` || to === 'shared' || to === 'ui' || to === 'base';
     }
     case from === 'entry':
-      return to !== 'webviews' && to !== 'server' && to !== 'cli';
+      // CONTRIBUTING.md: activation hands one context to each feature's editor layer, nothing more.
+      return to.startsWith('editor:') || to === 'base';
     default:
       return false;
   }
@@ -63,30 +80,94 @@ export function allowed(from: Zone, to: Zone): boolean {
 
 export type Graph = Map<string, string[]>;
 
-const IMPORT = /(?:^|[\s;])(?:import|export)\s+(?:type\s+)?(?:[\w*{}\s,$]+\s+from\s+)?['"](\.{1,2}\/[^'"]+)['"]|(?:import|require)\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
+/** The import graph and what the reader could not follow: each problem is a reason the guard fails. */
+export interface ImportScan {
+  graph: Graph;
+  /** "file: what is wrong", for specifiers that resolve to nothing, lack `.ts`, or are computed. */
+  problems: string[];
+}
 
-/** Every relative import (type-only ones too) of every .ts file under src/, as repo paths. */
-export function readGraph(repoRoot: string): Graph {
+/** What sits beside a module and may be imported without being a module of ours (styles). */
+const ASSET = /\.(css)$/;
+
+/**
+ * Resolves a relative specifier the way the bundler would (the exact file, then `.ts`, then
+ * `/index.ts`), so an import written without its extension is still an edge the rules see. Returns
+ * the repo path and whether the specifier is written as the house rules want it (with `.ts`, which
+ * Node's type stripping needs at run time).
+ */
+export function resolveSpecifier(exists: (rel: string) => boolean, from: string, spec: string): { target?: string; exact: boolean } {
+  const base = path.posix.normalize(path.posix.join(path.posix.dirname(from), spec));
+  if (spec.endsWith('.ts') || ASSET.test(spec)) return exists(base) ? { target: base, exact: true } : { exact: true };
+  for (const candidate of [`${base}.ts`, `${base.replace(/\.js$/, '')}.ts`, `${base}/index.ts`]) {
+    if (exists(candidate)) return { target: candidate, exact: false };
+  }
+  return { exact: false };
+}
+
+/** The relative specifiers a source text imports (static, type-only, re-exports, `import()`, `require()`, `import('…')` types). */
+export function specifiersOf(fileName: string, text: string): { specs: string[]; computed: number } {
+  const source = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  const specs: string[] = [];
+  let computed = 0;
+  const take = (node: ts.Node | undefined, call?: ts.Node) => {
+    if (node && ts.isStringLiteralLike(node)) specs.push(node.text);
+    // A bundle loaded by path at run time is followed through the `as typeof import('…')` it is given.
+    else if (!(call?.parent && ts.isAsExpression(call.parent) && ts.isImportTypeNode(call.parent.type))) computed++;
+  };
+  const visit = (node: ts.Node) => {
+    if (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) {
+      if (node.moduleSpecifier) take(node.moduleSpecifier);
+    } else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) {
+      take(node.moduleReference.expression);
+    } else if (ts.isCallExpression(node) && (node.expression.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(node.expression) && node.expression.text === 'require'))) {
+      take(node.arguments[0], node);
+    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) {
+      take(node.argument.literal);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return { specs, computed };
+}
+
+/** Every import of every .ts file under src/ (type-only ones too), resolved to repo paths. */
+export function scanImports(repoRoot: string): ImportScan {
   const graph: Graph = new Map();
+  const problems: string[] = [];
+  const exists = (rel: string) => {
+    try {
+      return statSync(path.join(repoRoot, rel)).isFile();
+    } catch {
+      return false;
+    }
+  };
   const walk = (dir: string) => {
     for (const name of readdirSync(path.join(repoRoot, dir))) {
       const rel = `${dir}/${name}`;
       if (statSync(path.join(repoRoot, rel)).isDirectory()) walk(rel);
       else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) {
-        // Comments go first: a comment that shows `require('./x.ts')` is no import.
-        const text = readFileSync(path.join(repoRoot, rel), 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`\\])\/\/.*$/gm, '$1');
+        const { specs, computed } = specifiersOf(rel, readFileSync(path.join(repoRoot, rel), 'utf8'));
+        if (computed > 0) problems.push(`${rel}: ${computed} import(s) or require(s) with a computed specifier, which no check can follow`);
         const targets = new Set<string>();
-        for (const m of text.matchAll(IMPORT)) {
-          const spec = m[1] ?? m[2]!;
-          if (!spec.endsWith('.ts')) continue; // bundles loaded at run time (dist/…) are not source edges
-          targets.add(path.posix.normalize(path.posix.join(path.posix.dirname(rel), spec)));
+        for (const spec of specs) {
+          if (!spec.startsWith('./') && !spec.startsWith('../')) continue; // packages: the bundle checks reach those
+          const { target, exact } = resolveSpecifier(exists, rel, spec);
+          if (!target) problems.push(`${rel}: '${spec}' resolves to no file`);
+          else if (!exact) problems.push(`${rel}: '${spec}' has no .ts extension (Node cannot run it; write '${path.posix.relative(path.posix.dirname(rel), target).replace(/^(?!\.)/, './')}')`);
+          if (target && !ASSET.test(target)) targets.add(target);
         }
         graph.set(rel, [...targets].sort());
       }
     }
   };
   walk('src');
-  return graph;
+  return { graph, problems };
+}
+
+/** The import graph of src/ (see `scanImports`, which also says what could not be followed). */
+export function readGraph(repoRoot: string): Graph {
+  return scanImports(repoRoot).graph;
 }
 
 /** Imports that break the zone rules, as "from -> to (zone -> zone)". */
