@@ -52,6 +52,18 @@ suite('Belay command lines in PATH', () => {
     assert.equal(existsSync(path.join(dir, 'pwned')), false, 'the folder name ran as a command');
   });
 
+  test('installing again into a folder on PATH replaces the launchers and says the folder is on PATH', async () => {
+    const saved = process.env.PATH;
+    process.env.PATH = `${saved ?? ''}${path.delimiter}${bin}${path.sep}`;
+    try {
+      const again = await vscode.commands.executeCommand<InstallResult | undefined>('belay.installCommandLines', { folder: bin });
+      assert.equal(again?.onPath, true);
+      assert.deepEqual(readdirSync(bin).sort(), ['belay', 'cueme']);
+    } finally {
+      process.env.PATH = saved;
+    }
+  });
+
   test('a real cue round trip through the installed cueme; belay cues answers it', async () => {
     const cueHome = path.join(dir, 'mailbox');
     mkdirSync(cueHome, { recursive: true });

@@ -91,7 +91,7 @@ describe('installing the command lines', () => {
     assert.equal(folderOnPath('/home/a/.local/bin', '/usr/bin:/home/a/.local/bin2', 'linux'), false);
     assert.equal(folderOnPath('/home/a/.local/bin', undefined, 'linux'), false);
     assert.equal(folderOnPath('C:\\Users\\A\\bin', 'C:\\Windows;c:\\users\\a\\BIN\\', 'win32'), true);
-    for (const [folder, home] of [['/home/a/.local/bin', '/home/a'], [path.join(dir, 'odd "$x" `y` \\z'), '/nowhere']]) {
+    for (const [folder, home] of [['/home/a/.local/bin', '/home/a'], [path.join(dir, 'odd "$x" `y` \\z'), '/nowhere']] as const) {
       assert.match(pathLine(folder, home), /^export PATH="[^\n]*:\$PATH"$/);
       const r = sh(`${pathLine(folder, home)}; printf %s "$PATH"`, { HOME: home });
       assert.equal(r.stdout.split(':')[0], folder);
