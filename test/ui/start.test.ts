@@ -71,7 +71,7 @@ describe('npm start and the mailbox of the person who started it', () => {
     started = await npmStart(['--port', String(await freePort())], env);
     assert.match(started.output(), new RegExp(`^Cues: your mailbox, ${path.join(home, '.cue').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')};`, 'm'));
     const page = await browser.context.newPage();
-    await page.goto(started.url);
+    await page.goto(started.url, { timeout: 120_000 });
     await waitForWorkbench(page);
     await openBelayContainer(page);
     const frame = cuesFrame(page);
@@ -111,7 +111,7 @@ describe('npm start and the mailbox of the person who started it', () => {
     const own = path.join(dir, 'state', 'home', '.cue');
     assert.match(started.output(), /^Cues: a mailbox of its own, .+ \(--isolated-home\)/m);
     const page = await browser.context.newPage();
-    await page.goto(started.url);
+    await page.goto(started.url, { timeout: 120_000 });
     await waitForWorkbench(page);
     await openBelayContainer(page);
     await cuesFrame(page).locator('.mailbox code', { hasText: own }).waitFor({ timeout: 60_000 });
