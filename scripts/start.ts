@@ -3,11 +3,14 @@
 //   npm start -- --port 9000          another port
 //   npm start -- --folder ~/project   another workspace
 //   npm start -- --workspace-trust    keep VS Code's trust prompt (to see the restricted mode)
+//   npm start -- --isolated-home      a mailbox of its own (.cache/start/home/.cue), not ~/.cue
 //   npm start -- --desktop            install into the desktop `code` command and open there
+// It also builds dist/ (as `npm run build`), so `npx belay` and `npx cueme` run in this folder.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseCommandLine, UsageError, wantsHelp } from '../src/shared/args.ts';
 import { errorMessage } from '../src/shared/errors.ts';
@@ -15,12 +18,18 @@ import { installVsix, startHost } from './lib/host.ts';
 import { packageVsix } from './lib/package.ts';
 import { cacheDir, repoRoot } from './lib/paths.ts';
 
-const USAGE = 'Usage: npm start -- [--port N] [--folder DIR] [--workspace-trust] [--desktop]\n';
+const USAGE = 'Usage: npm start -- [--port N] [--folder DIR] [--workspace-trust] [--isolated-home] [--desktop]\n';
 
 /** Ends `npm start` with one line on stderr: what went wrong, never a stack. */
 function fail(message: string, code: number): never {
   console.error(`npm start: ${message}`);
   process.exit(code);
+}
+
+/** The mailbox `cueme` uses in the person's own shells: CUE_HOME, else ~/.cue. */
+function personalMailbox(env: NodeJS.ProcessEnv): string {
+  const chosen = env.CUE_HOME?.trim();
+  return path.resolve(chosen ? chosen.replace(/^~(?=$|\/)/, os.homedir()) : path.join(os.homedir(), '.cue'));
 }
 
 /** Whether something already listens on 127.0.0.1:`port` (code-server would fail, or a stranger would answer). */
@@ -39,7 +48,7 @@ if (wantsHelp(args)) {
 }
 let options;
 try {
-  options = parseCommandLine(args, { port: { type: 'string' }, folder: { type: 'string' }, desktop: { type: 'boolean' }, 'workspace-trust': { type: 'boolean' } }, { positionals: false });
+  options = parseCommandLine(args, { port: { type: 'string' }, folder: { type: 'string' }, desktop: { type: 'boolean' }, 'workspace-trust': { type: 'boolean' }, 'isolated-home': { type: 'boolean' } }, { positionals: false });
 } catch (error) {
   fail(`${errorMessage(error)} (npm start -- --help lists the options)`, error instanceof UsageError ? 2 : 1);
 }
@@ -55,6 +64,9 @@ if (!values.desktop && (await portInUse(port))) {
 process.on('uncaughtException', (error) => fail(errorMessage(error), 1));
 process.on('unhandledRejection', (error) => fail(errorMessage(error), 1));
 
+// dist/ holds the command lines people run from this folder (`npx belay`, `npx cueme`); the .vsix
+// is built apart, from production bundles.
+execFileSync(process.execPath, [path.join(repoRoot, 'scripts', 'build.ts')], { cwd: repoRoot, stdio: 'inherit' });
 const vsix = await packageVsix();
 console.log(`Packaged ${path.relative(repoRoot, vsix)}`);
 
@@ -68,14 +80,21 @@ if (values.desktop) {
   process.exit(0);
 }
 
-// One state folder kept between starts, so layout and settings persist like a real installation.
-const stateDir = path.join(cacheDir, 'start');
+// One state folder kept between starts, so layout and settings persist like a real installation
+// (BELAY_START_STATE moves it: a test of `npm start` must not take over a person's).
+const stateDir = path.resolve(process.env.BELAY_START_STATE || path.join(cacheDir, 'start'));
 await mkdir(stateDir, { recursive: true });
 await installVsix(vsix, stateDir);
-const host = await startHost({ port, folder, stateDir, workspaceTrust: values['workspace-trust'] });
+// The server gets a HOME of its own (settings, extensions, sockets), but the person's own mailbox,
+// so a `cueme` run in any shell of theirs reaches the panel. --isolated-home keeps one apart.
+const mailbox = values['isolated-home'] ? undefined : personalMailbox(process.env);
+const host = await startHost({ port, folder, stateDir, workspaceTrust: values['workspace-trust'], env: { CUE_HOME: mailbox } });
 const url = host.url(folder);
 console.log(`\nBelay is running in VS Code at:\n\n  ${url}\n\nOpen it in a browser; the Belay view is in the activity bar. Ctrl-C stops it.`);
 console.log(`(server log: ${path.relative(repoRoot, path.join(stateDir, 'code-server.log'))})`);
+console.log(mailbox === undefined
+  ? `Cues: a mailbox of its own, ${path.join(stateDir, 'home', '.cue')} (--isolated-home); a cueme reaches it with CUE_HOME set to that folder.`
+  : `Cues: your mailbox, ${mailbox}; cueme in any of your shells reaches the panel.`);
 
 let stopping = false;
 const stop = async () => {

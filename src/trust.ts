@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
  * here with the one sentence that says why it is refused; features ask `require(what)` at the
  * moment they would do it, and read `trusted` where they only decide what to show.
  */
-export type Capability = 'applyBlocks' | 'runCommands' | 'continueSession' | 'watchInbox' | 'runAgents' | 'terminalPath';
+export type Capability = 'applyBlocks' | 'runCommands' | 'continueSession' | 'watchInbox' | 'runAgents' | 'terminalPath' | 'installCommands';
 
 const refusals: Record<Capability, string> = {
   applyBlocks: 'Belay applies no command block in an untrusted workspace: an answer could change any file.',
@@ -14,6 +14,7 @@ const refusals: Record<Capability, string> = {
   watchInbox: 'Belay does not watch the inbox in an untrusted workspace: answers dropped there would be applied.',
   runAgents: 'Belay runs no agent, task or micro-agent in an untrusted workspace: agents run commands and tasks run their test scripts.',
   terminalPath: "Belay does not put its cueme on the terminal's PATH in an untrusted workspace.",
+  installCommands: 'Belay installs no command on your PATH from an untrusted workspace.',
 };
 
 /** Thrown by `assert` so a command stops where it stands; the person has already been told why. */

@@ -1,5 +1,5 @@
-// Must stay the first import: on an old Node it prints one line and exits before anything else runs.
-import './node-check.ts';
+// Must stay the first import: on an old Node it hands the command to the project's Node 22 first.
+import { runsHere } from './node-check.ts';
 import { wantsHelp } from '../shared/args.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { processIO, UsageError, type CliIO } from './io.ts';
@@ -61,12 +61,14 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
   }
 }
 
-main(process.argv.slice(2), processIO()).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    process.stderr.write(`belay: ${errorMessage(error)}\n`);
-    process.exitCode = 1;
-  },
-);
+if (runsHere) {
+  main(process.argv.slice(2), processIO()).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      process.stderr.write(`belay: ${errorMessage(error)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}

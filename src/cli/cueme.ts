@@ -1,7 +1,7 @@
 // `cueme`: Belay's command line for the Human Agent Protocol (../../../shared/specs/hap-cueme.md).
 // It writes the same mailbox as the public cueme, so either console can answer it.
-// Must stay the first import: on an old Node it prints one line and exits before anything else runs.
-import './node-check.ts';
+// Must stay the first import: on an old Node it hands the command to the project's Node 22 first.
+import { runsHere } from './node-check.ts';
 import { parseCommandLine, UsageError, wantsHelp } from '../shared/args.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { cueTimeoutForCommandLine } from './cueTimeout.ts';
@@ -164,4 +164,4 @@ function start(): void {
   );
 }
 
-start();
+if (runsHere) start();

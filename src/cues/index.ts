@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
+import { registerCommandLines } from './commandLines.ts';
 import { registerCueCommands } from './commands.ts';
 import { registerNotifications } from './notify.ts';
 import { registerMcpServer } from './mcp.ts';
@@ -11,9 +12,9 @@ import { registerCueTools } from './tools.ts';
 /**
  * Cues in the editor: one mailbox service (one connection, one watch) feeding the Cues panel, its
  * badge, the status bar, notifications, the quick-pick commands and the language-model tools;
- * Belay's cueme on integrated terminals' PATH. Activation registers light parts only: the mailbox
- * (zod, node:sqlite) opens just after it, the panel's page code when the panel is first shown, the
- * tools' calls on the first call.
+ * Belay's cueme on integrated terminals' PATH, and `belay` and `cueme` on the person's own PATH on
+ * request. Activation registers light parts only: the mailbox (zod, node:sqlite) opens just after
+ * it, the panel's page code when the panel is first shown, the tools' calls on the first call.
  */
 export function registerCues(ctx: BelayContext): void {
   const service = ctx.own(new CuesService(ctx));
@@ -22,6 +23,7 @@ export function registerCues(ctx: BelayContext): void {
   registerNotifications(ctx, service, view);
   registerCueCommands(ctx, service);
   registerTerminalPath(ctx);
+  registerCommandLines(ctx);
   registerCueTools(ctx, service);
   registerMcpServer(ctx);
 }

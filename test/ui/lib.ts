@@ -34,17 +34,29 @@ export async function openWorkbench(options: { theme?: keyof typeof themes; sett
     await writeFile(file, JSON.stringify({ ...demo, ...options.settings }, null, 2));
   }
   const host = await startHost({ folder: workspace, workspaceTrust: options.untrusted ?? false });
-  // The test chat model (test/fixtures/lm-provider), installed beside Belay; its provider API is proposed in 1.103.
-  if (options.testModels) await cp(path.join(repoRoot, 'test', 'fixtures', 'lm-provider'), path.join(host.extensionsDir, 'belay-test.belay-test-models-0.0.1'), { recursive: true });
-  const browser = await launchBrowser({ colorScheme: theme });
-  const page = await browser.context.newPage();
-  await page.goto(host.url(workspace, [['extensionDevelopmentPath', host.remoteUri(repoRoot)], ...(options.testModels ? [['enableProposedApi', ''] as [string, string]] : [])]));
-  if (options.untrusted) {
-    // VS Code asks on first open; answer as a careful person does with a folder from elsewhere.
-    await page.locator('.monaco-dialog-box a.monaco-button', { hasText: "No, I don't trust the authors" }).click();
+  let browser: Browser | undefined;
+  let page: Page;
+  try {
+    // The test chat model (test/fixtures/lm-provider), installed beside Belay; its provider API is proposed in 1.103.
+    if (options.testModels) await cp(path.join(repoRoot, 'test', 'fixtures', 'lm-provider'), path.join(host.extensionsDir, 'belay-test.belay-test-models-0.0.1'), { recursive: true });
+    browser = await launchBrowser({ colorScheme: theme });
+    page = await browser.context.newPage();
+    // The first load compiles the workbench on a machine shared with other tests: give it time.
+    await page.goto(host.url(workspace, [['extensionDevelopmentPath', host.remoteUri(repoRoot)], ...(options.testModels ? [['enableProposedApi', ''] as [string, string]] : [])]), { timeout: 120_000 });
+    if (options.untrusted) {
+      // VS Code asks on first open; answer as a careful person does with a folder from elsewhere.
+      await page.locator('.monaco-dialog-box a.monaco-button', { hasText: "No, I don't trust the authors" }).click();
+    }
+    await waitForWorkbench(page);
+    await setColorTheme(page, theme);
+  } catch (error) {
+    // Nothing may outlive a failed start: a running server would keep the test process alive for ever.
+    await browser?.close();
+    await host.stop();
+    await rm(workspace, { recursive: true, force: true });
+    await rm(host.stateDir, { recursive: true, force: true });
+    throw error;
   }
-  await waitForWorkbench(page);
-  await setColorTheme(page, theme);
   const shots = path.join(resultsDir, 'ui');
   await mkdir(shots, { recursive: true });
   return {

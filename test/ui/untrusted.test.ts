@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { runPaletteCommand } from '../../scripts/lib/workbench.ts';
 import { cuesFrame, openBelayContainer, openWorkbench, type Workbench } from './lib.ts';
 
 describe('an untrusted workspace', () => {
@@ -59,5 +60,14 @@ describe('an untrusted workspace', () => {
     }
     await page.keyboard.press('Escape');
     assert.equal(existsSync(path.join(wb.workspace, '.belay', 'runs')), false);
+  });
+
+  test("installing the 'belay' and 'cueme' commands is refused with the reason, and writes nothing", async () => {
+    const { page } = wb;
+    await runPaletteCommand(page, "Belay: Install 'belay' and 'cueme' Commands in PATH");
+    await page.locator('.notifications-toasts .notification-toast', { hasText: 'Belay installs no command on your PATH from an untrusted workspace.' }).first().waitFor();
+    assert.equal(await page.locator('.quick-input-widget .monaco-list-row', { hasText: '.local' }).count(), 0, 'the folder picker opened');
+    assert.equal(existsSync(path.join(wb.host.stateDir, 'home', '.local', 'bin', 'belay')), false, 'a launcher was written');
+    await wb.screenshot('untrusted-install-commands');
   });
 });

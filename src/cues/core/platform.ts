@@ -87,8 +87,17 @@ export function cmdWord(text: string): string {
  * arguments stays, and exits with the program's exit code. Both are written on every platform.
  */
 export function launcherFiles(name: string, runtime: string, script: string, purpose: string): LauncherFile[] {
-  const posix = `#!/bin/sh\n# ${purpose}\nELECTRON_RUN_AS_NODE=1 exec ${shWord(runtime)} ${shWord(script)} "$@"\n`;
-  const windows = [
+  return [posixLauncher(name, runtime, script, purpose), windowsLauncher(name, runtime, script, purpose)];
+}
+
+/** The POSIX shell launcher of launcherFiles alone. */
+export function posixLauncher(name: string, runtime: string, script: string, purpose: string): LauncherFile {
+  return { name, text: `#!/bin/sh\n# ${purpose}\nELECTRON_RUN_AS_NODE=1 exec ${shWord(runtime)} ${shWord(script)} "$@"\n`, executable: true };
+}
+
+/** The .cmd launcher of launcherFiles alone (throws for a path cmd cannot hold). */
+export function windowsLauncher(name: string, runtime: string, script: string, purpose: string): LauncherFile {
+  const text = [
     '@echo off',
     `rem ${purpose}`,
     'setlocal DisableDelayedExpansion',
@@ -97,8 +106,5 @@ export function launcherFiles(name: string, runtime: string, script: string, pur
     'exit /b %ERRORLEVEL%',
     '',
   ].join('\r\n');
-  return [
-    { name, text: posix, executable: true },
-    { name: `${name}.cmd`, text: windows, executable: false },
-  ];
+  return { name: `${name}.cmd`, text, executable: false };
 }

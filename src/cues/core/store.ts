@@ -10,7 +10,7 @@ import { MailboxError, toMailboxError } from './errors.ts';
 import { mailboxPaths, type MailboxPaths } from './home.ts';
 import { parsePayload, type PayloadView } from './payload.ts';
 import { ensureSchema, readColumns, type ColumnMap } from './schema.ts';
-import type { Database } from './sqlite.ts';
+import { loadSqlite, type Database } from './sqlite.ts';
 import { openConnection } from './connection.ts';
 import { localIsoWithOffset, parseMailboxTime } from './time.ts';
 import { currentProcess, goneWaiterText, HEARTBEAT_MS, systemProbe, waiterLiveness, type Liveness, type ProcessIdentity, type ProcessProbe, type WaiterRecord } from './waiters.ts';
@@ -219,6 +219,8 @@ export class Mailbox {
   static open(options: MailboxOptions = {}): Mailbox {
     const paths = mailboxPaths(options);
     const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
+    // A runtime without node:sqlite is refused before anything is created.
+    loadSqlite();
     if (!existsSync(paths.home)) {
       try {
         mkdirSync(paths.home, { recursive: true, mode: 0o700 });

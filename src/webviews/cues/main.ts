@@ -90,8 +90,8 @@ function renderEmpty(state: State): void {
     emptySection.replaceChildren(el('p', 'lead', `Nothing from ${state.scope.agentId || 'this agent'} is waiting for you.`));
     return;
   }
-  const mailbox = el('p', 'detail');
-  mailbox.append('Mailbox: ', el('code', '', state.mailbox));
+  const mailbox = el('p', 'detail mailbox');
+  mailbox.append('Watching the mailbox in ', el('code', '', state.mailbox), ' (the folder a cueme writes to: its CUE_HOME, else ~/.cue).');
   const parts: Node[] = [
     icon('comment-discussion'),
     el('h2', 'title', 'No agent is waiting for you'),
