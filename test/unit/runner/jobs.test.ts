@@ -20,14 +20,17 @@ import { ensureBuilt } from '../build.ts';
 
 const tmp = tempDir('belay-jobs-');
 const cli = path.join(repoRoot, 'dist', 'cli.js');
-const agent = `'${process.execPath}' '${agentFile('flaky.mjs')}'`;
+// A word of this test process in every agent's command line: the clean-up below ends this file's
+// orphans only, never the agents of another Belay test running on the machine at the same time.
+const agentToken = `jobs-test-${process.pid}`;
+const agent = `'${process.execPath}' '${agentFile('flaky.mjs')}' ${agentToken}`;
 
 before(() => {
   ensureBuilt();
 });
 after(() => {
   // Agents and commands orphaned by the killed CLI end on their own; none may outlive the tests.
-  for (const line of processesWith(agentFile('flaky.mjs'))) process.kill(Number(line.split(':')[0]), 'SIGKILL');
+  for (const line of processesWith(agentToken)) process.kill(Number(line.split(':')[0]), 'SIGKILL');
   tmp.remove();
 });
 

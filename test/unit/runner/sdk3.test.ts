@@ -30,7 +30,7 @@ execSync("echo 'Hello, world!' > hello.txt");
 const forever = () => setInterval(() => {}, 1000);
 const write = (text) => new Promise((resolve) => process.stdout.write(text, resolve));
 if (mode === 'done') console.log('[DONE] Task completed');
-else if (mode === 'hang') { execSync('sleep 600 >/dev/null 2>&1 &'); forever(); }
+else if (mode === 'hang') { execSync('sleep ' + (process.env.SDK3_SLEEP ?? '600') + ' >/dev/null 2>&1 &'); forever(); }
 else if (mode === 'flood') { const line = 'x'.repeat(1023) + '\\n'; for (let i = 0; i < 40 * 1024; i++) await write(line); console.log('[DONE]'); }
 else if (mode === 'split') { await write('working\\n  [DO'); await new Promise((r) => setTimeout(r, 300)); await write('NE] finished\\n'); }
 else if (mode === 'inline') console.log('data: [DONE]');
@@ -119,11 +119,13 @@ for (const { name, backend } of available) {
     });
 
     it('kills the whole tree at the time limit (agent_timeout) and still runs the tests', async () => {
-      const { result } = await runFixture(be, runs, agent, sdk3('hang', { limits: { agentTimeoutMs: 2000 } }));
+      // A sleep of this process's own length: other Belay tests on the machine may run a sleep 600.
+      const sleep = `600.${process.pid}`;
+      const { result } = await runFixture(be, runs, agent, sdk3('hang', { limits: { agentTimeoutMs: 2000 }, env: { SDK3_SLEEP: sleep } }));
       assert.equal(result.failure_cause, 'agent_timeout');
       assert.equal(result.agent_completed, false);
       assert.notEqual(result.verification, null);
-      assert.deepEqual(processesWith('sleep 600'), []);
+      assert.deepEqual(processesWith(`sleep ${sleep}`), []);
     });
 
     it('takes [DONE] split across writes; [DONE] inside a line is not the marker', async () => {
