@@ -218,14 +218,26 @@ describe('agents and models at real speed', { concurrency: true }, () => {
     for (const protocol of ['sdk1', 'sdk2', 'sdk3'] as const) {
       it(`${protocol} on the ${backend} backend: a model whose first byte comes after 10 s and whose stream trickles for a minute`, { skip: skipped(backend) }, async () => {
         const name = model(10_000, 13, 5000, `${backend}-${protocol}`);
-        const { result, agentToken } = await run({ backend, protocol, env: { ASK: 'chat-stream', ASK_MODEL: name }, llm: llm() });
+        const { result, events, agentToken } = await run({ backend, protocol, env: { ASK: 'chat-stream', ASK_MODEL: name }, llm: llm() });
         passed(result);
+        assert.deepEqual(events.filter((e) => e.type === 'notice' && /listens on TCP port|SDK 1\.x JSON/.test(e.message)), [], 'a protocol hint about an agent that is fine');
         assert.equal(result.llm?.requests, 1);
         assert.equal(result.llm?.output_tokens, 10, 'the usage at the end of the stream was counted');
         assert.deepEqual(upstream.outcome(name), { whole: 1, cut: 0 });
         await nothingLeft(result, agentToken);
       });
     }
+  }
+
+  for (const backend of ['local', 'sandbox', 'container'] as const) {
+    it(`an SDK 2.0 agent whose every /health takes 3 s (busy loading) is waited for, on the ${backend} backend`, { skip: skipped(backend) }, async () => {
+      // Each answer is waited for as long as the startup window lasts (not a fixed half second);
+      // the window is a minute here: through the container every connection is an `exec`, and
+      // on a machine as busy as CI's, 3 s answers plus those can fill the spec's 15 s.
+      const { result, agentToken } = await run({ backend, protocol: 'sdk2', env: { HEALTH_MS: '3000', THINK_MS: '5000' }, limits: { healthTimeoutMs: 60_000 } });
+      passed(result);
+      await nothingLeft(result, agentToken);
+    });
   }
 
   it('an Anthropic-style stream: first byte after 30 s, then trickling, in the sandbox', { skip: skipped('sandbox') }, async () => {

@@ -90,7 +90,7 @@ export async function runSdk1(ctx: AgentContext): Promise<AgentOutcome> {
   let last: { command: string | null; output: string | null; exitCode: number | null } = { command: null, output: null, exitCode: null };
   let cwd = ctx.session.workdir;
   let emptyInARow = 0;
-  const probe: MismatchProbe = { ports: [], noticed: false };
+  const probe: MismatchProbe = { ports: [], noticed: false, ruledOut: new Set() };
   // A spare shell is starting while the agent thinks and while the previous command runs, so
   // that spawning (a sandbox costs milliseconds) stays off the step's path. It is speculative (the
   // last one is never used): when this process's runs already outnumber the cores, as in a job,
@@ -208,18 +208,24 @@ async function exchange(ctx: AgentContext, agent: AgentProcess, request: string,
 interface MismatchProbe {
   ports: number[];
   noticed: boolean;
+  /** Ports whose server answered, not as SDK 2.0: not asked again. */
+  ruledOut: Set<number>;
 }
 
-/** True when 127.0.0.1:port answers as an SDK 2.0 agent does: /health says ok and /status has an SDK 2.0 status. */
-async function servesSdk2(port: number): Promise<boolean> {
+/**
+ * Whether 127.0.0.1:port answers as an SDK 2.0 agent does (/health says ok, /status has an SDK
+ * 2.0 status): 'yes', 'no' (it answered otherwise), or 'unknown' (no answer yet).
+ */
+async function servesSdk2(port: number): Promise<'yes' | 'no' | 'unknown'> {
+  const endpoint = { host: '127.0.0.1', port };
   try {
-    const endpoint = { host: '127.0.0.1', port };
     const health = await httpRequest(endpoint, 'GET', '/health', 1000, undefined, 64 * 1024);
-    if (health.status !== 200 || !/ok/i.test(health.body)) return false;
+    if (health.status !== 200 || !/ok/i.test(health.body)) return 'no';
     const status = await httpRequest(endpoint, 'GET', '/status', 1000, undefined, 64 * 1024);
-    return status.status === 200 && StatusSchema.safeParse(JSON.parse(status.body)).success;
+    if (status.status !== 200) return 'no';
+    return StatusSchema.safeParse(JSON.parse(status.body)).success ? 'yes' : 'no';
   } catch {
-    return false;
+    return 'unknown';
   }
 }
 
@@ -246,16 +252,20 @@ async function readLine(ctx: AgentContext, agent: AgentProcess, step: number, pr
     if (probing && silence > ctx.limits.mismatchProbeMs && ctx.remainingMs() > 0) {
       const listeners = agent.pid !== undefined ? agentListeners(agent.pid) : [];
       if (listeners.length > 0) {
-        probe.ports = listeners.map((listener) => listener.port);
         for (const listener of listeners) {
-          if (listener.reachable && (await servesSdk2(listener.port))) {
+          if (!listener.reachable || probe.ruledOut.has(listener.port)) continue;
+          const answer = await servesSdk2(listener.port);
+          if (answer === 'no') probe.ruledOut.add(listener.port);
+          if (answer === 'yes') {
             throw new RunFailure(
               'agent_error',
               `protocol mismatch: the agent serves SDK 2.0 on TCP port ${listener.port} (GET /health and GET /status answer) and has not answered the SDK 1.x request on stdin: run it with --protocol sdk2`,
             );
           }
         }
-        if (!probe.noticed) {
+        // A port that answered HTTP, not as SDK 2.0, is no hint at all.
+        probe.ports = listeners.map((listener) => listener.port).filter((port) => !probe.ruledOut.has(port));
+        if (!probe.noticed && probe.ports.length > 0) {
           probe.noticed = true;
           ctx.emit({ type: 'notice', message: `step 1: no answer yet${listenHint(probe.ports)}; waiting for it (a model may take minutes)` });
         }

@@ -163,7 +163,10 @@ export async function runSdk2(ctx: AgentContext): Promise<AgentOutcome> {
       }
       if (ctx.remainingMs() <= 0) throw agentTimeout();
       try {
-        const answer = await httpRequest(endpoint, 'GET', '/health', within(Math.max(100, ctx.limits.healthIntervalMs * 5)), undefined, ctx.limits.maxResponseBytes);
+        // A request may take the rest of the startup window: an agent busy loading (or a container
+        // starting an `exec` per connection on a busy machine) answers late, and late is not never.
+        const window = Math.max(100, ctx.limits.healthIntervalMs * 5, healthDeadline - Date.now());
+        const answer = await httpRequest(endpoint, 'GET', '/health', within(window), undefined, ctx.limits.maxResponseBytes);
         if (answer.status === 200 && answer.body.includes('ok')) {
           healthy = true;
           break;
