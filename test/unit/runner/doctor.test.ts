@@ -48,7 +48,7 @@ describe(`belay agent doctor (${backend.name} backend)`, () => {
 
   it('lists what an SDK 1.x agent does wrong', async () => {
     const [noisy, linger, oneShot, eofReader, leaves] = await Promise.all(
-      ['noisy', 'linger', 'one-shot', 'eof-reader', 'leaves'].map((mode) => diagnose(node('doctor-sdk1.mjs', mode, ...(mode === 'leaves' ? [leftSleep] : [])), 3000)),
+      ['noisy', 'linger', 'one-shot', 'eof-reader', 'leaves'].map((mode) => diagnose(node('doctor-sdk1.mjs', mode, ...(mode === 'leaves' ? [leftSleep] : [])), 10_000)),
     );
     assert.equal(noisy!.protocol, 'sdk1');
     assert.match(noisy!.problems.join('\n'), /writes lines that are not JSON to stdout \(1, e\.g\. "Loading my agent, please wait\.\.\."\)/);
@@ -65,7 +65,7 @@ describe(`belay agent doctor (${backend.name} backend)`, () => {
       diagnose(node('doctor-sdk3.mjs', 'exit1')),
       diagnose(node('doctor-sdk3.mjs', 'linger')),
       diagnose(node('doctor-sdk3.mjs', 'inline')),
-      diagnose(node('doctor-sdk2.mjs', '5500'), 12_000),
+      diagnose(node('doctor-sdk2.mjs', '10500'), 20_000),
     ]);
     assert.equal(exit1!.protocol, 'sdk3');
     assert.deepEqual(exit1!.problems, ['prints [DONE] but exited with code 1']);
@@ -147,7 +147,8 @@ describe('belay agent doctor (local backend, hostile agents)', () => {
   it('neither a flood on stdout nor control sequences reach the report as they were', async () => {
     const { describeReport } = await import('../../../src/cli/agent.ts');
     const flood = `'${process.execPath}' -e "process.stdout.write('\\x1b]0;owned\\x07\\x1b[2J' + 'x'.repeat(50e6))"`;
-    const report = await local(flood);
+    // Time enough to write 50 MB on a machine busy with other tests: it is judged once it exits.
+    const report = await local(flood, 20_000);
     // Printing and exiting 0 is all a plain nanobot bot does: the weakest match there is.
     assert.equal(report.protocol, 'nanobot-plain');
     const text = describeReport(report, flood);

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { runFiles } from '../../../src/runner/core/records.ts';
 import { DoneMarker, sdk3Script } from '../../../src/runner/core/protocols/sdk3.ts';
+import { freePort } from '../../../src/runner/core/protocols/sdk2.ts';
 import { containerOrReason } from './container-helpers.ts';
 import { backends, nodeAgent, nodeDir, processesWith, runFixture, tempDir } from './helpers.ts';
 
@@ -170,7 +171,8 @@ describe('SDK 3.0: the wrong protocol is named', () => {
     const sdk1 = path.join(tmp.writeTask('sdk1-agent', { 'sdk1.mjs': "console.log(JSON.stringify({ command: 'ls', task_complete: false }));\n" }), 'sdk1.mjs');
     const { events } = await runFixture(local, runs, `'${process.execPath}' '${sdk1}'`, { protocol: 'sdk3' });
     assert.ok(events.some((e) => e.type === 'notice' && /printed SDK 1\.x JSON .*run it with --protocol sdk1/.test(e.message)));
-    const http = await runFixture(local, runs, nodeAgent('sdk2-server.mjs'), { protocol: 'sdk3', limits: { agentTimeoutMs: 3000, mismatchProbeMs: 500 } });
+    // Its own free port: a fixed one may be another Belay test's on this machine.
+    const http = await runFixture(local, runs, nodeAgent('sdk2-server.mjs'), { protocol: 'sdk3', env: { AGENT_PORT: String(await freePort()) }, limits: { agentTimeoutMs: 6000, mismatchProbeMs: 500 } });
     assert.equal(http.result.failure_cause, 'agent_timeout');
     assert.ok(http.events.some((e) => e.type === 'notice' && /listens on TCP port \d+ and has printed nothing: if it is an SDK 2\.0 \(HTTP\) agent, run it with --protocol sdk2/.test(e.message)));
   });
