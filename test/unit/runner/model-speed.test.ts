@@ -7,7 +7,7 @@
 // container, no scratch folder, the upstream's answer delivered whole), never durations. The
 // cases run side by side: the file takes about as long as its slowest case, mostly waiting.
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
@@ -16,9 +16,11 @@ import { after, before, describe, it } from 'node:test';
 import type { Backend } from '../../../src/runner/core/backend.ts';
 import { LABELS } from '../../../src/runner/core/backends/container.ts';
 import { detectEngine } from '../../../src/runner/core/backends/engine.ts';
+import { microAgentLauncher } from '../../../src/runner/core/backends/nanobot-launch.ts';
 import type { Protocol, RunEvent } from '../../../src/runner/core/events.ts';
 import { createJob, runJob, type JobEvent } from '../../../src/runner/core/jobs/job.ts';
 import { protocolNamed } from '../../../src/runner/core/protocols/index.ts';
+import { runNanobot, TerminalConfigSchema } from '../../../src/runner/core/protocols/nanobot.ts';
 import { DEFAULT_LIMITS, type RunLimits } from '../../../src/runner/core/protocol.ts';
 import type { RunResult } from '../../../src/runner/core/records.ts';
 import { runTask } from '../../../src/runner/core/run.ts';
@@ -311,6 +313,21 @@ describe('agents and models at real speed', { concurrency: true }, () => {
     await nothingLeft(inside.result, inside.agentToken);
     await nothingLeft(outside.result, outside.agentToken);
   });
+
+  // nanobot micro-agents: silent for 20 s (a model's time), then their answer, in every place.
+  for (const place of ['local', 'sandbox', 'container'] as const) {
+    it(`a nanobot micro-agent silent for 20 s answers within its timeout (${place})`, { skip: skipped(place) }, async () => {
+      const agentToken = token();
+      const launcher = await microAgentLauncher({ backend: place, agentFolders: [nodeDir] });
+      // Plain protocol: the text arrives as {message}; the answer is what it prints before it exits.
+      const config = TerminalConfigSchema.parse({ command: `sh -c 'sleep 20; echo "You said: $1"' ${agentToken} {message}`, protocol: 'plain', timeout: 60 });
+      const result = await runNanobot({ launcher, config, input: { text: 'think it over', workspace: mkdtempSync(path.join(tmp.dir, 'nanobot-')) } });
+      assert.equal(result.ok, true, JSON.stringify(result));
+      assert.equal(result.timedOut, false);
+      assert.deepEqual(result.messages.map((m) => m.text), ['You said: think it over']);
+      assert.deepEqual(processesWith(agentToken), []);
+    });
+  }
 
   it('a job of 4 trials at concurrency 4 in the sandbox, each behind a slow streaming model, all pass', { skip: skipped('sandbox') }, async () => {
     const backend = available.sandbox as Backend;
