@@ -77,6 +77,19 @@ export interface CommandSpec {
   exposePort?: number;
 }
 
+/**
+ * The first characters of the program of every helper Belay runs beside an agent in the agent's
+ * own process group (the sandbox's port bridge, run as `node -e <program>`). Their sockets (the
+ * host services' ports inside the sandbox, 4141 and up) are Belay's, never the agent's: the
+ * protocol hints leave out every process whose command line is `<node> -e` with this program.
+ */
+export const BELAY_HELPER_MARK = "'use strict';/* belay helper */";
+
+/** True when a process's argv is one of Belay's own helpers (see BELAY_HELPER_MARK). */
+export function isBelayHelper(argv: readonly string[]): boolean {
+  return argv[1] === '-e' && (argv[2] ?? '').startsWith(BELAY_HELPER_MARK);
+}
+
 export interface HostCommand {
   argv: [string, ...string[]];
   cwd: string;

@@ -10,6 +10,8 @@ after(() => tmp.remove());
 const sandbox = await sandboxOrReason();
 /** The sandbox where this machine has one (as the doctor uses it), else the local backend. */
 const backend: Backend = sandbox instanceof Error ? localBackend() : sandbox;
+/** The seconds the 'leaves' agent's orphan sleeps: unique to this process (other Belay tests run beside it). */
+const leftSleep = `300.${process.pid}`;
 const node = (file: string, ...args: string[]) => [`'${process.execPath}'`, `'${agentFile(file)}'`, ...args].join(' ');
 
 function diagnose(agentCommand: string, timeoutMs = 8000): Promise<DoctorReport> {
@@ -46,7 +48,7 @@ describe(`belay agent doctor (${backend.name} backend)`, () => {
 
   it('lists what an SDK 1.x agent does wrong', async () => {
     const [noisy, linger, oneShot, eofReader, leaves] = await Promise.all(
-      ['noisy', 'linger', 'one-shot', 'eof-reader', 'leaves'].map((mode) => diagnose(node('doctor-sdk1.mjs', mode), 3000)),
+      ['noisy', 'linger', 'one-shot', 'eof-reader', 'leaves'].map((mode) => diagnose(node('doctor-sdk1.mjs', mode, ...(mode === 'leaves' ? [leftSleep] : [])), 10_000)),
     );
     assert.equal(noisy!.protocol, 'sdk1');
     assert.match(noisy!.problems.join('\n'), /writes lines that are not JSON to stdout \(1, e\.g\. "Loading my agent, please wait\.\.\."\)/);
@@ -55,7 +57,7 @@ describe(`belay agent doctor (${backend.name} backend)`, () => {
     assert.equal(eofReader!.protocol, 'sdk1');
     assert.match(eofReader!.problems.join('\n'), /answers only once its stdin is closed/);
     assert.match(leaves!.problems.join('\n'), /leaves 1 process\(es\) running after it exits: \d+ sleep 300/);
-    assert.deepEqual(processesWith('sleep 300').filter((p) => p.includes('sleep 300 ')), [], 'the probe killed what the agent left');
+    assert.deepEqual(processesWith(`sleep ${leftSleep}`), [], 'the probe killed what the agent left');
   });
 
   it('lists what SDK 3.0 and SDK 2.0 agents do wrong', async () => {
@@ -63,7 +65,7 @@ describe(`belay agent doctor (${backend.name} backend)`, () => {
       diagnose(node('doctor-sdk3.mjs', 'exit1')),
       diagnose(node('doctor-sdk3.mjs', 'linger')),
       diagnose(node('doctor-sdk3.mjs', 'inline')),
-      diagnose(node('doctor-sdk2.mjs', '5500'), 12_000),
+      diagnose(node('doctor-sdk2.mjs', '10500'), 20_000),
     ]);
     assert.equal(exit1!.protocol, 'sdk3');
     assert.deepEqual(exit1!.problems, ['prints [DONE] but exited with code 1']);
@@ -136,16 +138,17 @@ describe('belay agent doctor (local backend, hostile agents)', () => {
   const local = (agentCommand: string, timeoutMs = 3000) => diagnoseAgent({ agentCommand, agentCwd: `${fixtures}/agents`, agentFolders: [nodeDir], backend: localBackend(), timeoutMs });
 
   it('finds what an agent left running on the unisolated backend too, and kills it', async () => {
-    const report = await local(node('doctor-sdk1.mjs', 'leaves'));
+    const report = await local(node('doctor-sdk1.mjs', 'leaves', leftSleep));
     assert.equal(report.isolated, false);
     assert.match(report.problems.join('\n'), /leaves 1 process\(es\) running after it exits: \d+ sleep 300/);
-    assert.deepEqual(processesWith('sleep 300').filter((p) => p.includes('sleep 300 ')), []);
+    assert.deepEqual(processesWith(`sleep ${leftSleep}`), []);
   });
 
   it('neither a flood on stdout nor control sequences reach the report as they were', async () => {
     const { describeReport } = await import('../../../src/cli/agent.ts');
     const flood = `'${process.execPath}' -e "process.stdout.write('\\x1b]0;owned\\x07\\x1b[2J' + 'x'.repeat(50e6))"`;
-    const report = await local(flood);
+    // Time enough to write 50 MB on a machine busy with other tests: it is judged once it exits.
+    const report = await local(flood, 20_000);
     // Printing and exiting 0 is all a plain nanobot bot does: the weakest match there is.
     assert.equal(report.protocol, 'nanobot-plain');
     const text = describeReport(report, flood);

@@ -20,14 +20,17 @@ import { ensureBuilt } from '../build.ts';
 
 const tmp = tempDir('belay-jobs-');
 const cli = path.join(repoRoot, 'dist', 'cli.js');
-const agent = `'${process.execPath}' '${agentFile('flaky.mjs')}'`;
+// A word of this test process in every agent's command line: the clean-up below ends this file's
+// orphans only, never the agents of another Belay test running on the machine at the same time.
+const agentToken = `jobs-test-${process.pid}`;
+const agent = `'${process.execPath}' '${agentFile('flaky.mjs')}' ${agentToken}`;
 
 before(() => {
   ensureBuilt();
 });
 after(() => {
   // Agents and commands orphaned by the killed CLI end on their own; none may outlive the tests.
-  for (const line of processesWith(agentFile('flaky.mjs'))) process.kill(Number(line.split(':')[0]), 'SIGKILL');
+  for (const line of processesWith(agentToken)) process.kill(Number(line.split(':')[0]), 'SIGKILL');
   tmp.remove();
 });
 
@@ -163,9 +166,13 @@ describe('belay run --attempts (a job)', () => {
       assert.equal(lines.filter((l) => l.kind === 'start' && l.workdir === workdir).length, 1, `${trial.trial_id} started once`);
       assert.equal(lines.filter((l) => l.kind === 'end' && l.workdir === workdir).length, 1, `${trial.trial_id} ended once`);
     }
-    // Agents started = the final trials + the ones cut short by the kill (moved to .interrupted/).
+    // Every other agent started belongs to a run cut short by the kill (moved to .interrupted/),
+    // once at most: a run the kill caught before its agent started has no start line.
     const interrupted = job.trials.flatMap((t) => t.interrupted_runs);
-    assert.equal(lines.filter((l) => l.kind === 'start').length, 6 + interrupted.length);
+    const finals = new Set(job.trials.map((t) => path.join(jobDir, t.run_id!, 'app')));
+    const others = lines.filter((l) => l.kind === 'start' && !finals.has(l.workdir)).map((l) => l.workdir);
+    assert.deepEqual(others.filter((w) => !interrupted.some((runId) => w === path.join(jobDir, runId, 'app'))), [], 'an agent started outside any trial');
+    assert.equal(new Set(others).size, others.length, 'an interrupted run started its agent twice');
     for (const runId of interrupted) assert.ok(existsSync(path.join(jobDir, '.interrupted', runId)), runId);
     assert.deepEqual(readdirSync(jobDir).filter((f) => !f.startsWith('.') && f !== 'job.json').sort(), job.trials.map((t) => t.run_id!).sort());
 

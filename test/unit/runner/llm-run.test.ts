@@ -120,14 +120,16 @@ describe('an agent calling a model through Belay’s gateway', () => {
         if (backend instanceof Error) return t.skip(backend.message);
         upstream.fallback = () => ({ json: chatAnswer('true', { prompt_tokens: 400, completion_tokens: 100 }) });
         const before = upstream.received.length;
-        const { result } = await runFixture(backend, tmp.dir, `${nodeAgent('llm-sdk1.mjs')} runaway`, { llm: llm({ budget: { tokens: 1200 } }), limits: { maxSteps: 50 } });
+        // A word of this run in the agent's command line: other Belay tests may run llm-sdk1.mjs meanwhile.
+        const token = `runaway-${process.pid}-${name}`;
+        const { result } = await runFixture(backend, tmp.dir, `${nodeAgent('llm-sdk1.mjs')} runaway ${token}`, { llm: llm({ budget: { tokens: 1200 } }), limits: { maxSteps: 50 } });
         assert.equal(result.failure_cause, 'budget_exceeded', String(result.error));
         assert.match(result.error ?? '', /LLM budget of 1200 tokens/);
         assert.equal(result.passed, false);
         const calls = upstream.received.length - before;
         assert.ok(calls >= 3 && calls <= 4, `the budget held the agent to a few calls (${calls})`);
         assert.equal(result.llm!.requests, calls);
-        assert.deepEqual(processesWith('llm-sdk1.mjs'), []);
+        assert.deepEqual(processesWith(token), []);
       });
 
       it('gives the Anthropic SDK its base URL and key variable; streamed answers pass through', async (t) => {

@@ -3,7 +3,8 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { RunEvent } from '../../../src/runner/core/events.ts';
-import { firstJsonObject } from '../../../src/runner/core/protocols/mismatch.ts';
+import { firstJsonObject, suggestedProtocol } from '../../../src/runner/core/protocols/mismatch.ts';
+import { freePort } from '../../../src/runner/core/protocols/sdk2.ts';
 import { readResult, runFiles } from '../../../src/runner/core/records.ts';
 import { parseSdk1Response, Sdk1RequestSchema } from '../../../src/runner/core/protocols/sdk1.ts';
 import { backends, nodeAgent, processesWith, runFixture, tempDir } from './helpers.ts';
@@ -118,10 +119,32 @@ for (const { name, backend } of available) {
       assert.match(result.error ?? '', /exited with code 4 before answering step 1; its stderr ends with: boom: no key/);
     });
 
-    it('names an HTTP agent run as SDK 1.x instead of timing out', async () => {
-      const { result } = await runFixture(be, runs, nodeAgent('sdk2-server.mjs'), { env: { AGENT_PORT: '18765' } });
-      assert.equal(result.failure_cause, 'agent_error');
-      assert.match(result.error ?? '', /protocol mismatch: the agent listens on TCP port 18765 .* --protocol sdk2/);
+    it('names an HTTP agent run as SDK 1.x: ended at once where its server answers as SDK 2.0, else a notice and the hint at its timeout', async () => {
+      // A free port, not a fixed one: other Belay tests on this machine listen too.
+      const port = await freePort();
+      const { result, events } = await runFixture(be, runs, nodeAgent('sdk2-server.mjs'), { env: { AGENT_PORT: String(port) }, limits: { silenceTimeoutMs: 4000 } });
+      if (be.name === 'local') {
+        // Reachable from Belay: /health and /status answer as SDK 2.0's do, which is proof.
+        assert.equal(result.failure_cause, 'agent_error');
+        assert.match(result.error ?? '', new RegExp(`protocol mismatch: the agent serves SDK 2\\.0 on TCP port ${port} .* --protocol sdk2`));
+      } else {
+        // Inside the sandbox's own network only the listener is seen: no proof, so no early end.
+        assert.equal(result.failure_cause, 'agent_timeout');
+        assert.match(result.error ?? '', new RegExp(`sent nothing for 4 s at step 1; it listens on TCP port ${port} .*run it with --protocol sdk2`));
+        assert.ok(events.some((e) => e.type === 'notice' && e.message.includes(`listens on TCP port ${port}`)), 'the hint was a notice first');
+      }
+      assert.equal(suggestedProtocol(result.error), 'sdk2');
+    });
+
+    it('waits for a thinking agent that listens on a port of its own (not SDK 2.0) far past the probe', async () => {
+      // The agent starts a server (a tool, say) and takes 4 probe intervals to answer its first step.
+      const port = await freePort();
+      const { result, events } = await runFixture(be, runs, nodeAgent('thinking.mjs'), { env: { AGENT_LISTEN: String(port), THINK_MS: '4000,0' }, limits: { mismatchProbeMs: 1000 } });
+      assert.equal(result.passed, true, `${result.failure_cause}: ${result.error}`);
+      const noted = events.some((e) => e.type === 'notice' && e.message.includes(`listens on TCP port ${port}`));
+      // Where Belay can ask the port, it answers as no SDK 2.0 agent does: no hint at all; inside the
+      // sandbox's own network it cannot be asked: a notice, never the end.
+      assert.equal(noted, be.name === 'sandbox');
     });
 
     it('keeps memory and disk bounded when a command prints 200 MB and the agent floods its stdout', async () => {

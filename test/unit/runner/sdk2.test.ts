@@ -76,11 +76,20 @@ for (const { name, backend } of available) {
       assert.match(result.error ?? '', /before its HTTP server answered \/health .*use --protocol sdk1/);
     });
 
-    it('says so when the agent prints SDK 1.x JSON on stdout instead of serving HTTP', async () => {
+    it('says so when the agent prints SDK 1.x JSON on stdout instead of serving HTTP: a notice at once, the end at the health timeout', async () => {
       const agent = `'${process.execPath}' -e "console.log(JSON.stringify({command:'ls',task_complete:false})); setInterval(()=>{},1000)"`;
-      const { result } = await runFixture(be, runs, agent, { ...sdk2, limits: { healthTimeoutMs: 60_000 } });
+      const { result, events } = await runFixture(be, runs, agent, { ...sdk2, limits: { healthTimeoutMs: 3000 } });
       assert.equal(result.failure_cause, 'agent_error');
       assert.match(result.error ?? '', /protocol mismatch: the agent wrote SDK 1\.x JSON on stdout .*--protocol sdk1/);
+      assert.ok(events.some((e) => e.type === 'notice' && /wrote SDK 1\.x JSON on stdout .*--protocol sdk1/.test(e.message)));
+    });
+
+    it('serves an SDK 2.0 agent that prints SDK 1.x-like JSON while its server starts slowly', async () => {
+      // The JSON first, the server 2 s later: a slow start is not a mismatch.
+      const agent = `'${process.execPath}' -e "console.log(JSON.stringify({command:'loading',task_complete:false}))" && sleep 2 && ${nodeAgent('sdk2-server.mjs')}`;
+      const { result, events } = await runFixture(be, runs, agent, { ...sdk2, limits: { healthTimeoutMs: 30_000, pollIntervalMs: 100 } });
+      assert.equal(result.passed, true, `${result.failure_cause}: ${result.error}`);
+      assert.ok(events.some((e) => e.type === 'notice' && /wrote SDK 1\.x JSON/.test(e.message)));
     });
 
     it('ends the agent phase on done: true while the status still says running, as the validator does', async () => {

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { runFiles } from '../../../src/runner/core/records.ts';
 import { DoneMarker, sdk3Script } from '../../../src/runner/core/protocols/sdk3.ts';
+import { freePort } from '../../../src/runner/core/protocols/sdk2.ts';
 import { containerOrReason } from './container-helpers.ts';
 import { backends, nodeAgent, nodeDir, processesWith, runFixture, tempDir } from './helpers.ts';
 
@@ -30,7 +31,7 @@ execSync("echo 'Hello, world!' > hello.txt");
 const forever = () => setInterval(() => {}, 1000);
 const write = (text) => new Promise((resolve) => process.stdout.write(text, resolve));
 if (mode === 'done') console.log('[DONE] Task completed');
-else if (mode === 'hang') { execSync('sleep 600 >/dev/null 2>&1 &'); forever(); }
+else if (mode === 'hang') { execSync('sleep ' + (process.env.SDK3_SLEEP ?? '600') + ' >/dev/null 2>&1 &'); forever(); }
 else if (mode === 'flood') { const line = 'x'.repeat(1023) + '\\n'; for (let i = 0; i < 40 * 1024; i++) await write(line); console.log('[DONE]'); }
 else if (mode === 'split') { await write('working\\n  [DO'); await new Promise((r) => setTimeout(r, 300)); await write('NE] finished\\n'); }
 else if (mode === 'inline') console.log('data: [DONE]');
@@ -119,11 +120,13 @@ for (const { name, backend } of available) {
     });
 
     it('kills the whole tree at the time limit (agent_timeout) and still runs the tests', async () => {
-      const { result } = await runFixture(be, runs, agent, sdk3('hang', { limits: { agentTimeoutMs: 2000 } }));
+      // A sleep of this process's own length: other Belay tests on the machine may run a sleep 600.
+      const sleep = `600.${process.pid}`;
+      const { result } = await runFixture(be, runs, agent, sdk3('hang', { limits: { agentTimeoutMs: 2000 }, env: { SDK3_SLEEP: sleep } }));
       assert.equal(result.failure_cause, 'agent_timeout');
       assert.equal(result.agent_completed, false);
       assert.notEqual(result.verification, null);
-      assert.deepEqual(processesWith('sleep 600'), []);
+      assert.deepEqual(processesWith(`sleep ${sleep}`), []);
     });
 
     it('takes [DONE] split across writes; [DONE] inside a line is not the marker', async () => {
@@ -168,7 +171,8 @@ describe('SDK 3.0: the wrong protocol is named', () => {
     const sdk1 = path.join(tmp.writeTask('sdk1-agent', { 'sdk1.mjs': "console.log(JSON.stringify({ command: 'ls', task_complete: false }));\n" }), 'sdk1.mjs');
     const { events } = await runFixture(local, runs, `'${process.execPath}' '${sdk1}'`, { protocol: 'sdk3' });
     assert.ok(events.some((e) => e.type === 'notice' && /printed SDK 1\.x JSON .*run it with --protocol sdk1/.test(e.message)));
-    const http = await runFixture(local, runs, nodeAgent('sdk2-server.mjs'), { protocol: 'sdk3', limits: { agentTimeoutMs: 3000, mismatchProbeMs: 500 } });
+    // Its own free port: a fixed one may be another Belay test's on this machine.
+    const http = await runFixture(local, runs, nodeAgent('sdk2-server.mjs'), { protocol: 'sdk3', env: { AGENT_PORT: String(await freePort()) }, limits: { agentTimeoutMs: 6000, mismatchProbeMs: 500 } });
     assert.equal(http.result.failure_cause, 'agent_timeout');
     assert.ok(http.events.some((e) => e.type === 'notice' && /listens on TCP port \d+ and has printed nothing: if it is an SDK 2\.0 \(HTTP\) agent, run it with --protocol sdk2/.test(e.message)));
   });

@@ -833,6 +833,8 @@ class ContainerSession implements BackendSession {
     await this.#keeper?.ended;
     await this.#forwarder?.ended;
     await this.#sockets.remove();
+    // The empty folder the masks were mounted from: nothing of the session stays in the run's scratch.
+    await fs.rm(path.join(path.resolve(this.#spec.folders.scratch), 'empty'), { recursive: true, force: true });
     // A run folder its user cannot delete would be a leftover too.
     await this.#unlockLogs(true);
     if (removed.exitCode !== 0 && !/no such container|no container with name/i.test(failureText(removed, 120_000))) {

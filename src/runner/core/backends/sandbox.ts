@@ -16,7 +16,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { runBounded } from '../../../shared/process.ts';
-import { BackendUnavailableError, programEnvironment, type Backend, type BaseEnvironment, type Phase, type RunFolders } from '../backend.ts';
+import { BackendUnavailableError, BELAY_HELPER_MARK, programEnvironment, type Backend, type BaseEnvironment, type Phase, type RunFolders } from '../backend.ts';
 import { limitFileSize } from './file-size.ts';
 import { checkServices, insidePort, ServiceRelay, socketFolder } from './services.ts';
 import { killMarked } from './sweep.ts';
@@ -168,8 +168,10 @@ export interface BridgePlan {
 
 // The bridge: argv = [plan (JSON), program, ...args]. It listens as planned, then runs the
 // program with the same stdio and environment (less the variable that makes Electron a Node),
-// passes on termination signals, and ends as the program ends (same code, same signal).
-const BRIDGE_SOURCE = `'use strict';const net=require('node:net'),fs=require('node:fs'),cp=require('node:child_process');
+// passes on termination signals, and ends as the program ends (same code, same signal). It is in
+// the agent's process group: its program starts with BELAY_HELPER_MARK, so that the protocol hints
+// never take its listeners (the services' ports) for the agent's.
+const BRIDGE_SOURCE = `${BELAY_HELPER_MARK}const net=require('node:net'),fs=require('node:fs'),cp=require('node:child_process');
 const plan=JSON.parse(process.argv[1]),argv=process.argv.slice(2);
 const pipe=(a,b)=>{a.on('error',()=>b.destroy());b.on('error',()=>a.destroy());a.pipe(b).pipe(a);};
 let waiting=1;const ready=()=>{if(--waiting===0)start();};

@@ -258,10 +258,15 @@ class JobRun {
       const from = path.join(this.jobDir, trial.run_id);
       const to = path.join(this.jobDir, INTERRUPTED_DIR, trial.run_id);
       await fs.mkdir(path.dirname(to), { recursive: true });
-      await fs.rename(from, to).catch((error: NodeJS.ErrnoException) => {
-        if (error.code !== 'ENOENT') throw error;
-      });
-      trial.interrupted_runs.push(trial.run_id);
+      // A trial the kill caught before its run folder was made has nothing to set aside.
+      const moved = await fs.rename(from, to).then(
+        () => true,
+        (error: NodeJS.ErrnoException) => {
+          if (error.code !== 'ENOENT') throw error;
+          return false;
+        },
+      );
+      if (moved) trial.interrupted_runs.push(trial.run_id);
     }
     Object.assign(trial, { status: 'pending', run_id: null, started_at: null, ended_at: null });
   }

@@ -2,6 +2,7 @@
 // user reads "this is an HTTP agent, use --protocol sdk2" instead of a silent timeout. The
 // protocols say the command line's fix; a run the editor made gets the editor's (editorFix).
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { isBelayHelper } from '../backend.ts';
 
 /** "run it with --protocol sdk2" or "(use --protocol sdk1)": the command line's fix in a run's error. */
 const FLAG_FIX = /(?:run it with|use) --protocol ([a-z0-9]+)/;
@@ -58,18 +59,45 @@ export function asksForInstruction(stderr: string): boolean {
 /** Appended to the error of an agent that exited asking for --instruction. */
 export const SDK3_HINT = '; it looks like an SDK 3.0 agent (it asks for --instruction): run it with --protocol sdk3';
 
+/** A TCP port an agent's process listens on, and whether that process shares Belay's network. */
+export interface AgentListener {
+  port: number;
+  pid: number;
+  /** The process is in Belay's own network namespace: 127.0.0.1:port reaches it (local backend). */
+  reachable: boolean;
+}
+
+function readArgv(pid: string): string[] {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  } catch {
+    return [];
+  }
+}
+
+function netNamespace(pid: string): string | undefined {
+  try {
+    return readlinkSync(`/proc/${pid}/ns/net`);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * TCP ports that members of a process group listen on (Linux /proc; empty elsewhere). The
- * sockets are matched by inode, so other programs' listeners on the machine do not count.
+ * The TCP listeners of the agent's processes: the members of its process group (Linux /proc;
+ * nothing elsewhere), less Belay's own helpers in that group (the sandbox's port bridge, which
+ * holds the host services' ports): what they hold is Belay's, whatever the port. The sockets are
+ * matched by inode, so other programs' listeners on the machine do not count.
  */
-export function listeningPorts(processGroup: number): number[] {
+export function agentListeners(processGroup: number): AgentListener[] {
   let pids: string[];
   try {
     pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
   } catch {
     return [];
   }
-  const ports = new Set<number>();
+  const ownNetwork = netNamespace('self');
+  const found = new Map<number, AgentListener>();
   for (const pid of pids) {
     let stat: string;
     try {
@@ -80,6 +108,7 @@ export function listeningPorts(processGroup: number): number[] {
     // Fields after the parenthesised name: state ppid pgrp ...
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     if (Number(fields[2]) !== processGroup) continue;
+    if (isBelayHelper(readArgv(pid))) continue;
     const inodes = new Set<string>();
     try {
       for (const fd of readdirSync(`/proc/${pid}/fd`)) {
@@ -91,6 +120,7 @@ export function listeningPorts(processGroup: number): number[] {
       continue;
     }
     if (inodes.size === 0) continue;
+    const reachable = ownNetwork !== undefined && netNamespace(pid) === ownNetwork;
     for (const table of ['tcp', 'tcp6']) {
       let text: string;
       try {
@@ -101,9 +131,16 @@ export function listeningPorts(processGroup: number): number[] {
       for (const row of text.split('\n').slice(1)) {
         const cols = row.trim().split(/\s+/);
         // local_address rem_address st ... inode (column 9)
-        if (cols[3] === '0A' && inodes.has(cols[9] ?? '')) ports.add(Number.parseInt(cols[1]!.split(':')[1]!, 16));
+        if (cols[3] !== '0A' || !inodes.has(cols[9] ?? '')) continue;
+        const port = Number.parseInt(cols[1]!.split(':')[1]!, 16);
+        if (!found.has(port)) found.set(port, { port, pid: Number(pid), reachable });
       }
     }
   }
-  return [...ports].sort((a, b) => a - b);
+  return [...found.values()].sort((a, b) => a.port - b.port);
+}
+
+/** The TCP ports the agent's processes listen on (see agentListeners). */
+export function listeningPorts(processGroup: number): number[] {
+  return agentListeners(processGroup).map((listener) => listener.port);
 }

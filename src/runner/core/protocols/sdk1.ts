@@ -6,7 +6,8 @@ import * as path from 'node:path';
 import { AgentProcess, type LineResult } from './agent-process.ts';
 import { shellPath } from '../backend.ts';
 import { RunFailure } from '../events.ts';
-import { asksForInstruction, firstJsonObject, listeningPorts, SDK3_HINT } from './mismatch.ts';
+import { agentListeners, asksForInstruction, firstJsonObject, SDK3_HINT } from './mismatch.ts';
+import { httpRequest, StatusSchema } from './sdk2.ts';
 import type { AgentContext, AgentOutcome, AgentProtocol } from '../protocol.ts';
 import { runFiles, stepOutputFile } from '../records.ts';
 import { prepareStep, type PreparedStep } from './step.ts';
@@ -89,6 +90,7 @@ export async function runSdk1(ctx: AgentContext): Promise<AgentOutcome> {
   let last: { command: string | null; output: string | null; exitCode: number | null } = { command: null, output: null, exitCode: null };
   let cwd = ctx.session.workdir;
   let emptyInARow = 0;
+  const probe: MismatchProbe = { ports: [], noticed: false, ruledOut: new Set() };
   // A spare shell is starting while the agent thinks and while the previous command runs, so
   // that spawning (a sandbox costs milliseconds) stays off the step's path. It is speculative (the
   // last one is never used): when this process's runs already outnumber the cores, as in a job,
@@ -115,7 +117,7 @@ export async function runSdk1(ctx: AgentContext): Promise<AgentOutcome> {
         exit_code: last.exitCode,
         cwd,
       };
-      const { response, raw } = await exchange(ctx, agent, JSON.stringify(request), step);
+      const { response, raw } = await exchange(ctx, agent, JSON.stringify(request), step, probe);
       if (response.text) ctx.emit({ type: 'agent-text', step, text: response.text });
       const entry = {
         step,
@@ -179,11 +181,11 @@ function agentTimeout(ctx: AgentContext): RunFailure {
 }
 
 /** Sends a request and reads lines until one holds a valid response; retries invalid ones. */
-async function exchange(ctx: AgentContext, agent: AgentProcess, request: string, step: number): Promise<{ response: Sdk1Response; raw: unknown }> {
+async function exchange(ctx: AgentContext, agent: AgentProcess, request: string, step: number, probe: MismatchProbe): Promise<{ response: Sdk1Response; raw: unknown }> {
   let invalid = 0;
   agent.send(request);
   for (;;) {
-    const line = await readLine(ctx, agent, step);
+    const line = await readLine(ctx, agent, step, probe);
     if (line.text.trim() === '') continue;
     const parsed = line.truncated ? { error: 'the line is too long' } : parseSdk1Response(line.text);
     if ('response' in parsed) return parsed;
@@ -197,7 +199,39 @@ async function exchange(ctx: AgentContext, agent: AgentProcess, request: string,
   }
 }
 
-async function readLine(ctx: AgentContext, agent: AgentProcess, step: number): Promise<{ text: string; truncated: boolean }> {
+/**
+ * What the step-1 probe found: the agent's own TCP listeners (never Belay's helpers'). Listening
+ * is no proof (an SDK 1.x agent may run a server of its own while its model thinks): it is a
+ * notice, and the hint in the error if the agent then times out. Only an agent that answers SDK
+ * 2.0's GET /health and GET /status on such a port is certainly an HTTP agent: that ends the run.
+ */
+interface MismatchProbe {
+  ports: number[];
+  noticed: boolean;
+  /** Ports whose server answered, not as SDK 2.0: not asked again. */
+  ruledOut: Set<number>;
+}
+
+/**
+ * Whether 127.0.0.1:port answers as an SDK 2.0 agent does (/health says ok, /status has an SDK
+ * 2.0 status): 'yes', 'no' (it answered otherwise), or 'unknown' (no answer yet).
+ */
+async function servesSdk2(port: number): Promise<'yes' | 'no' | 'unknown'> {
+  const endpoint = { host: '127.0.0.1', port };
+  try {
+    const health = await httpRequest(endpoint, 'GET', '/health', 1000, undefined, 64 * 1024);
+    if (health.status !== 200 || !/ok/i.test(health.body)) return 'no';
+    const status = await httpRequest(endpoint, 'GET', '/status', 1000, undefined, 64 * 1024);
+    if (status.status !== 200) return 'no';
+    return StatusSchema.safeParse(JSON.parse(status.body)).success ? 'yes' : 'no';
+  } catch {
+    return 'unknown';
+  }
+}
+
+const listenHint = (ports: number[]) => `; it listens on TCP port ${ports.join(', ')} and has not answered the SDK 1.x request on stdin: if it is an SDK 2.0 (HTTP) agent, run it with --protocol sdk2`;
+
+async function readLine(ctx: AgentContext, agent: AgentProcess, step: number, probe: MismatchProbe): Promise<{ text: string; truncated: boolean }> {
   const silenceDeadline = Date.now() + ctx.limits.silenceTimeoutMs;
   // Until the first answer, the agent is checked now and then for an HTTP server instead.
   const probing = step === 1;
@@ -214,17 +248,35 @@ async function readLine(ctx: AgentContext, agent: AgentProcess, step: number): P
       const hint = asksForInstruction(tail) ? SDK3_HINT : '';
       throw new RunFailure('agent_error', `the agent ${how} before answering step ${step}${tail ? `; its stderr ends with: ${tail.slice(-500)}` : ''}${hint}`);
     }
+    const hint = probe.ports.length > 0 ? listenHint(probe.ports) : '';
     if (probing && silence > ctx.limits.mismatchProbeMs && ctx.remainingMs() > 0) {
-      const ports = agent.pid !== undefined ? listeningPorts(agent.pid) : [];
-      if (ports.length > 0) {
-        throw new RunFailure(
-          'agent_error',
-          `protocol mismatch: the agent listens on TCP port ${ports.join(', ')} and has not answered the SDK 1.x request on stdin; it looks like an SDK 2.0 (HTTP) agent: run it with --protocol sdk2`,
-        );
+      const listeners = agent.pid !== undefined ? agentListeners(agent.pid) : [];
+      if (listeners.length > 0) {
+        for (const listener of listeners) {
+          if (!listener.reachable || probe.ruledOut.has(listener.port)) continue;
+          const answer = await servesSdk2(listener.port);
+          if (answer === 'no') probe.ruledOut.add(listener.port);
+          if (answer === 'yes') {
+            throw new RunFailure(
+              'agent_error',
+              `protocol mismatch: the agent serves SDK 2.0 on TCP port ${listener.port} (GET /health and GET /status answer) and has not answered the SDK 1.x request on stdin: run it with --protocol sdk2`,
+            );
+          }
+        }
+        // A port that answered HTTP, not as SDK 2.0, is no hint at all.
+        probe.ports = listeners.map((listener) => listener.port).filter((port) => !probe.ruledOut.has(port));
+        if (!probe.noticed && probe.ports.length > 0) {
+          probe.noticed = true;
+          ctx.emit({ type: 'notice', message: `step 1: no answer yet${listenHint(probe.ports)}; waiting for it (a model may take minutes)` });
+        }
       }
       continue;
     }
-    if (ctx.remainingMs() <= 0) throw agentTimeout(ctx);
-    throw new RunFailure('agent_timeout', `the agent sent nothing for ${Math.round(ctx.limits.silenceTimeoutMs / 1000)} s at step ${step}`);
+    if (ctx.remainingMs() <= 0) {
+      const failure = agentTimeout(ctx);
+      failure.message += hint;
+      throw failure;
+    }
+    throw new RunFailure('agent_timeout', `the agent sent nothing for ${Math.round(ctx.limits.silenceTimeoutMs / 1000)} s at step ${step}${hint}`);
   }
 }

@@ -131,8 +131,11 @@ export async function runSdk2(ctx: AgentContext): Promise<AgentOutcome> {
   });
   const endpoint = ctx.session.endpoint(port);
   const stop = ctx.signal;
+  // SDK 1.x JSON on stdout counts only until the HTTP server answers: an SDK 2.0 agent may well
+  // print its model's JSON answers while it works.
+  let healthy = false;
   const gone = (what: string): RunFailure => {
-    if (sdk1Line !== undefined) {
+    if (sdk1Line !== undefined && !healthy) {
       return new RunFailure(
         'agent_error',
         `protocol mismatch: the agent wrote SDK 1.x JSON on stdout (${sdk1Line.slice(0, 120)}) instead of serving HTTP on AGENT_PORT; run it with --protocol sdk1`,
@@ -152,6 +155,7 @@ export async function runSdk2(ctx: AgentContext): Promise<AgentOutcome> {
     // 1. Health: every healthIntervalMs until healthTimeoutMs.
     const healthDeadline = Date.now() + ctx.limits.healthTimeoutMs;
     let lastProblem = 'no answer';
+    let noticed = false;
     for (;;) {
       if (stop.aborted) throw new RunFailure('aborted', 'the run was stopped');
       if (agent.exit) {
@@ -159,15 +163,26 @@ export async function runSdk2(ctx: AgentContext): Promise<AgentOutcome> {
       }
       if (ctx.remainingMs() <= 0) throw agentTimeout();
       try {
-        const answer = await httpRequest(endpoint, 'GET', '/health', within(Math.max(100, ctx.limits.healthIntervalMs * 5)), undefined, ctx.limits.maxResponseBytes);
-        if (answer.status === 200 && answer.body.includes('ok')) break;
+        // A request may take the rest of the startup window: an agent busy loading (or a container
+        // starting an `exec` per connection on a busy machine) answers late, and late is not never.
+        const window = Math.max(100, ctx.limits.healthIntervalMs * 5, healthDeadline - Date.now());
+        const answer = await httpRequest(endpoint, 'GET', '/health', within(window), undefined, ctx.limits.maxResponseBytes);
+        if (answer.status === 200 && answer.body.includes('ok')) {
+          healthy = true;
+          break;
+        }
         lastProblem = `HTTP ${answer.status}`;
       } catch (error) {
         lastProblem = errorMessage(error);
       }
-      // A line of SDK 1.x JSON and no HTTP server: no need to wait for the startup timeout.
-      if (sdk1Line !== undefined) throw gone('');
+      // A line of SDK 1.x JSON and no HTTP server yet: a hint, not proof (a slow server may
+      // print JSON while it starts). Said at once; the run ends at the health timeout.
+      if (sdk1Line !== undefined && !noticed) {
+        noticed = true;
+        ctx.emit({ type: 'notice', message: `the agent wrote SDK 1.x JSON on stdout (${sdk1Line.slice(0, 120)}) and does not serve HTTP on AGENT_PORT yet: if it is an SDK 1.x agent, run it with --protocol sdk1` });
+      }
       if (Date.now() >= healthDeadline) {
+        if (sdk1Line !== undefined) throw gone('');
         throw new RunFailure(
           'agent_error',
           `the agent did not answer GET /health on AGENT_PORT=${port} within ${ctx.limits.healthTimeoutMs / 1000} s (last: ${lastProblem}); is it an SDK 2.0 agent?`,

@@ -113,10 +113,15 @@ export async function runSdk3(ctx: AgentContext): Promise<AgentOutcome> {
       else stop.addEventListener('abort', onAbort, { once: true });
     });
     const exited = agent.exited.then(() => 'exited' as const);
-    // Silent on stdout and listening on a port: most likely an SDK 2.0 agent waiting for POST /start.
-    probe = setTimeout(() => {
-      const ports = live === 0 && agent.pid !== undefined ? listeningPorts(agent.pid) : [];
-      if (ports.length > 0) ctx.emit({ type: 'notice', message: `the agent listens on TCP port ${ports.join(', ')} and has printed nothing: if it is an SDK 2.0 (HTTP) agent, run it with --protocol sdk2` });
+    // Silent on stdout and listening on a port: perhaps an SDK 2.0 agent waiting for POST /start.
+    // A notice only (an SDK 3.0 agent may serve something while its model thinks), checked now
+    // and then until it prints or is seen listening; Belay's own helpers' ports never count.
+    probe = setInterval(() => {
+      if (live > 0) return clearInterval(probe);
+      const ports = agent.pid !== undefined ? listeningPorts(agent.pid) : [];
+      if (ports.length === 0) return;
+      clearInterval(probe);
+      ctx.emit({ type: 'notice', message: `the agent listens on TCP port ${ports.join(', ')} and has printed nothing: if it is an SDK 2.0 (HTTP) agent, run it with --protocol sdk2` });
     }, ctx.limits.mismatchProbeMs);
     let first: 'exited' | 'timeout' | 'aborted' | 'done' | 'grace' = await Promise.race([exited, timedOut, aborted, done]);
     if (first === 'done') {
@@ -142,7 +147,7 @@ export async function runSdk3(ctx: AgentContext): Promise<AgentOutcome> {
   } finally {
     clearTimeout(timer);
     clearTimeout(graceTimer);
-    clearTimeout(probe);
+    clearInterval(probe);
     stop.removeEventListener('abort', onAbort);
     await agent.kill();
   }
