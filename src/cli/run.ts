@@ -11,7 +11,8 @@ import { BACKEND_NAMES, isBackendName, pickBackend } from '../runner/core/backen
 import type { Protocol, RunEvent } from '../runner/core/events.ts';
 import { isProtocol, protocolNamed } from '../runner/core/protocols/index.ts';
 import type { RunLimits } from '../runner/core/protocol.ts';
-import { formatTokens, formatUsd, llmLine } from '../runner/core/format.ts';
+import { formatTokens, formatUsd, llmLine, rewardWords } from '../runner/core/format.ts';
+import { neutraliseControls } from '../shared/terminalText.ts';
 import { budgetWords } from '../runner/core/runLlm.ts';
 import { checkLlmKey, LLM_FLAGS, LLM_USAGE, parseLlmFlags, startLlm, type LlmFlags } from './llm.ts';
 import { addLlmUsage, type RunResult } from '../runner/core/records.ts';
@@ -251,6 +252,11 @@ function taskFolderOf(file: string): string {
   return existsSync(file) && statSync(file).isDirectory() ? file : path.dirname(file);
 }
 
+/** The reward column of a run with no single reward: its metrics, one by one. */
+function metricCell(metrics: Readonly<Record<string, number>> | undefined): string {
+  return neutraliseControls(rewardWords(null, metrics));
+}
+
 function oneLine(text: string, max = 160): string {
   const flat = text.replace(/\s+/g, ' ').trim();
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
@@ -274,7 +280,7 @@ export function progressLine(task: string, event: RunEvent): string {
     case 'verification-started':
       return `${p} running the tests\n`;
     case 'verification-ended':
-      return `${p} tests: reward ${event.verification.reward}${event.verification.error ? ` (${oneLine(event.verification.error)})` : ''}\n`;
+      return `${p} tests: ${neutraliseControls(rewardWords(event.verification.reward, event.verification.metrics))}${event.verification.error ? ` (${oneLine(event.verification.error)})` : ''}\n`;
     case 'run-ended':
       return `${p} ${event.result.passed ? 'PASSED' : `FAILED: ${event.result.failure_cause}: ${oneLine(event.result.error ?? '')}`}\n`;
     default:
@@ -291,7 +297,7 @@ export function summaryTable(results: readonly RunResult[], broken: readonly str
     ...results.map((r) => [
       r.task_name,
       r.passed ? 'passed' : 'failed',
-      String(Math.round(r.reward * 100) / 100),
+      r.reward === null ? metricCell(r.metrics) : String(Math.round(r.reward * 100) / 100),
       String(r.steps),
       `${r.duration_sec.toFixed(1)}s`,
       ...usage(r),
