@@ -258,7 +258,8 @@ function metricCell(metrics: Readonly<Record<string, number>> | undefined): stri
 }
 
 function oneLine(text: string, max = 160): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
+  // Text from the agent or its tests (metric names, errors) never reaches the terminal as controls.
+  const flat = neutraliseControls(text.replace(/\s+/g, ' ').trim());
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 

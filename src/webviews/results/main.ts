@@ -141,16 +141,22 @@ function cellText(cell: Cell, mode: State['mode']): HTMLElement[] {
     return parts;
   }
   if (mode === 'agents' || cell.trials > 1) parts.push(el('span', 'count', `${cell.passed}/${cell.finished}`));
-  parts.push(el('span', 'reward', reward(cell.reward)));
+  parts.push(el('span', 'reward', cell.reward === null && cell.metrics ? metricsText(cell.metrics) : reward(cell.reward)));
   if (cell.steps !== null) parts.push(el('span', 'metric', `${Math.round(cell.steps * 10) / 10} st`));
   if (cell.durationSec !== null) parts.push(el('span', 'metric', seconds(cell.durationSec)));
   if (cell.costUsd !== null) parts.push(el('span', 'metric', usd(cell.costUsd)));
   return parts;
 }
 
+/** Metrics one by one ("correctness 0 · performance 1"): a cell without a single reward shows these. */
+function metricsText(metrics: Readonly<Record<string, number>>): string {
+  return Object.entries(metrics).slice(0, 4).map(([name, value]) => `${name.slice(0, 24)} ${reward(value)}`).join(' · ');
+}
+
 function cellTitle(cell: Cell, column: string): string {
   const lines = [`${column}: ${WORDS[cell.result]}${cell.finished > 1 ? ` (${cell.passed} of ${cell.finished} passed)` : ''}`];
   if (cell.finished > 0) lines.push(`reward ${reward(cell.reward)}${cell.finished > 1 ? ' (mean)' : ''}`);
+  if (cell.finished > 0 && cell.metrics) lines.push(`metrics: ${metricsText(cell.metrics)}${cell.finished > 1 ? ' (means)' : ''}`);
   if (cell.failureCause) lines.push(`cause: ${cell.failureCause}`);
   if (cell.opens) lines.push('Enter or click: open the trajectory');
   return lines.join('\n');
