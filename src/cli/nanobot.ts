@@ -36,8 +36,8 @@ Options:
   --backend auto|container|sandbox|local
                          where the micro-agent runs (default auto: a fresh container of
                          ${BASE_IMAGE} per message where podman or docker works, else the
-                         bubblewrap sandbox); isolated, it sees its workspace (writable) and the
-                         current folder (read-only), has no network (a bot that calls its LLM
+                         bubblewrap sandbox); isolated, it sees its workspace (writable) and its
+                         program's folder (read-only, see --agent-dir), has no network (a bot that calls its LLM
                          itself cannot reach it) and none of your environment; local: a child
                          process, no isolation, chosen by name only
   --engine podman|docker the container's engine (default: podman, else docker)
