@@ -141,16 +141,17 @@ function cellText(cell: Cell, mode: State['mode']): HTMLElement[] {
     return parts;
   }
   if (mode === 'agents' || cell.trials > 1) parts.push(el('span', 'count', `${cell.passed}/${cell.finished}`));
-  parts.push(el('span', 'reward', cell.reward === null && cell.metrics ? metricsText(cell.metrics) : reward(cell.reward)));
+  parts.push(cell.reward === null && cell.metrics ? el('span', 'reward metrics', metricsText(cell.metrics, true)) : el('span', 'reward', reward(cell.reward)));
   if (cell.steps !== null) parts.push(el('span', 'metric', `${Math.round(cell.steps * 10) / 10} st`));
   if (cell.durationSec !== null) parts.push(el('span', 'metric', seconds(cell.durationSec)));
   if (cell.costUsd !== null) parts.push(el('span', 'metric', usd(cell.costUsd)));
   return parts;
 }
 
-/** Metrics one by one ("correctness 0 · performance 1"): a cell without a single reward shows these. */
-function metricsText(metrics: Readonly<Record<string, number>>): string {
-  return Object.entries(metrics).slice(0, 4).map(([name, value]) => `${name.slice(0, 24)} ${reward(value)}`).join(' · ');
+/** Metrics one by one ("correctness 0 · performance 1"): a cell without a single reward shows these, short. */
+function metricsText(metrics: Readonly<Record<string, number>>, short = false): string {
+  const value = (v: number) => (short ? String(Math.round(v * 100) / 100) : reward(v));
+  return Object.entries(metrics).slice(0, 4).map(([name, v]) => `${name.slice(0, short ? 16 : 24)} ${value(v)}`).join(short ? ' ' : ' · ');
 }
 
 function cellTitle(cell: Cell, column: string): string {
