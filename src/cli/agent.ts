@@ -8,6 +8,7 @@ import { BackendUnavailableError, type Backend } from '../runner/core/backend.ts
 import { localBackend } from '../runner/core/backends/local.ts';
 import { sandboxBackend } from '../runner/core/backends/sandbox.ts';
 import { diagnoseAgent, PROTOCOL_TITLES, type DoctorReport } from '../runner/core/protocols/doctor.ts';
+import { AgentFolderError, resolveAgentFolder } from '../runner/core/agentFolder.ts';
 
 /** Printed by `belay agent --help` (and when no action is given). */
 export const usage = `Usage: belay agent doctor --agent "COMMAND" [--cwd DIR] [--timeout S] [--unsafe-local] [--json]
@@ -23,7 +24,8 @@ be reached from a probe: an agent that needs one may fail its task, which is not
 
 Options:
   --agent "COMMAND"  the shell command that starts the agent (as in belay run --agent)
-  --cwd DIR          where the command runs (default: the current folder); shown read-only
+  --cwd DIR          where the command runs (default: the folder of the program it names,
+                     else the current folder; never the home folder or /); shown read-only
   --timeout S        seconds each probe waits for the agent (default 10)
   --unsafe-local     where the sandbox cannot run, probe with plain child processes: the agent
                      can then read and write whatever you can, and reach the network
@@ -51,7 +53,6 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   if (!command) throw new UsageError('--agent "COMMAND" is required');
   const timeout = values.timeout === undefined ? 10 : Number(values.timeout);
   if (!Number.isFinite(timeout) || timeout <= 0) throw new UsageError(`--timeout wants a number of seconds above 0, got '${values.timeout}'`);
-  const agentCwd = path.resolve(io.cwd, values.cwd ?? '.');
 
   let backend: Backend;
   try {
@@ -64,10 +65,18 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     }
     backend = localBackend();
   }
+  // The agent's folder as belay run finds it: --cwd, else its program's folder, never the home folder or /.
+  let folder;
+  try {
+    folder = resolveAgentFolder({ command, base: io.cwd, given: values.cwd, option: '--cwd DIR', isolated: backend.isolated });
+  } catch (error) {
+    if (error instanceof AgentFolderError) throw new UsageError(error.message);
+    throw error;
+  }
   if (!values.json) io.stderr.write(`belay agent doctor: probing with ${backend.label}, ${timeout} s per probe…\n`);
   const report = await diagnoseAgent({
-    agentCommand: command,
-    agentCwd,
+    agentCommand: folder.command,
+    agentCwd: folder.dir,
     // The Node that runs Belay: a command may name it.
     agentFolders: [path.dirname(process.execPath)],
     backend,

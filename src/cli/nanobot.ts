@@ -10,6 +10,7 @@ import { BackendUnavailableError } from '../runner/core/backend.ts';
 import { isBackendName } from '../runner/core/backends/choose.ts';
 import { microAgentLauncher } from '../runner/core/backends/nanobot-launch.ts';
 import { BASE_IMAGE } from '../runner/core/backends/image-base.ts';
+import { AgentFolderError, resolveMicroAgentFolder } from '../runner/core/agentFolder.ts';
 
 /** Printed by `belay nanobot --help` (and when no action is given). */
 export const usage = `Usage: belay nanobot --command "COMMAND" --text TEXT [options]
@@ -23,6 +24,10 @@ Options:
   --protocol rich|plain  rich: JSONL frames; plain: output scanned for media (default plain)
   --timeout S            seconds before the agent's process group is killed (default 120)
   --workspace DIR        the bot's workspace (default: the current folder); users/<chat>/ is created
+  --agent-dir DIR        the bot's folder, shown read-only when isolated (default: the folder of
+                         the program its command names, from the workspace: a path as the
+                         first word or the script of python3, node, bash, …; else the current
+                         folder; never the home folder or /)
   --media FILE           a file the user attached (repeatable)
   --allow-injection      rich mode: keep the agent's stdin open; each line read on this command's
                          stdin goes to it as an inject frame, and the end of this stdin ends its input
@@ -31,8 +36,8 @@ Options:
   --backend auto|container|sandbox|local
                          where the micro-agent runs (default auto: a fresh container of
                          ${BASE_IMAGE} per message where podman or docker works, else the
-                         bubblewrap sandbox); isolated, it sees its workspace (writable) and the
-                         current folder (read-only), has no network (a bot that calls its LLM
+                         bubblewrap sandbox); isolated, it sees its workspace (writable) and its
+                         program's folder (read-only, see --agent-dir), has no network (a bot that calls its LLM
                          itself cannot reach it) and none of your environment; local: a child
                          process, no isolation, chosen by name only
   --engine podman|docker the container's engine (default: podman, else docker)
@@ -53,6 +58,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
       protocol: { type: 'string' },
       timeout: { type: 'string' },
       workspace: { type: 'string' },
+      'agent-dir': { type: 'string' },
       media: { type: 'string', multiple: true, default: [] },
       config: { type: 'string' },
       backend: { type: 'string' },
@@ -94,10 +100,19 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   const backend = values.backend ?? 'auto';
   if (backend !== 'auto' && !isBackendName(backend)) throw new UsageError(`--backend must be auto, container, sandbox or local (got '${backend}')`);
   if (values.engine !== undefined && values.engine !== 'podman' && values.engine !== 'docker') throw new UsageError(`--engine must be podman or docker (got '${values.engine}')`);
+  const workspace = path.resolve(io.cwd, values.workspace ?? '.');
+  let folder;
+  try {
+    // The bot runs in its workspace: a relative program is named from there.
+    folder = resolveMicroAgentFolder({ command: terminal.command, workspace, cwd: io.cwd, given: values['agent-dir'], isolated: backend !== 'local' });
+  } catch (error) {
+    if (error instanceof AgentFolderError) throw new UsageError(error.message);
+    throw error;
+  }
   let launcher;
   try {
-    // Its program (the current folder) and this Node (a command may name it), read-only.
-    launcher = await microAgentLauncher({ backend, ...(values.engine ? { engine: values.engine } : {}), env: io.env, agentFolders: [io.cwd, path.dirname(process.execPath)] });
+    // Its program's folder and this Node (a command may name it), read-only.
+    launcher = await microAgentLauncher({ backend, ...(values.engine ? { engine: values.engine } : {}), env: io.env, agentFolders: [folder, path.dirname(process.execPath)] });
   } catch (error) {
     if (!(error instanceof BackendUnavailableError)) throw error;
     io.stderr.write(`belay nanobot: ${error.message} (--backend local)\n`);
@@ -115,7 +130,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   };
   const session = await startNanobot({
     config: terminal,
-    input: { text: values.text, media: values.media, workspace: path.resolve(io.cwd, values.workspace ?? '.') },
+    input: { text: values.text, media: values.media, workspace },
     onEvent: show,
     launcher,
   });

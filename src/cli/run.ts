@@ -11,12 +11,14 @@ import { BACKEND_NAMES, isBackendName, pickBackend } from '../runner/core/backen
 import type { Protocol, RunEvent } from '../runner/core/events.ts';
 import { isProtocol, protocolNamed } from '../runner/core/protocols/index.ts';
 import type { RunLimits } from '../runner/core/protocol.ts';
-import { formatTokens, formatUsd, llmLine } from '../runner/core/format.ts';
+import { formatTokens, formatUsd, llmLine, rewardWords } from '../runner/core/format.ts';
+import { neutraliseControls } from '../shared/terminalText.ts';
 import { budgetWords } from '../runner/core/runLlm.ts';
 import { checkLlmKey, LLM_FLAGS, LLM_USAGE, parseLlmFlags, startLlm, type LlmFlags } from './llm.ts';
 import { addLlmUsage, type RunResult } from '../runner/core/records.ts';
 import { runTask } from '../runner/core/run.ts';
 import { discoverTasks } from '../runner/core/task.ts';
+import { AgentFolderError, resolveAgentFolder } from '../runner/core/agentFolder.ts';
 
 /** Printed by `belay run --help` (and when no action is given). */
 export const usage = `Usage: belay run TASK_DIR... --agent "COMMAND" --protocol sdk1|sdk2|sdk3 [options]
@@ -25,9 +27,13 @@ Runs an agent on each task found under the TASK_DIRs (task.toml or task.yaml lay
 the task's tests. Live progress goes to stderr; a summary table (or JSON) to stdout.
 
 Options:
-  --agent "COMMAND"        the agent's shell command, run in the agent's folder
-  --agent-dir DIR          the agent's folder (default: the current folder); an isolating
-                           backend shows it read-only, without the task folders or run records
+  --agent "COMMAND"        the agent's shell command, run in the agent's folder; its program
+                           (a path as the first word, or the script of python3, node, bash,
+                           sh, uv run, npx tsx, …) is named absolutely or from this folder
+  --agent-dir DIR          the agent's folder (default: the folder of the program the command
+                           names, else the current folder; never the home folder or /); an
+                           isolating backend shows it read-only, without the task folders or
+                           run records
   --protocol sdk1|sdk2|sdk3
                            sdk1: JSON lines on stdin/stdout; sdk2: HTTP server on AGENT_PORT;
                            sdk3: run once as COMMAND --instruction "TEXT" in the task's working
@@ -143,7 +149,6 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   const attempts = positiveNumber(values.attempts, '--attempts', true);
   const concurrency = positiveNumber(values.concurrency, '--concurrency', true) ?? 1;
   const runsDir = path.resolve(io.cwd, values.out ?? path.join('.belay', attempts === undefined ? 'runs' : 'jobs'));
-  const agentCwd = path.resolve(io.cwd, values['agent-dir'] ?? '.');
 
   const { tasks, errors } = await discoverTasks(positionals.map((p) => path.resolve(io.cwd, p)));
   for (const error of errors) io.stderr.write(`belay run: broken task: ${error.message}\n`);
@@ -158,6 +163,24 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     return 1;
   }
   if (attempts === undefined) io.stderr.write(`belay run: ${tasks.length} task(s), protocol ${protocol}, backend ${backend.label}\n`);
+  // The agent's folder: the one given, else its program's; its program must be visible in it.
+  let agentFolder;
+  try {
+    agentFolder = resolveAgentFolder({
+      command: values.agent,
+      base: io.cwd,
+      given: values['agent-dir'],
+      hidden: [...tasks.map((t) => t.dir), runsDir],
+      option: '--agent-dir DIR',
+      isolated: backend.isolated,
+    });
+  } catch (error) {
+    if (error instanceof AgentFolderError) throw new UsageError(error.message);
+    throw error;
+  }
+  const agentCwd = agentFolder.dir;
+  const agentCommand = agentFolder.command;
+  if (agentFolder.notice) io.stderr.write(`belay run: ${agentFolder.notice}\n`);
 
   // Every task of this run stays out of the agent's sight, not only the one being run: the
   // folders named on the command line too, unless the agent's own folder is inside one.
@@ -171,7 +194,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
         tasks,
         attempts,
         concurrency: positiveNumber(values.concurrency, '--concurrency', true),
-        agent: values.agent!,
+        agent: agentCommand,
         agentCwd,
         protocol,
         backend,
@@ -205,7 +228,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
         results.push(
           await runTask({
             task,
-            agentCommand: values.agent!,
+            agentCommand,
             agentCwd,
             // The agent's command may name Belay's own runtime.
             agentFolders: [path.dirname(process.execPath)],
@@ -251,8 +274,14 @@ function taskFolderOf(file: string): string {
   return existsSync(file) && statSync(file).isDirectory() ? file : path.dirname(file);
 }
 
+/** The reward column of a run with no single reward: its metrics, one by one. */
+function metricCell(metrics: Readonly<Record<string, number>> | undefined): string {
+  return neutraliseControls(rewardWords(null, metrics));
+}
+
 function oneLine(text: string, max = 160): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
+  // Text from the agent or its tests (metric names, errors) never reaches the terminal as controls.
+  const flat = neutraliseControls(text.replace(/\s+/g, ' ').trim());
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
@@ -274,7 +303,7 @@ export function progressLine(task: string, event: RunEvent): string {
     case 'verification-started':
       return `${p} running the tests\n`;
     case 'verification-ended':
-      return `${p} tests: reward ${event.verification.reward}${event.verification.error ? ` (${oneLine(event.verification.error)})` : ''}\n`;
+      return `${p} tests: ${neutraliseControls(rewardWords(event.verification.reward, event.verification.metrics))}${event.verification.error ? ` (${oneLine(event.verification.error)})` : ''}\n`;
     case 'run-ended':
       return `${p} ${event.result.passed ? 'PASSED' : `FAILED: ${event.result.failure_cause}: ${oneLine(event.result.error ?? '')}`}\n`;
     default:
@@ -291,7 +320,7 @@ export function summaryTable(results: readonly RunResult[], broken: readonly str
     ...results.map((r) => [
       r.task_name,
       r.passed ? 'passed' : 'failed',
-      String(Math.round(r.reward * 100) / 100),
+      r.reward === null ? metricCell(r.metrics) : String(Math.round(r.reward * 100) / 100),
       String(r.steps),
       `${r.duration_sec.toFixed(1)}s`,
       ...usage(r),

@@ -5,6 +5,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { errorMessage } from '../shared/errors.ts';
 import { shellQuote } from '../shared/shell.ts';
+import { neutraliseControls } from '../shared/terminalText.ts';
+import { rewardWords } from '../runner/core/format.ts';
 import { parseEnvOptions } from '../runner/core/agents.ts';
 import { BackendUnavailableError, type Backend } from '../runner/core/backend.ts';
 import { isBackendName, pickBackend } from '../runner/core/backends/choose.ts';
@@ -233,8 +235,8 @@ export function progressWriter(stderr: NodeJS.WritableStream) {
         case 'trial-ended': {
           const { trial, result } = event;
           clear();
-          const outcome = trial.passed ? 'PASSED' : `FAILED: ${trial.failure_cause ?? 'failed'}${result.error ? `: ${result.error.replace(/\s+/g, ' ').slice(0, 120)}` : ''}`;
-          stderr.write(`${label(trial.task_key, trial.task_name, trial.attempt)} ${outcome} (reward ${trial.reward}, ${trial.steps} steps, ${(trial.duration_sec ?? 0).toFixed(1)}s) ${result.run_dir}\n`);
+          const outcome = trial.passed ? 'PASSED' : `FAILED: ${trial.failure_cause ?? 'failed'}${result.error ? `: ${neutraliseControls(result.error.replace(/\s+/g, ' ').slice(0, 120))}` : ''}`;
+          stderr.write(`${label(trial.task_key, trial.task_name, trial.attempt)} ${outcome} (${neutraliseControls(rewardWords(trial.reward, trial.metrics ?? undefined))}, ${trial.steps} steps, ${(trial.duration_sec ?? 0).toFixed(1)}s) ${result.run_dir}\n`);
           // Without a terminal the progress is a plain line after each finished trial.
           if (!tty) stderr.write(`${last}\n`);
           draw();
@@ -267,7 +269,8 @@ export function jobTable(job: JobRecord, cwd: string): string {
     `${s.passed}/${s.attempts}`,
     fixed(s.pass_at_1),
     fixed(s.pass_at_k),
-    fixed(s.mean_reward),
+    // Without a single reward (several metrics, none named), each metric's mean.
+    s.mean_reward === null && s.mean_metrics ? neutraliseControls(rewardWords(null, s.mean_metrics)) : fixed(s.mean_reward),
     s.mean_duration_sec === null ? '-' : `${s.mean_duration_sec.toFixed(1)}s`,
     s.llm ? `$${s.llm.cost_usd.toFixed(4)}` : '-',
   ];

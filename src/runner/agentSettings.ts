@@ -117,12 +117,21 @@ async function runDoctor(ctx: BelayContext, prompts: Prompts, name: string, comm
     backend = (await import('./core/backends/local.ts')).localBackend();
   }
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? process.cwd();
+  // The agent's folder as a run finds it: its program's folder (named from the workspace folder), never the home folder or /.
+  const { AgentFolderError, resolveAgentFolder } = await import('./core/agentFolder.ts');
+  let agentFolder;
+  try {
+    agentFolder = resolveAgentFolder({ command: expandCommand(command, process.execPath, folder), base: folder, option: `"cwd" in agent '${name}'`, isolated: backend.isolated });
+  } catch (error) {
+    if (error instanceof AgentFolderError) throw new Error(error.message);
+    throw error;
+  }
   const { diagnoseAgent } = await import('./core/protocols/doctor.ts');
   const chosen = backend;
   const report = await prompts.progress(`Belay: checking which protocol ${name} speaks`, async (progress, signal) => {
     const found = await diagnoseAgent({
-      agentCommand: expandCommand(command, process.execPath, folder),
-      agentCwd: folder,
+      agentCommand: agentFolder.command,
+      agentCwd: agentFolder.dir,
       agentFolders: [path.dirname(process.execPath)],
       backend: chosen,
       signal,

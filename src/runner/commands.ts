@@ -209,7 +209,18 @@ async function openChat(parts: RunnerParts, arg: unknown): Promise<ChatTerminal 
     // Isolated like task agents: a container, else the sandbox; on the host only when chosen.
     launcher: async () => {
       const { microAgentLauncher } = await import('./core/backends/nanobot-launch.ts');
-      return microAgentLauncher({ backend: ctx.config.get('runner.backend'), engine: ctx.config.get('runner.containerEngine'), agentFolders: [chosen.baseDir, path.dirname(process.execPath)] });
+      const { AgentFolderError, resolveMicroAgentFolder } = await import('./core/agentFolder.ts');
+      const { expandCommand } = await import('./core/agents.ts');
+      const backend = ctx.config.get('runner.backend');
+      let folder;
+      try {
+        // Its program's folder (the command named from where it was declared), else that folder; never the home folder or /.
+        folder = resolveMicroAgentFolder({ command: expandCommand(chosen.command, process.execPath, chosen.baseDir), workspace: chosen.baseDir, cwd: chosen.baseDir, isolated: backend !== 'local', option: `a folder of its own for micro-agent '${chosen.name}'` });
+      } catch (error) {
+        if (error instanceof AgentFolderError) throw new Error(error.message);
+        throw error;
+      }
+      return microAgentLauncher({ backend, engine: ctx.config.get('runner.containerEngine'), agentFolders: [folder, path.dirname(process.execPath)] });
     },
   });
   parts.terminals.openChat(`Belay chat: ${chosen.name}`, chat);

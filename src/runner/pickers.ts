@@ -3,7 +3,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { Agent } from './core/agents.ts';
-import { formatDuration, round } from './core/format.ts';
+import { formatDuration, rewardWords } from './core/format.ts';
 import type { PastRun } from './core/history.ts';
 import { TASK_FOLDER } from './core/layout.ts';
 import type { Task } from './core/task.ts';
@@ -76,7 +76,7 @@ function runPickItem(run: PastRun): vscode.QuickPickItem & { runDir: string } {
   return {
     label: `$(${icon}) ${r.task_name}`,
     description: [result, r.agent ?? `${r.protocol} (belay run)`, Number.isNaN(when.getTime()) ? r.started_at : when.toLocaleString()].join(' · '),
-    detail: `reward ${round(r.reward)} · ${r.steps} step${r.steps === 1 ? '' : 's'} · ${formatDuration(r.duration_sec * 1000)}`,
+    detail: `${rewardWords(r.reward, r.metrics)} · ${r.steps} step${r.steps === 1 ? '' : 's'} · ${formatDuration(r.duration_sec * 1000)}`,
     runDir: r.run_dir,
   };
 }

@@ -250,6 +250,7 @@ export class ResultsPanel implements vscode.Disposable {
                 finished: c.finished,
                 passed: c.passed,
                 reward: c.reward,
+                metrics: c.metrics,
                 steps: c.steps,
                 durationSec: c.durationSec,
                 costUsd: c.costUsd,

@@ -13,7 +13,6 @@ import {
   MicroAgentSchema,
   parseAgentsFile,
   parseList,
-  resolveDir,
   uniqueByName,
   type Agent,
   type MicroAgent,
@@ -354,6 +353,24 @@ export class RunnerService implements vscode.Disposable {
     const env = fillEnv(agent.env, secrets, `agent '${agent.name}'`);
     const llm = await this.#llm(agent);
     const backend = await this.#backend();
+    // Every task of the workspace stays out of the agent's sight, not only this one.
+    const hidden = [...this.#tasks.map((t) => t.dir), ...this.#taskErrors.map((e) => path.dirname(e.file)), ...this.#folders().flatMap((f) => [this.#runsDirOf(f), this.#jobsDirOf(f)])];
+    // The agent's folder: its cwd setting, else its program's folder, else where it was declared; never the home folder or /.
+    const { AgentFolderError, resolveAgentFolder } = await import('./core/agentFolder.ts');
+    let folder;
+    try {
+      folder = resolveAgentFolder({
+        command: expandCommand(agent.command, process.execPath, agent.baseDir),
+        base: agent.baseDir,
+        given: agent.cwd,
+        hidden,
+        option: `"cwd" in agent '${agent.name}'`,
+        isolated: backend.isolated,
+      });
+    } catch (error) {
+      if (error instanceof AgentFolderError) throw new RunRefusedError(error.message);
+      throw error;
+    }
     const { newRunId, runTask } = await import('./core/run.ts');
     const { protocolNamed } = await import('./core/protocols/index.ts');
     const runId = options.runId ?? newRunId(task.name);
@@ -369,12 +386,11 @@ export class RunnerService implements vscode.Disposable {
     try {
       const result = await runTask({
         task,
-        agentCommand: expandCommand(agent.command, process.execPath, agent.baseDir),
-        agentCwd: resolveDir(agent.baseDir, agent.cwd),
-        // The folder the agent was declared in, and `${node}`: the editor's own runtime.
-        agentFolders: [agent.baseDir, path.dirname(process.execPath)],
-        // Every task of the workspace stays out of the agent's sight, not only this one.
-        hidden: [...this.#tasks.map((t) => t.dir), ...this.#taskErrors.map((e) => path.dirname(e.file)), ...this.#folders().flatMap((f) => [this.#runsDirOf(f), this.#jobsDirOf(f)])],
+        agentCommand: folder.command,
+        agentCwd: folder.dir,
+        // `${node}`: the editor's own runtime.
+        agentFolders: [path.dirname(process.execPath)],
+        hidden,
         protocol: protocolNamed(agent.protocol),
         agentName: agent.name,
         backend,

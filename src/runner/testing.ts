@@ -8,7 +8,7 @@ import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
 import { errorMessage } from '../shared/errors.ts';
 import type { Agent } from './core/agents.ts';
-import { failureMessage, round, toTerminalNewlines } from './core/format.ts';
+import { failureMessage, rewardWords, toTerminalNewlines } from './core/format.ts';
 import type { RunResult, Verification } from './core/records.ts';
 import { configFileName, instructionFile, testScriptFile } from './core/layout.ts';
 import { brokenTaskLabel, type Task } from './core/task.ts';
@@ -192,7 +192,7 @@ export class TaskTests implements vscode.Disposable {
         run.passed(child, durationMs);
         this.#reported.fire({ id: child.id, state: 'passed', ...(durationMs !== undefined ? { durationMs } : {}) });
       } else {
-        const text = [`${ran.failure_cause ?? 'failed'}: reward ${round(ran.reward)}`, ran.error, ran.stopped].filter(Boolean).join('\n');
+        const text = [`${ran.failure_cause ?? 'failed'}: ${rewardWords(ran.reward, ran.metrics)}`, ran.error, ran.stopped].filter(Boolean).join('\n');
         run.failed(child, new vscode.TestMessage(text), durationMs);
         this.#reported.fire({ id: child.id, state: 'failed', message: text, ...(durationMs !== undefined ? { durationMs } : {}) });
       }

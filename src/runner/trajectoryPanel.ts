@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { compareSteps, differenceWords } from './core/compare.ts';
-import { CAUSE_WORDS } from './core/format.ts';
+import { CAUSE_WORDS, rewardWords } from './core/format.ts';
 import { runFiles, type LlmUsage } from './core/records.ts';
 import { readBounded, readTrajectory, listRuns, type PastRun, type StepView } from './core/history.ts';
 import { editorFix, suggestedProtocol } from './core/protocols/mismatch.ts';
@@ -179,6 +179,7 @@ function runSummary(run: PastRun, skippedEntries: number): RunSummary {
     durationSec: r.duration_sec,
     passed: r.passed,
     reward: r.reward,
+    rewardText: rewardWords(r.reward, r.metrics),
     failureCause: r.failure_cause,
     causeWords: r.passed ? null : (CAUSE_WORDS[r.failure_cause ?? ''] ?? r.failure_cause ?? 'the run failed'),
     error: fixed,

@@ -4,7 +4,7 @@
 import * as vscode from 'vscode';
 import { errorMessage } from '../shared/errors.ts';
 import type { Trust } from '../trust.ts';
-import { formatDuration, formatTokens, formatUsd, llmLine, round } from './core/format.ts';
+import { formatDuration, formatTokens, formatUsd, llmLine, rewardWords, round } from './core/format.ts';
 import { readTrajectory, type PastRun, type StepView } from './core/history.ts';
 import { configFileName } from './core/layout.ts';
 import { editorFix } from './core/protocols/mismatch.ts';
@@ -163,7 +163,7 @@ function runItem(run: PastRun): vscode.TreeItem {
   const item = new vscode.TreeItem(label, r.steps > 0 ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
   item.id = `run:${r.run_dir}`;
   item.iconPath = resultIcon(r);
-  const facts = [`reward ${round(r.reward)}`, `${r.steps} step${r.steps === 1 ? '' : 's'}`, formatDuration(r.duration_sec * 1000)];
+  const facts = [rewardWords(r.reward, r.metrics), `${r.steps} step${r.steps === 1 ? '' : 's'}`, formatDuration(r.duration_sec * 1000)];
   if (r.llm && r.llm.requests > 0) facts.push(`${formatTokens(r.llm.input_tokens + r.llm.output_tokens)} tokens`, formatUsd(r.llm.cost_usd));
   facts.push(r.backend);
   item.description = facts.join(' · ');
@@ -229,9 +229,9 @@ function runStepItem(run: RunResult, step: TaskStepResult): vscode.TreeItem {
 }
 
 function stepFacts(step: TaskStepResult): string[] {
-  const facts = [`reward ${round(step.reward)}`];
+  const facts = [rewardWords(step.reward, step.metrics)];
   const others = Object.entries(step.metrics).filter(([name]) => name !== 'reward');
-  if (others.length > 0) facts.push(others.map(([name, value]) => `${name} ${round(value)}`).join(', '));
+  if (others.length > 0 && step.reward !== null) facts.push(others.map(([name, value]) => `${name} ${round(value)}`).join(', '));
   if (step.failure_cause) facts.push(step.failure_cause);
   if (step.stopped) facts.push('stopped the run');
   return facts;

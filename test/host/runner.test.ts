@@ -309,6 +309,39 @@ suite('Belay runner', () => {
     await waitFor('the task to go', () => runner.service.findTask('greet-in-steps') === undefined, [runner.service.onDidChange]);
   });
 
+  test('a task whose tests write several metrics and no reward shows them metric by metric, and no reward is made up', async () => {
+    const dir = path.join(workspace(), 'tasks', 'two-metrics');
+    const { mkdir, writeFile, rm } = await import('node:fs/promises');
+    const files: Record<string, string> = {
+      'task.toml': 'version = "1.0"\n',
+      'instruction.md': 'Do nothing.\n',
+      // The Harbor cookbook's multi-reward task, failed on both metrics, by a script that exits 0.
+      'tests/test.sh': 'mkdir -p "$LOGS_DIR/verifier"\necho \'{"correctness": 0, "performance": 0}\' > "$LOGS_DIR/verifier/reward.json"\nexit 0\n',
+    };
+    for (const [file, text] of Object.entries(files)) {
+      await mkdir(path.dirname(path.join(dir, file)), { recursive: true });
+      await writeFile(path.join(dir, file), text);
+    }
+    const settings = vscode.workspace.getConfiguration('belay');
+    await settings.update('runner.backend', 'sandbox', vscode.ConfigurationTarget.Workspace);
+    try {
+      await waitFor('the task', () => runner.service.findTask('two-metrics') !== undefined, [runner.service.onDidChange]);
+      const task = runner.service.findTask('two-metrics')!;
+      const result = await runner.service.start(task, runner.service.findAgent(SDK1)!);
+      assert.equal(result.passed, false);
+      assert.equal(result.reward, null);
+      assert.deepEqual(result.metrics, { correctness: 0, performance: 0 });
+      await waitFor('the run in the view', () => runner.service.runsOf(task).length === 1, [runner.service.onDidChange]);
+      const taskNode = (await runner.tree.getChildren()).find((n) => n.kind === 'task' && n.task.name === 'two-metrics')!;
+      const [runNode] = await runner.tree.getChildren(taskNode);
+      assert.match(String(runner.tree.getTreeItem(runNode!).description), /^correctness 0, performance 0 · \d+ steps? · /);
+      assert.match(String(runner.tree.getTreeItem(runNode!).tooltip), /not every metric is at its maximum \(1\): correctness 0, performance 0/);
+    } finally {
+      await settings.update('runner.backend', undefined, vscode.ConfigurationTarget.Workspace);
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   test('an agent from settings gets its API key from secret storage, never from the settings file', async () => {
     const config = vscode.workspace.getConfiguration('belay');
     // The agent checks the key it got without the settings file ever holding the value.

@@ -192,4 +192,25 @@ describe('the Results view in the workbench', () => {
     await f.locator('.summary', { hasText: /6\/6 trials done, 3 passed, 3 failed/ }).waitFor({ timeout: 30_000 });
     assert.equal(await f.locator('.body .cell.trial.running').count(), 0);
   });
+  test('shows trials whose tests wrote several metrics and no reward metric by metric, with no reward made up', async () => {
+    // Harbor's multi-reward task: the flaky agent's passing attempt gets every metric at 1, a failing one correctness 0.
+    const root = path.join(scratch, 'v4');
+    writeTasks(root, { 'two-metrics': 1 });
+    writeFileSync(
+      path.join(root, 'two-metrics', 'tests', 'test.sh'),
+      '#!/bin/sh\nmkdir -p "$LOGS_DIR/verifier"\nif grep -q pass result.txt; then c=1; else c=0; fi\necho "{\\"correctness\\": $c, \\"performance\\": 1}" > "$LOGS_DIR/verifier/reward.json"\n',
+      { mode: 0o755 },
+    );
+    const job = runJob(wb.workspace, root, path.join(scratch, 'd'));
+    const f = frame();
+    await f.locator('.body .row', { hasText: 'two-metrics' }).waitFor({ timeout: 30_000 });
+    assert.equal(await f.locator('#job').inputValue(), job);
+    const row = f.locator('.body .row', { hasText: 'two-metrics' });
+    assert.equal(await row.locator('.cell.trial.passed').count(), 1);
+    assert.equal(await row.locator('.cell.trial.failed').count(), 2);
+    assert.match((await row.locator('.cell.trial.passed .reward').textContent()) ?? '', /^correctness 1 performance 1$/);
+    assert.match((await row.locator('.cell.trial.failed .reward').first().textContent()) ?? '', /^correctness 0 performance 1$/);
+    assert.match((await row.locator('.cell.trial.failed').first().getAttribute('title')) ?? '', /reward –\nmetrics: correctness 0\.00 · performance 1\.00/);
+    await wb.screenshot('results-metrics');
+  });
 });

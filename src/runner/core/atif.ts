@@ -126,7 +126,8 @@ export interface AtifSource {
     backend: string;
     started_at: string;
     passed: boolean;
-    reward: number;
+    reward: number | null;
+    metrics?: Record<string, number> | undefined;
     failure_cause: string | null;
     error: string | null;
     llm?: unknown;
@@ -214,7 +215,7 @@ export async function toAtif(source: AtifSource): Promise<AtifTrajectory> {
       total_steps: steps.length,
       ...(total.success ? { total_prompt_tokens: Math.round(total.data.input_tokens), total_completion_tokens: Math.round(total.data.output_tokens), total_cost_usd: total.data.cost_usd } : {}),
     },
-    extra: { task_name: result.task_name, backend: result.backend, passed: result.passed, reward: result.reward, failure_cause: result.failure_cause, error: result.error },
+    extra: { task_name: result.task_name, backend: result.backend, passed: result.passed, reward: result.reward, ...(result.metrics ? { metrics: result.metrics } : {}), failure_cause: result.failure_cause, error: result.error },
   };
 }
 

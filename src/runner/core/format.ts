@@ -83,13 +83,26 @@ export function formatUsd(usd: number): string {
 /** One line of the result: "PASSED reward 1 · 3 steps · 2.1 s" or "FAILED (tests_failed): …". */
 export function resultLine(result: RunResult): string {
   const llm = result.llm && result.llm.requests > 0 ? ` · ${formatTokens(result.llm.input_tokens + result.llm.output_tokens)} tokens · ${formatUsd(result.llm.cost_usd)}` : '';
-  const facts = `reward ${round(result.reward)} · ${result.steps} step${result.steps === 1 ? '' : 's'} · ${formatDuration(result.duration_sec * 1000)}${llm}`;
+  const facts = `${rewardWords(result.reward, result.metrics)} · ${result.steps} step${result.steps === 1 ? '' : 's'} · ${formatDuration(result.duration_sec * 1000)}${llm}`;
   if (result.passed) return `PASSED  ${facts}`;
   return `FAILED  ${facts} · ${result.failure_cause ?? 'unknown'}: ${result.error ?? ''}`.trimEnd();
 }
 
 export function round(n: number): number {
   return Math.round(n * 100) / 100;
+}
+
+/**
+ * The reward in words: "reward 0.75"; when the tests gave no single reward, their metrics one by
+ * one ("correctness 0, performance 1"), or "no reward". Metric names are the tests' text: the
+ * caller neutralises them where a terminal shows them.
+ */
+export function rewardWords(reward: number | null, metrics?: Readonly<Record<string, number>>): string {
+  if (reward !== null) return `reward ${round(reward)}`;
+  const named = Object.entries(metrics ?? {});
+  if (named.length === 0) return 'no reward';
+  const shown = named.slice(0, 6).map(([name, value]) => `${name.slice(0, 40)} ${round(value)}`);
+  return `${shown.join(', ')}${named.length > 6 ? `, … (${named.length} metrics)` : ''}`;
 }
 
 /**
@@ -128,7 +141,8 @@ export function formatEvent(event: RunEvent): string {
       const v = event.verification;
       const output = v.output.trim() === '' ? '' : `${sanitizeTerminalText(v.output.replace(/\s+$/, ''))}\n`;
       const tests = v.test_results.map((t) => `  ${t.status === 'passed' ? ansi.green('✓') : ansi.red('✗')} ${sanitizeTerminalText(t.name)}\n`).join('');
-      const verdict = v.success ? ansi.green(`tests passed (reward ${round(v.reward)})`) : ansi.red(`tests failed (reward ${round(v.reward)})${v.error ? `: ${sanitizeTerminalText(v.error)}` : ''}`);
+      const words = sanitizeTerminalText(rewardWords(v.reward, v.metrics));
+      const verdict = v.success ? ansi.green(`tests passed (${words})`) : ansi.red(`tests failed (${words})${v.error ? `: ${sanitizeTerminalText(v.error)}` : ''}`);
       return `${output}${tests}${verdict}\n`;
     }
     case 'run-ended': {

@@ -37,7 +37,13 @@ export const TestResultSchema = z.object({
 
 export const VerificationSchema = z.object({
   success: z.boolean(),
-  reward: z.number(),
+  /**
+   * The reward the reward rule gives (verify.ts `ruleOfRewards`); null when the tests wrote
+   * several metrics and none is the reward, or a reward file Belay could not read.
+   */
+  reward: z.number().nullable(),
+  /** Which rule made the pass, when the tests wrote a reward file ("every metric at its maximum (1)"). */
+  reward_rule: z.string().optional(),
   output: z.string(),
   error: z.string().nullable(),
   timed_out: z.boolean(),
@@ -91,7 +97,7 @@ export const TaskStepResultSchema = z.object({
   name: z.string(),
   /** sha256 of the instruction the agent got, to tell runs of edited steps apart. */
   instruction_sha256: z.string(),
-  reward: z.number(),
+  reward: z.number().nullable(),
   metrics: z.record(z.string(), z.number()),
   /** The step's reward rule is met and nothing failed. */
   passed: z.boolean(),
@@ -123,7 +129,10 @@ export const RunResultSchema = z.object({
   agent_completed: z.boolean(),
   verification: VerificationSchema.nullable(),
   passed: z.boolean(),
-  reward: z.number(),
+  /** The run's one reward; null when the tests gave none (several metrics, none named: see `metrics`). */
+  reward: z.number().nullable(),
+  /** Every metric the tests wrote, beside the reward (absent when they wrote no reward file). */
+  metrics: z.record(z.string(), z.number()).optional(),
   failure_cause: z.enum(FAILURE_CAUSES).nullable(),
   error: z.string().nullable(),
   /** A multi-step task's steps, in order; those after a missed min_reward are absent. */

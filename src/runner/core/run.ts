@@ -17,6 +17,7 @@ import { LLM_REQUESTS_FILE, LLM_SERVICE, RunLlm, type RunLlmOptions } from './ru
 import { mergeStepWorkdir, runParts, stepSetup, StepRecords, type RunPart } from './runSteps.ts';
 import { seedWorkspace, stageTests, type Task } from './task.ts';
 import { removeVerifierLeftovers, verify } from './verify.ts';
+import { rewardWords } from './format.ts';
 
 export interface RunTaskOptions {
   task: Task;
@@ -241,7 +242,7 @@ function summarize(options: RunTaskOptions, facts: RunFacts): RunResult {
   let error: string | null = failure?.message ?? null;
   if (!cause && verification && !verification.success) {
     cause = verification.timed_out ? 'test_timeout' : 'tests_failed';
-    error = verification.error ?? `the tests gave reward ${verification.reward}`;
+    error = verification.error ?? `the tests gave ${rewardWords(verification.reward, verification.metrics)}`;
   }
   const ended = new Date();
   return {
@@ -259,7 +260,9 @@ function summarize(options: RunTaskOptions, facts: RunFacts): RunResult {
     agent_completed: outcome.agentCompleted,
     verification,
     passed,
-    reward: verification?.reward ?? 0,
+    // No single reward is made up: null when the tests gave several metrics and none is the reward.
+    reward: verification ? verification.reward : 0,
+    ...(verification?.reward_rule !== undefined && verification.metrics ? { metrics: verification.metrics } : {}),
     failure_cause: cause,
     error,
     ...facts.steps,

@@ -12,6 +12,7 @@ import type { AgentOutcome, RunLimits } from './protocol.ts';
 import type { RunResult, TaskStepResult, TrajectoryEntry, Verification } from './records.ts';
 import type { Task } from './task.ts';
 import { combineMetrics, minRewardMiss, type TaskStep } from './taskSteps.ts';
+import { rewardWords } from './format.ts';
 
 /** Where a multi-step run keeps each step's agent logs, step outputs, test output and verifier files. */
 export const TASK_STEPS_DIR = 'task-steps';
@@ -117,13 +118,13 @@ export class StepRecords {
     await fs.mkdir(end.testsDir, { recursive: true });
     const verification = end.verification;
     const metrics = verification?.metrics ?? {};
-    const miss = verification ? minRewardMiss(step.minReward, { reward: verification.reward, ...metrics }) : undefined;
+    const miss = verification ? minRewardMiss(step.minReward, { ...(verification.reward !== null ? { reward: verification.reward } : {}), ...metrics }) : undefined;
     const stop = miss ? `step '${step.name}': ${miss}: the remaining steps do not run` : undefined;
     let cause: TaskStepResult['failure_cause'] = end.failure?.failure ?? null;
     let error: string | null = end.failure?.message ?? null;
     if (!cause && verification && !verification.success) {
       cause = verification.timed_out ? 'test_timeout' : 'tests_failed';
-      error = verification.error ?? `the tests gave reward ${verification.reward}`;
+      error = verification.error ?? `the tests gave ${rewardWords(verification.reward, verification.metrics)}`;
     }
     const started = this.#pending?.step === step ? this.#pending.started : Date.now();
     this.#pending = undefined;
@@ -134,7 +135,7 @@ export class StepRecords {
         step: step.index,
         name: step.name,
         instruction_sha256: createHash('sha256').update(step.instruction).digest('hex'),
-        reward: verification?.reward ?? 0,
+        reward: verification ? verification.reward : 0,
         metrics,
         passed: cause === null && verification !== null && verification.success,
         stopped: stop ?? null,
@@ -190,10 +191,11 @@ export class StepRecords {
     if (verified.length === 0) return { outcome, failure, verification: null };
     const strategy = this.#task.steps?.strategy ?? 'mean';
     const rewards = verified.map((d) => d.end.verification.reward);
-    const reward = strategy === 'final' ? rewards[rewards.length - 1]! : rewards.reduce((a, b) => a + b, 0) / rewards.length;
+    // A step that gave no single reward (several metrics, none named) leaves none for the mean either.
+    const reward = strategy === 'final' ? rewards[rewards.length - 1]! : rewards.some((r) => r === null) ? null : (rewards as number[]).reduce((a, b) => a + b, 0) / rewards.length;
     const allRan = done.length === (this.#task.steps?.steps.length ?? 0);
     const counted = strategy === 'final' ? verified.slice(-1) : verified;
-    const shortfall = (v: Verification) => v.error ?? (v.success ? null : `the tests gave reward ${Math.round(v.reward * 1000) / 1000}`);
+    const shortfall = (v: Verification) => v.error ?? (v.success ? null : `the tests gave ${rewardWords(v.reward, v.metrics)}`);
     const errors = counted.flatMap((d) => {
       const why = shortfall(d.end.verification);
       return why ? [`step '${d.step.name}': ${why}`] : [];
@@ -205,7 +207,7 @@ export class StepRecords {
       outcome,
       failure,
       verification: {
-        success: allRan && reward >= 1 && counted.every((d) => d.end.verification.success),
+        success: allRan && (reward === null || reward >= 1) && counted.every((d) => d.end.verification.success),
         reward,
         output: last.output,
         error: errors.length > 0 ? errors.join('; ') : null,

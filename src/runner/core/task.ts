@@ -28,7 +28,7 @@ export const TaskTomlSchema = z.looseObject({
   version: z.union([z.string(), z.number()]).optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
   agent: z.looseObject({ timeout_sec: seconds.optional() }).optional(),
-  verifier: z.looseObject({ timeout_sec: seconds.optional() }).optional(),
+  verifier: z.looseObject({ timeout_sec: seconds.optional(), reward_metric: z.string().min(1).max(200).optional() }).optional(),
   environment: z
     .looseObject({
       cpus: z.number().positive().optional(),
@@ -75,6 +75,8 @@ export interface Task {
   environment: TaskEnvironment;
   /** A multi-step task's steps (task.toml's `[[steps]]`) and how their rewards make the task's. */
   steps?: StepsConfig;
+  /** The metric of reward.json that is the reward and decides the pass (task.toml `[verifier] reward_metric`). */
+  rewardMetric?: string;
 }
 
 /** How the task's environment is built and bounded (task.toml's [environment], the Docker files). */
@@ -179,6 +181,7 @@ async function loadCurrent(dir: string, name: string, file: string): Promise<Tas
     metadata: config.metadata ?? {},
     environment: taskEnvironment(path.join(dir, files.environment), config.environment),
     ...(steps ? { steps } : {}),
+    ...(config.verifier?.reward_metric !== undefined ? { rewardMetric: config.verifier.reward_metric } : {}),
   };
 }
 

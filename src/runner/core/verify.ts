@@ -1,6 +1,7 @@
 // Verification: after the agent phase, the task's tests run in the same working directory with
-// the test timeout. Exit 0 is reward 1; logs/verifier/reward.json (named metrics) and reward.txt
-// override it by the reward rule below; ctrf.json gives tests. Those files count only when the
+// the test timeout. When the tests wrote logs/verifier/reward.json (named metrics) or reward.txt,
+// the reward and the pass come from those files by the reward rule below, never from the exit
+// status; only without them is exit 0 reward 1. ctrf.json gives tests. Those files count only when the
 // verify phase wrote them (whatever the agent phase left in the logs folder is removed before the
 // tests start), and only as regular files of a sane size: never followed, never waited on.
 import { constants as fsConstants, promises as fs, type Stats } from 'node:fs';
@@ -87,12 +88,14 @@ export async function verify(options: VerifyOptions): Promise<Verification> {
   }
   const output = [result.stdout.text('[… cut …]'), result.stderr.text('[… cut …]')].filter((t) => t.trim() !== '').join('\n');
   const errors: string[] = [];
-  const exitReward = result.exitCode === 0 && !result.timedOut ? 1 : 0;
   const rewards = await readRewardFiles(verifierLogs);
   errors.push(...rewards.errors);
-  const ruled = rewardOfMetrics(rewards.metrics);
-  if (typeof ruled === 'string') errors.push(`logs/verifier/reward.json: ${ruled}`);
-  const reward = typeof ruled === 'number' ? ruled : exitReward;
+  const ruling = rewards.found ? ruleOfRewards(rewards.metrics, task.rewardMetric) : undefined;
+  // A refused file is the reason already; what the rule says of the metrics left is not added to it.
+  if (ruling?.error && rewards.errors.length === 0) errors.push(ruling.error);
+  // No reward file: the exit status decides. A reward file: it alone does, and one Belay refused gives no reward.
+  const reward = ruling === undefined ? (result.exitCode === 0 && !result.timedOut ? 1 : 0) : rewards.errors.length > 0 ? null : ruling.reward;
+  const rulePassed = ruling === undefined ? reward === 1 : rewards.errors.length === 0 && ruling.passed;
   const rewardErrors = errors.length;
   const testResults: Verification['test_results'] = [];
   const ctrf = await readVerifierFile(path.join(verifierLogs, 'ctrf.json'), MAX_CTRF_BYTES);
@@ -123,10 +126,11 @@ export async function verify(options: VerifyOptions): Promise<Verification> {
   if (result.timedOut) errors.push(`the tests did not finish within ${Math.round(options.timeoutMs / 1000)} s`);
   else if (result.exitCode !== 0) errors.push(`the tests exited with ${result.exitCode ?? result.signal}`);
   return {
-    // A reward file that cannot be read never passes, whatever the exit code said.
-    success: reward >= 1 && rewardErrors === 0,
+    // A reward file that cannot be read never passes, whatever the exit code said; nor do tests cut short.
+    success: rulePassed && rewardErrors === 0 && !result.timedOut,
     reward,
     metrics: rewards.metrics,
+    ...(ruling ? { reward_rule: ruling.rule } : {}),
     output,
     error: errors.length > 0 ? errors.join('; ') : null,
     timed_out: result.timedOut,
@@ -188,17 +192,19 @@ function formatLimit(bytes: number): string {
  * The metrics the tests wrote: reward.json's numbers (Harbor's several named metrics) and
  * reward.txt's single number as `reward` when reward.json names none (Harbor's precedence).
  */
-export async function readRewardFiles(verifierLogs: string): Promise<{ metrics: Record<string, number>; errors: string[] }> {
+export async function readRewardFiles(verifierLogs: string): Promise<{ metrics: Record<string, number>; errors: string[]; found: boolean }> {
   const errors: string[] = [];
   let metrics: Record<string, number> = {};
   const json = await readVerifierFile(path.join(verifierLogs, 'reward.json'), MAX_REWARD_BYTES);
+  const txt = await readVerifierFile(path.join(verifierLogs, 'reward.txt'), MAX_REWARD_BYTES);
+  // Anything at either name counts as written, even a file refused below: then there is no reward, never the exit status's.
+  const found = json.text !== undefined || json.error !== undefined || txt.text !== undefined || txt.error !== undefined;
   if (json.error) errors.push(`logs/verifier/reward.json ${json.error}`);
   if (json.text !== undefined) {
     const parsed = metricsFromJson(json.text);
     if (typeof parsed === 'string') errors.push(`logs/verifier/reward.json: ${parsed}`);
     else metrics = parsed;
   }
-  const txt = await readVerifierFile(path.join(verifierLogs, 'reward.txt'), MAX_REWARD_BYTES);
   if (txt.error) errors.push(`logs/verifier/reward.txt ${txt.error}`);
   if (txt.text !== undefined && metrics.reward === undefined) {
     const text = txt.text.trim();
@@ -206,26 +212,45 @@ export async function readRewardFiles(verifierLogs: string): Promise<{ metrics: 
     if (text === '' || !Number.isFinite(value)) errors.push(`logs/verifier/reward.txt holds '${text.slice(0, 40)}', not a number`);
     else metrics.reward = value;
   }
-  return { metrics, errors };
+  return { metrics, errors, found };
+}
+
+/** What the reward files say under the reward rule: the reward (null when no single one is given), the pass, the rule used. */
+export interface RewardRuling {
+  reward: number | null;
+  passed: boolean;
+  /** The rule in a few words, for the records ("metric 'correctness' (task.toml reward_metric)"). */
+  rule: string;
+  /** Why it failed, when the metrics themselves say so (a missing metric, metrics short of 1). */
+  error?: string;
 }
 
 /**
- * The reward rule: the `reward` metric when the tests wrote one, else the only metric there is;
- * several metrics and none named `reward` say nothing about passing (an error, never a pass).
- * No metric at all: the exit code decides (0 is reward 1). The reward is held to 0..1.
+ * The reward rule (README, "Rewards"): the metric task.toml names as `reward_metric`; else the
+ * `reward` metric; else the only metric there is. Each of those is the reward (held to 0..1) and
+ * passes at 1. Several metrics, none of them named: no single reward is made up (null), and the
+ * run passes only when every metric is at its maximum, 1. No metric at all: no reward, no pass.
  */
-export function rewardOfMetrics(metrics: Readonly<Record<string, number>>): number | string | undefined {
+export function ruleOfRewards(metrics: Readonly<Record<string, number>>, rewardMetric?: string): RewardRuling {
   const names = Object.keys(metrics);
-  const value = metrics.reward ?? (names.length === 1 ? metrics[names[0]!] : undefined);
-  if (value !== undefined) return Math.min(1, Math.max(0, value));
-  return names.length === 0 ? undefined : `several metrics (${names.slice(0, 8).join(', ')}) and none named 'reward'`;
-}
-
-/** reward.json's reward alone (see `metricsFromJson` and `rewardOfMetrics`). */
-export function rewardFromJson(text: string): number | string {
-  const metrics = metricsFromJson(text);
-  if (typeof metrics === 'string') return metrics;
-  return rewardOfMetrics(metrics) ?? 'no numeric metric';
+  const single = (name: string, rule: string): RewardRuling => {
+    const value = Math.min(1, Math.max(0, metrics[name]!));
+    return { reward: value, passed: value >= 1, rule };
+  };
+  if (rewardMetric !== undefined) {
+    if (Object.hasOwn(metrics, rewardMetric)) return single(rewardMetric, `metric '${rewardMetric}' (task.toml reward_metric)`);
+    return { reward: null, passed: false, rule: `metric '${rewardMetric}' (task.toml reward_metric)`, error: `the tests wrote no metric '${rewardMetric}', which task.toml names as reward_metric (they wrote ${names.length === 0 ? 'none' : names.slice(0, 8).join(', ')})` };
+  }
+  if (Object.hasOwn(metrics, 'reward')) return single('reward', `metric 'reward'`);
+  if (names.length === 1) return single(names[0]!, `the only metric, '${names[0]}'`);
+  if (names.length === 0) return { reward: null, passed: false, rule: 'no metric', error: 'the reward files hold no metric' };
+  const short = names.filter((name) => metrics[name]! < 1);
+  return {
+    reward: null,
+    passed: short.length === 0,
+    rule: 'every metric at its maximum (1)',
+    ...(short.length > 0 ? { error: `not every metric is at its maximum (1): ${short.slice(0, 8).map((name) => `${name} ${Math.round(metrics[name]! * 1000) / 1000}`).join(', ')}` } : {}),
+  };
 }
 
 /**

@@ -141,16 +141,23 @@ function cellText(cell: Cell, mode: State['mode']): HTMLElement[] {
     return parts;
   }
   if (mode === 'agents' || cell.trials > 1) parts.push(el('span', 'count', `${cell.passed}/${cell.finished}`));
-  parts.push(el('span', 'reward', reward(cell.reward)));
+  parts.push(cell.reward === null && cell.metrics ? el('span', 'reward metrics', metricsText(cell.metrics, true)) : el('span', 'reward', reward(cell.reward)));
   if (cell.steps !== null) parts.push(el('span', 'metric', `${Math.round(cell.steps * 10) / 10} st`));
   if (cell.durationSec !== null) parts.push(el('span', 'metric', seconds(cell.durationSec)));
   if (cell.costUsd !== null) parts.push(el('span', 'metric', usd(cell.costUsd)));
   return parts;
 }
 
+/** Metrics one by one ("correctness 0 · performance 1"): a cell without a single reward shows these, short. */
+function metricsText(metrics: Readonly<Record<string, number>>, short = false): string {
+  const value = (v: number) => (short ? String(Math.round(v * 100) / 100) : reward(v));
+  return Object.entries(metrics).slice(0, 4).map(([name, v]) => `${name.slice(0, short ? 16 : 24)} ${value(v)}`).join(short ? ' ' : ' · ');
+}
+
 function cellTitle(cell: Cell, column: string): string {
   const lines = [`${column}: ${WORDS[cell.result]}${cell.finished > 1 ? ` (${cell.passed} of ${cell.finished} passed)` : ''}`];
   if (cell.finished > 0) lines.push(`reward ${reward(cell.reward)}${cell.finished > 1 ? ' (mean)' : ''}`);
+  if (cell.finished > 0 && cell.metrics) lines.push(`metrics: ${metricsText(cell.metrics)}${cell.finished > 1 ? ' (means)' : ''}`);
   if (cell.failureCause) lines.push(`cause: ${cell.failureCause}`);
   if (cell.opens) lines.push('Enter or click: open the trajectory');
   return lines.join('\n');

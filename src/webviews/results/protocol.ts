@@ -20,7 +20,10 @@ export const cellSchema = z.object({
   trials: z.number(),
   finished: z.number(),
   passed: z.number(),
+  /** null when no trial gave a single reward (several metrics, none named: see `metrics`). */
   reward: z.number().nullable(),
+  /** Each metric's mean, when the tests wrote metrics. */
+  metrics: z.record(z.string(), z.number()).nullable(),
   steps: z.number().nullable(),
   durationSec: z.number().nullable(),
   costUsd: z.number().nullable(),

@@ -28,7 +28,7 @@ function summary(side: Side, data: CompareSide, post: Post): HTMLElement {
   card.append(title);
   const facts = [
     run.passed ? 'passed' : 'failed',
-    `reward ${Math.round(run.reward * 100) / 100}`,
+    run.rewardText,
     `${steps.length} step${steps.length === 1 ? '' : 's'}`,
     duration(run.durationSec),
     run.agent ? `agent ${run.agent}` : run.protocol,

@@ -26,7 +26,7 @@ function header(run: RunSummary): HTMLElement {
   if (reason) head.append(reason);
   const facts = [
     run.passed ? 'passed' : `failed: ${run.failureCause ?? 'unknown'}`,
-    `reward ${Math.round(run.reward * 100) / 100}`,
+    run.rewardText,
     `${steps.length} step${steps.length === 1 ? '' : 's'}`,
     duration(run.durationSec),
     run.agent ? `agent ${run.agent}` : run.protocol,

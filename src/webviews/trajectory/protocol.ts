@@ -39,7 +39,10 @@ export const runSummarySchema = z.object({
   startedAt: z.string(),
   durationSec: z.number(),
   passed: z.boolean(),
-  reward: z.number(),
+  /** null when the tests gave several metrics and none is the reward (see `rewardText`). */
+  reward: z.number().nullable(),
+  /** "reward 0.75", or the metrics one by one when there is no single reward. */
+  rewardText: z.string(),
   failureCause: z.string().nullable(),
   /** The failure cause in words ("the tests failed"), null for a passed run. */
   causeWords: z.string().nullable(),

@@ -12,7 +12,7 @@ import { markedProcesses } from '../../../src/runner/core/backends/sweep.ts';
 import { parseEnvOptions } from '../../../src/runner/core/agents.ts';
 import { CappedLog, diskUsage } from '../../../src/runner/core/logs.ts';
 import { loadTask } from '../../../src/runner/core/task.ts';
-import { removeVerifierLeftovers, rewardFromJson } from '../../../src/runner/core/verify.ts';
+import { metricsFromJson, removeVerifierLeftovers, ruleOfRewards } from '../../../src/runner/core/verify.ts';
 import { tempDir } from './helpers.ts';
 
 const tmp = tempDir('belay-isolation-');
@@ -176,13 +176,17 @@ describe("the verifier's files", () => {
     assert.deepEqual(await removeVerifierLeftovers(logs), []);
   });
 
-  it('reads reward.json: the reward metric, a single metric, or an error', () => {
-    assert.equal(rewardFromJson('{"reward": 0.5, "other": 1}'), 0.5);
-    assert.equal(rewardFromJson('{"accuracy": 0.25}'), 0.25);
-    assert.equal(rewardFromJson('0.75'), 0.75);
-    assert.match(String(rewardFromJson('{"a": 1, "b": 0}')), /several metrics \(a, b\) and none named 'reward'/);
-    assert.match(String(rewardFromJson('{}')), /no numeric metric/);
-    assert.match(String(rewardFromJson('nope')), /not JSON/);
+  it('reads reward.json: the reward metric, a single metric, or no single reward', () => {
+    const reward = (text: string) => {
+      const metrics = metricsFromJson(text);
+      return typeof metrics === 'string' ? metrics : ruleOfRewards(metrics).reward;
+    };
+    assert.equal(reward('{"reward": 0.5, "other": 1}'), 0.5);
+    assert.equal(reward('{"accuracy": 0.25}'), 0.25);
+    assert.equal(reward('0.75'), 0.75);
+    assert.equal(reward('{"a": 1, "b": 0}'), null);
+    assert.match(String(reward('{}')), /no numeric metric/);
+    assert.match(String(reward('nope')), /not JSON/);
   });
 });
 

@@ -12,7 +12,7 @@ import { summarizeJob } from '../../../src/runner/core/jobs/summary.ts';
 import { compareJobs } from '../../../src/runner/core/results/compare.ts';
 import { jobFolderKind, jobStartedMs, listJobFolders, readJobView } from '../../../src/runner/core/results/discover.ts';
 import { atifSteps, harborReward, readHarborJob } from '../../../src/runner/core/results/harbor.ts';
-import { buildMatrix, orderRows, type MatrixRow } from '../../../src/runner/core/results/matrix.ts';
+import { buildMatrix, cellOf, orderRows, type MatrixRow } from '../../../src/runner/core/results/matrix.ts';
 import { agentLabel, jobViewFromRecord, type JobView, type TrialView } from '../../../src/runner/core/results/model.ts';
 
 const HARBOR_JOBS = path.resolve(import.meta.dirname, '../../fixtures/runner/harbor-job');
@@ -61,6 +61,7 @@ function trial(task: string, attempt: number, passed: boolean | null, more: Part
     state: passed === null ? 'running' : 'finished',
     passed,
     reward: passed === null ? null : passed ? 1 : 0,
+    metrics: null,
     steps: 2,
     durationSec: 5,
     costUsd: null,
@@ -181,6 +182,23 @@ describe('the matrix', () => {
 });
 
 describe('comparing two jobs', () => {
+  it('shows trials with metrics and no single reward by their metrics, never as a reward of 0', () => {
+    const metrics = (correctness: number, performance: number) => ({ reward: null, metrics: { correctness, performance } });
+    const m = buildMatrix([job('jm', [trial('t', 1, false, metrics(0, 0)), trial('t', 2, true, metrics(1, 1)), trial('u', 1, true), trial('u', 2, false)], 2)]);
+    const cell = cellOf([trial('t', 1, false, metrics(0, 0)), trial('t', 2, true, metrics(1, 0.5))]);
+    assert.equal(cell.reward, null);
+    assert.deepEqual(cell.metrics, { correctness: 0.5, performance: 0.25 });
+    assert.equal(m.rows[0]!.meanReward, null);
+    assert.equal(m.rows[1]!.meanReward, 0.5);
+    assert.deepEqual(m.rows[0]!.cells.map((c) => c?.metrics), [{ correctness: 0, performance: 0 }, { correctness: 1, performance: 1 }]);
+    // A mix: the reward's mean is over the trials that gave one.
+    assert.equal(cellOf([trial('t', 1, false, metrics(0, 0)), trial('t', 2, true, { reward: 1 })]).reward, 1);
+    const before = job('b', [trial('t', 1, false, metrics(0, 0))]);
+    const after = job('a', [trial('t', 1, false, { reward: 0.5 })]);
+    assert.equal(compareJobs(before, after).tasks[0]!.kind, 'reward');
+    assert.equal(compareJobs(before, job('c', [trial('t', 1, false, metrics(0, 1))])).tasks[0]!.kind, 'same');
+  });
+
   it('lists what broke, what was fixed and what changed reward, with the runs that show it', () => {
     const before = job('before', [
       trial('stays', 1, true),
@@ -259,10 +277,13 @@ describe('a Harbor job folder', () => {
   });
 
   it('reads rewards and steps the way Harbor writes them, and nothing from malformed files', () => {
-    assert.equal(harborReward({ reward: 0.5, other: 1 }), 0.5);
-    assert.equal(harborReward({ a: 1, b: 0 }), 0.5);
-    assert.equal(harborReward({}), null);
-    assert.equal(harborReward(null), null);
+    assert.deepEqual(harborReward({ reward: 0.5, other: 1 }), { reward: 0.5, metrics: { reward: 0.5, other: 1 }, passed: false });
+    assert.deepEqual(harborReward({ accuracy: 1 }), { reward: 1, metrics: { accuracy: 1 }, passed: true });
+    // Several metrics, none named: no mean is made up; the pass needs every metric at 1.
+    assert.deepEqual(harborReward({ a: 1, b: 0 }), { reward: null, metrics: { a: 1, b: 0 }, passed: false });
+    assert.deepEqual(harborReward({ a: 1, b: 1, c: null }), { reward: null, metrics: { a: 1, b: 1 }, passed: true });
+    assert.deepEqual(harborReward({}), { reward: null, metrics: null, passed: false });
+    assert.deepEqual(harborReward(null), { reward: null, metrics: null, passed: false });
     assert.equal(atifSteps({ steps: [{ source: 'system' }, { source: 'agent' }, {}] }), 2);
     assert.equal(atifSteps({ final_metrics: { total_steps: 7 } }), 7);
     assert.equal(atifSteps('nonsense'), null);

@@ -191,7 +191,7 @@ for (const { name, backend } of available) {
       const task = await loadTask(variant('steps-three', `mean-${name}`, (toml) => toml.replace('"final"', '"mean"')));
       const { result } = await runFixture(be, runs, agent, { task });
       assert.equal(result.reward_strategy, 'mean');
-      assert.equal(Math.round(result.reward * 1000), 833);
+      assert.equal(Math.round(result.reward! * 1000), 833);
       assert.equal(result.passed, false);
       assert.equal(result.failure_cause, 'tests_failed');
       assert.match(result.error ?? '', /step '02-partial'/);

@@ -278,6 +278,7 @@ class JobRun {
       ended_at: result.ended_at,
       passed: result.passed,
       reward: result.reward,
+      metrics: result.metrics ?? null,
       duration_sec: result.duration_sec,
       steps: result.steps,
       failure_cause: result.failure_cause,

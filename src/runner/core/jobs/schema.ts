@@ -53,7 +53,10 @@ export const TrialSchema = z.object({
   started_at: z.string().nullable(),
   ended_at: z.string().nullable(),
   passed: z.boolean().nullable(),
+  /** null until finished, and when the tests gave several metrics and no single reward (see `metrics`). */
   reward: z.number().nullable(),
+  /** Every metric the tests wrote (reward.json), once finished; absent when they wrote no reward file. */
+  metrics: z.record(z.string(), z.number()).nullable().optional(),
   duration_sec: z.number().nullable(),
   steps: z.number().nullable(),
   failure_cause: z.string().nullable(),
@@ -75,7 +78,10 @@ const Stats = {
   pass_at_k: z.number().nullable(),
   /** pass@k for every k from 1 to the finished attempts (at most the job's attempts). */
   pass_at: z.record(z.string(), z.number()),
+  /** Over the finished trials that gave a single reward; null when none did. */
   mean_reward: z.number().nullable(),
+  /** Each metric's mean over the finished trials that wrote it (absent when no trial wrote metrics). */
+  mean_metrics: z.record(z.string(), z.number()).optional(),
   mean_duration_sec: z.number().nullable(),
   total_duration_sec: z.number(),
   /** Sums over the trials that reported their models' use; null when none did. */

@@ -16,6 +16,21 @@ function sumLlm(trials: readonly Trial[]): LlmUsage | null {
   return reported.reduce(addLlmUsage);
 }
 
+/** Each metric's mean over the trials that wrote it, or nothing when none wrote any. */
+export function meanMetrics(all: readonly (Readonly<Record<string, number>> | null | undefined)[]): { mean_metrics?: Record<string, number> } {
+  const sums = new Map<string, { sum: number; n: number }>();
+  for (const metrics of all) {
+    for (const [name, value] of Object.entries(metrics ?? {})) {
+      const entry = sums.get(name) ?? { sum: 0, n: 0 };
+      entry.sum += value;
+      entry.n++;
+      sums.set(name, entry);
+    }
+  }
+  if (sums.size === 0) return {};
+  return { mean_metrics: Object.fromEntries([...sums].map(([name, { sum, n }]) => [name, sum / n])) };
+}
+
 /** What the finished trials say, apart from pass@k (whose meaning differs per task and per job). */
 function trialStats(finished: readonly Trial[]): Omit<Stats, 'pass_at_1' | 'pass_at_k' | 'pass_at'> {
   const durations = finished.map((t) => t.duration_sec ?? 0);
@@ -25,7 +40,9 @@ function trialStats(finished: readonly Trial[]): Omit<Stats, 'pass_at_1' | 'pass
     attempts: finished.length,
     passed: finished.filter((t) => t.passed).length,
     failed: finished.filter((t) => !t.passed).length,
-    mean_reward: mean(finished.map((t) => t.reward ?? 0)),
+    // A trial without a single reward (several metrics, none named) counts in its metrics, never as a made-up 0.
+    mean_reward: mean(finished.flatMap((t) => (t.reward === null ? [] : [t.reward]))),
+    ...meanMetrics(finished.map((t) => t.metrics)),
     mean_duration_sec: mean(durations),
     total_duration_sec: durations.reduce((a, b) => a + b, 0),
     llm,

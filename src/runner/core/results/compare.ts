@@ -45,7 +45,8 @@ function sideOf(trials: readonly TrialView[] | undefined): Side {
   return {
     finished,
     passRate,
-    reward: finished.reduce((a, t) => a + (t.reward ?? 0), 0) / finished.length,
+    // Over the trials that gave a single reward; none when every one gave metrics only.
+    reward: finished.some((t) => t.reward !== null) ? finished.reduce((a, t) => a + (t.reward ?? 0), 0) / finished.filter((t) => t.reward !== null).length : null,
     outcome: passed === finished.length ? 'passed' : passed === 0 ? 'failed' : 'flaky',
   };
 }
@@ -56,7 +57,8 @@ function kindOf(a: Side, b: Side): ChangeKind {
   if (b.outcome === 'missing') return 'removed';
   if (b.passRate! < a.passRate! - EPSILON) return 'broken';
   if (b.passRate! > a.passRate! + EPSILON) return 'fixed';
-  return Math.abs(a.reward! - b.reward!) > EPSILON ? 'reward' : 'same';
+  if (a.reward === null || b.reward === null) return a.reward === b.reward ? 'same' : 'reward';
+  return Math.abs(a.reward - b.reward) > EPSILON ? 'reward' : 'same';
 }
 
 /** The runs that show the change: a passed run before and a failed one after when it broke, and the reverse when fixed. */

@@ -59,12 +59,17 @@ function agentOf(result: TrialResult | null, config: TrialConfig | null): string
   return model ? `${name} (${model})` : name;
 }
 
-/** The reward Harbor's verifier gave: `reward` when named so, else the only one, else their mean. */
-export function harborReward(rewards: Record<string, number | null> | null | undefined): number | null {
-  if (!rewards) return null;
-  if (typeof rewards.reward === 'number') return rewards.reward;
-  const values = Object.values(rewards).filter((v): v is number => typeof v === 'number');
-  return values.length === 0 ? null : values.reduce((a, b) => a + b, 0) / values.length;
+/**
+ * What Harbor's verifier gave, by Belay's reward rule (verify.ts `ruleOfRewards`): `reward` when
+ * named so, else the only metric; several metrics and none named give no single reward (never
+ * their mean) and pass only when every one is at 1. No metric: no reward, no pass.
+ */
+export function harborReward(rewards: Record<string, number | null> | null | undefined): { reward: number | null; metrics: Record<string, number> | null; passed: boolean } {
+  const metrics = Object.fromEntries(Object.entries(rewards ?? {}).filter((entry): entry is [string, number] => typeof entry[1] === 'number' && Number.isFinite(entry[1])));
+  const names = Object.keys(metrics);
+  if (names.length === 0) return { reward: null, metrics: null, passed: false };
+  const single = Object.hasOwn(metrics, 'reward') ? metrics.reward! : names.length === 1 ? metrics[names[0]!]! : null;
+  return { reward: single, metrics, passed: single !== null ? single >= 1 : names.every((name) => metrics[name]! >= 1) };
 }
 
 function seconds(from: string | null | undefined, to: string | null | undefined): number | null {
@@ -87,12 +92,12 @@ export function harborTrialView(files: HarborTrialFiles): TrialView {
   const config = HarborTrialConfigSchema.parse(files.config) ?? result?.config ?? null;
   const folder = path.basename(files.dir);
   const taskName = result?.task_name ?? config?.task?.name ?? (config?.task?.path ? path.basename(config.task.path) : null) ?? folder.split('__')[0]!;
-  const reward = harborReward(result?.verifier_result?.rewards);
+  const { reward, metrics, passed: rulePassed } = harborReward(result?.verifier_result?.rewards);
   const exception = result?.exception_info?.exception_type ?? null;
   const usage = result?.agent_result;
   const tokens = usage && (usage.n_input_tokens != null || usage.n_output_tokens != null) ? (usage.n_input_tokens ?? 0) + (usage.n_output_tokens ?? 0) : null;
   const finished = result !== null && (result.finished_at != null || result.verifier_result != null || result.exception_info != null);
-  const passed = finished ? reward !== null && reward >= 1 : null;
+  const passed = finished ? rulePassed : null;
   return {
     trialId: result?.trial_name ?? folder,
     taskKey: taskName,
@@ -101,12 +106,13 @@ export function harborTrialView(files: HarborTrialFiles): TrialView {
     agent: agentOf(result, config),
     state: finished ? 'finished' : 'running',
     passed,
-    reward: finished ? (reward ?? 0) : null,
+    reward: finished ? (reward ?? (metrics ? null : 0)) : null,
+    metrics: finished ? metrics : null,
     steps: files.hasTrajectory ? atifSteps(files.trajectory) : null,
     durationSec: seconds(result?.started_at, result?.finished_at),
     costUsd: usage?.cost_usd ?? null,
     tokens,
-    failureCause: !finished || passed ? null : (exception ?? (reward === null ? 'no_reward' : 'tests_failed')),
+    failureCause: !finished || passed ? null : (exception ?? (metrics === null ? 'no_reward' : 'tests_failed')),
     runDir: null,
     trajectoryFile: files.hasTrajectory ? path.join(files.dir, TRAJECTORY) : null,
   };

@@ -2,6 +2,7 @@
 // one column per agent of every job shown. A cell sums up the trials it holds; a row knows what
 // the filters and sorts ask (failed, flaky, slowest, most expensive). Pure, so that the webview
 // only draws what it is given.
+import { meanMetrics } from '../jobs/summary.ts';
 import type { AgentScore, JobView, TrialView } from './model.ts';
 
 export type CellResult = 'passed' | 'failed' | 'mixed' | 'running' | 'pending';
@@ -12,8 +13,10 @@ export interface MatrixCell {
   trials: number;
   finished: number;
   passed: number;
-  /** Means over the finished trials (a single trial's own values). */
+  /** Means over the finished trials (a single trial's own values); the reward over those that gave one. */
   reward: number | null;
+  /** Each metric's mean over the finished trials that wrote it; null when none did. */
+  metrics: Record<string, number> | null;
   steps: number | null;
   durationSec: number | null;
   /** The sum over the finished trials. */
@@ -71,6 +74,11 @@ function maxOrNull(values: readonly (number | null)[]): number | null {
   return present.length === 0 ? null : Math.max(...present);
 }
 
+/** The mean reward of the trials that gave one: a trial with metrics and no single reward is not a 0. */
+function meanReward(finished: readonly TrialView[]): number | null {
+  return mean(finished.flatMap((t) => (t.reward === null ? [] : [t.reward])));
+}
+
 export function cellOf(trials: readonly TrialView[]): MatrixCell {
   const finished = trials.filter((t) => t.state === 'finished');
   const passed = finished.filter((t) => t.passed === true).length;
@@ -83,7 +91,8 @@ export function cellOf(trials: readonly TrialView[]): MatrixCell {
     trials: trials.length,
     finished: finished.length,
     passed,
-    reward: mean(finished.map((t) => t.reward ?? 0)),
+    reward: meanReward(finished),
+    metrics: meanMetrics(finished.map((t) => t.metrics)).mean_metrics ?? null,
     steps: mean(finished.flatMap((t) => (t.steps === null ? [] : [t.steps]))),
     durationSec: mean(finished.flatMap((t) => (t.durationSec === null ? [] : [t.durationSec]))),
     costUsd: sumOrNull(finished.map((t) => t.costUsd)),
@@ -116,7 +125,7 @@ function rowOf(key: string, task: string, cells: (MatrixCell | null)[], trials: 
     failed: finished.length - passed,
     running: trials.filter((t) => t.state === 'running').length,
     flaky: groups.some(isFlaky),
-    meanReward: mean(finished.map((t) => t.reward ?? 0)),
+    meanReward: meanReward(finished),
     maxDurationSec: maxOrNull(finished.map((t) => t.durationSec)),
     costUsd: sumOrNull(finished.map((t) => t.costUsd)),
   };

@@ -16,7 +16,10 @@ export interface TrialView {
   agent: string;
   state: TrialState;
   passed: boolean | null;
+  /** null when unfinished, or when the tests gave several metrics and no single reward (see `metrics`). */
   reward: number | null;
+  /** Every metric the tests wrote, when they wrote a reward file. */
+  metrics: Readonly<Record<string, number>> | null;
   steps: number | null;
   durationSec: number | null;
   costUsd: number | null;
@@ -70,6 +73,7 @@ export function jobViewFromRecord(job: JobRecord, jobDir: string): JobView {
       state: t.status,
       passed: t.passed,
       reward: t.reward,
+      metrics: t.metrics ?? null,
       steps: t.steps,
       durationSec: t.duration_sec,
       costUsd: t.llm?.cost_usd ?? null,
