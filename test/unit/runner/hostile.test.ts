@@ -235,7 +235,7 @@ for (const { name, backend } of available) {
 
     it('cannot keep a timed-out command running: everything it started stops at the timeout, while the agent goes on', { skip: be.isolated ? false : 'local: a timed-out command\'s setsid children are killed when the agent phase ends' }, async () => {
       // A double-forked setsid writer (appends to `grow` every 100 ms), a setsid holder of the
-      // output, and a command that would run for a minute under a 2 s timeout.
+      // output, and a command that would run for a minute under a 10 s timeout.
       const writer = `(setsid sh -c 'while :; do echo x >> grow; sleep 0.1; done; : ${token}-grow' </dev/null >/dev/null 2>&1 &)`;
       const holder = `setsid sh -c 'sleep 60; : ${token}-holder' &`;
       // The next steps measure the file over 0.6 s each: it must stop growing and stay so; then no process of the command is left.
@@ -245,7 +245,9 @@ for (const { name, backend } of available) {
       const { result } = await runFixture(be, runs, hostileAgent(), {
         task: await loadTask(hostileTaskDir),
         env: { AGENT_COMMANDS: JSON.stringify([`${writer}; ${holder} sleep 60`, ...Array<string>(checks).fill(measure), left]) },
-        limits: { commandTimeoutMs: 2000 },
+        // Long enough that a measuring step (0.6 s, plus an engine exec each in a container) never
+        // reaches it on a loaded machine; the first command runs for a minute and always does.
+        limits: { commandTimeoutMs: 10_000 },
       });
       assert.equal(result.agent_completed, true, result.error ?? '');
       const trajectory = JSON.parse(readFileSync(runFiles(result.run_dir).trajectory, 'utf8')) as { timed_out: boolean; screen: string | null }[];
