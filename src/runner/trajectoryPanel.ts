@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { compareSteps, differenceWords } from './core/compare.ts';
+import { compareSteps, countsWords, differenceWords, differencesWords, type DifferenceReason } from './core/compare.ts';
 import { CAUSE_WORDS } from './core/format.ts';
 import { runFiles, type LlmUsage } from './core/records.ts';
 import { readBounded, readTrajectory, listRuns, type PastRun, type StepView } from './core/history.ts';
@@ -143,13 +143,16 @@ export class TrajectoryPanels implements vscode.Disposable {
       return { type: 'error', message: `Cannot read the runs' steps: ${errorMessage(error)}` };
     }
     const [l, r] = reads as [(typeof reads)[0], (typeof reads)[0]];
-    const { rows, firstDivergence } = compareSteps(l.steps, r.steps);
+    const [leftSteps, rightSteps] = await Promise.all([stepsForView(l.steps, COMPARED_OUTPUT_CHARS), stepsForView(r.steps, COMPARED_OUTPUT_CHARS)]);
+    // Compared as shown: every part the page shows (command, status, output, the agent's words) counts.
+    const { rows, firstDivergence, counts } = compareSteps(leftSteps, rightSteps);
     return {
       type: 'compare',
-      left: { run: runSummary(left, l.skipped), steps: await stepsForView(l.steps, COMPARED_OUTPUT_CHARS) },
-      right: { run: runSummary(right, r.skipped), steps: await stepsForView(r.steps, COMPARED_OUTPUT_CHARS) },
-      rows: rows.map((row) => ({ index: row.index, difference: row.difference ? differenceWords(row.difference) : null })),
-      firstDivergence: firstDivergence ? { index: firstDivergence.index, words: differenceWords(firstDivergence.reason) } : null,
+      left: { run: runSummary(left, l.skipped), steps: leftSteps },
+      right: { run: runSummary(right, r.skipped), steps: rightSteps },
+      rows: rows.map((row) => ({ index: row.index, difference: differencesWords(row.differences), parts: partsOf(row.differences) })),
+      firstDivergence: firstDivergence ? { index: firstDivergence.index, words: differencesWords(rows[firstDivergence.index]!.differences) ?? differenceWords(firstDivergence.reason) } : null,
+      countsWords: countsWords(counts),
     };
   }
 
@@ -162,6 +165,12 @@ async function findRun(runDir: string): Promise<PastRun> {
   const run = (await listRuns(path.dirname(runDir))).find((r) => r.result.run_dir === runDir);
   if (!run) throw new Error(`no finished run in ${runDir} (result.json is missing or unreadable)`);
   return run;
+}
+
+/** The parts of a row the page marks as different. */
+function partsOf(reasons: readonly DifferenceReason[]): ('command' | 'status' | 'output' | 'message')[] {
+  const parts = { command: 'command', timed_out: 'status', exit_code: 'status', output: 'output', message: 'message' } as const;
+  return reasons.flatMap((r) => (r in parts ? [parts[r as keyof typeof parts]] : []));
 }
 
 function runSummary(run: PastRun, skippedEntries: number): RunSummary {
