@@ -58,7 +58,7 @@ export class TrajectoryPanels implements vscode.Disposable {
     const run = await findRun(runDir);
     // The step asked for is shown on the first load; a reload keeps the step the page saved.
     let focus = focusStep;
-    return this.#open(this.#panels, runDir, `Run: ${run.result.task_name}`, {
+    return this.#open(this.#panels, runDir, `Run: ${runTitle(run)}`, {
       state: async () => {
         const message = await this.#message(run, focus);
         focus = undefined;
@@ -79,7 +79,8 @@ export class TrajectoryPanels implements vscode.Disposable {
     const [left, right] = await Promise.all([findRun(leftDir), findRun(rightDir)]);
     const l = left.result;
     const r = right.result;
-    const title = l.task_name === r.task_name ? `Compare: ${l.task_name}` : `Compare: ${l.task_name} ↔ ${r.task_name}`;
+    // Titled by the two runs (when each started), so that two comparisons of one task are told apart.
+    const title = l.task_name === r.task_name ? `Compare: ${l.task_name} · ${startedAt(l.started_at)} ↔ ${startedAt(r.started_at)}` : `Compare: ${l.task_name} ↔ ${r.task_name}`;
     return this.#open(this.#comparisons, key, title, {
       state: () => this.#comparison(left, right),
       receive: (message) => this.#receive([left, right], message),
@@ -159,6 +160,18 @@ export class TrajectoryPanels implements vscode.Disposable {
   dispose(): void {
     for (const panel of [...this.#panels.values(), ...this.#comparisons.values()]) panel.dispose();
   }
+}
+
+/** When a run started, as the Tasks view says it (its id when the time is unreadable). */
+function startedAt(iso: string): string {
+  const when = new Date(iso);
+  return Number.isNaN(when.getTime()) ? iso : when.toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' });
+}
+
+/** "hello-world · Demo SDK 1.x agent · 27/11/2026, 16:05:12": which run a tab shows (task, agent, when). */
+export function runTitle(run: PastRun): string {
+  const r = run.result;
+  return [r.task_name, r.agent ?? `${r.protocol} (belay run)`, startedAt(r.started_at)].join(' · ');
 }
 
 async function findRun(runDir: string): Promise<PastRun> {
