@@ -5,6 +5,7 @@ import * as readline from 'node:readline';
 import { parseCommandLine } from '../shared/args.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { UsageError, type CliIO } from './io.ts';
+import { existingFile, existingFolder } from './paths.ts';
 import { startNanobot, TerminalConfigSchema, type NanobotEvent, type NanobotSession, type TerminalConfig } from '../runner/core/protocols/nanobot.ts';
 import { BackendUnavailableError } from '../runner/core/backend.ts';
 import { isBackendName } from '../runner/core/backends/choose.ts';
@@ -63,8 +64,11 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     { positionals: false },
   );
   let fromFile: unknown = {};
+  // Every path is checked before anything runs (a missing workspace is not made: it was a typo).
+  const workspace = values.workspace === undefined ? io.cwd : existingFolder(values.workspace, '--workspace', io.cwd);
+  const media = values.media.map((file) => existingFile(file, '--media', io.cwd));
   if (values.config !== undefined) {
-    const file = path.resolve(io.cwd, values.config);
+    const file = existingFile(values.config, '--config', io.cwd);
     let raw: unknown;
     try {
       raw = JSON.parse(await readFile(file, 'utf8'));
@@ -115,7 +119,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   };
   const session = await startNanobot({
     config: terminal,
-    input: { text: values.text, media: values.media, workspace: path.resolve(io.cwd, values.workspace ?? '.') },
+    input: { text: values.text, media, workspace },
     onEvent: show,
     launcher,
   });
