@@ -1,9 +1,15 @@
 // Paths given on a command line, checked before anything runs: a missing task folder, a file
 // where a folder goes or a folder where a file goes is a usage mistake, reported in one line that
 // names the option and the path (exit 2), never as the system's `ENOENT … scandir`.
-import { statSync, type Stats } from 'node:fs';
+import { lstatSync, statSync, type Stats } from 'node:fs';
 import * as path from 'node:path';
 import { UsageError } from '../shared/args.ts';
+import { neutraliseControls } from '../shared/terminalText.ts';
+
+/** A path as the message shows it: on one line, its control characters shown as text (they do nothing to the terminal). */
+function shown(file: string): string {
+  return neutraliseControls(file).replace(/\n/g, '\\n');
+}
 
 /** What the path is, following links as the command will: undefined when nothing is there. */
 function kindOf(file: string, what: string, given: string): 'folder' | 'file' | 'other' | undefined {
@@ -12,13 +18,17 @@ function kindOf(file: string, what: string, given: string): 'folder' | 'file' | 
     stats = statSync(file);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return undefined;
+    if (code === 'ENOENT') {
+      // A link to nothing: neither there nor free to be made.
+      if (lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink()) throw new UsageError(`${what} ${shown(given)}: a symbolic link to a path that does not exist`);
+      return undefined;
+    }
     // A file where a folder of the path should be: nothing can be there.
-    if (code === 'ENOTDIR') throw new UsageError(`${what} ${given}: a part of the path is a file, not a folder`);
-    if (code === 'ELOOP') throw new UsageError(`${what} ${given}: the path loops through symbolic links`);
-    if (code === 'EACCES' || code === 'EPERM') throw new UsageError(`${what} ${given}: not allowed to look there (permission denied)`);
-    if (code === 'ENAMETOOLONG') throw new UsageError(`${what} ${given}: the path is too long`);
-    throw new UsageError(`${what} ${given}: cannot be read (${code ?? 'unknown error'})`);
+    if (code === 'ENOTDIR') throw new UsageError(`${what} ${shown(given)}: a part of the path is a file, not a folder`);
+    if (code === 'ELOOP') throw new UsageError(`${what} ${shown(given)}: the path loops through symbolic links`);
+    if (code === 'EACCES' || code === 'EPERM') throw new UsageError(`${what} ${shown(given)}: not allowed to look there (permission denied)`);
+    if (code === 'ENAMETOOLONG') throw new UsageError(`${what} ${shown(given)}: the path is too long`);
+    throw new UsageError(`${what} ${shown(given)}: cannot be read (${code ?? 'unknown error'})`);
   }
   return stats.isDirectory() ? 'folder' : stats.isFile() ? 'file' : 'other';
 }
@@ -27,8 +37,8 @@ function kindOf(file: string, what: string, given: string): 'folder' | 'file' | 
 export function existingFolder(given: string, what: string, cwd: string): string {
   const full = path.resolve(cwd, given);
   const kind = kindOf(full, what, given);
-  if (kind === undefined) throw new UsageError(`${what} ${given}: no such folder${full !== given ? ` (${full})` : ''}`);
-  if (kind !== 'folder') throw new UsageError(`${what} ${given}: is a ${kind === 'file' ? 'file' : 'special file'}, not a folder`);
+  if (kind === undefined) throw new UsageError(`${what} ${shown(given)}: no such folder${full !== given ? ` (${shown(full)})` : ''}`);
+  if (kind !== 'folder') throw new UsageError(`${what} ${shown(given)}: is a ${kind === 'file' ? 'file' : 'special file'}, not a folder`);
   return full;
 }
 
@@ -36,8 +46,8 @@ export function existingFolder(given: string, what: string, cwd: string): string
 export function existingFile(given: string, what: string, cwd: string): string {
   const full = path.resolve(cwd, given);
   const kind = kindOf(full, what, given);
-  if (kind === undefined) throw new UsageError(`${what} ${given}: no such file${full !== given ? ` (${full})` : ''}`);
-  if (kind === 'folder') throw new UsageError(`${what} ${given}: is a folder, not a file`);
+  if (kind === undefined) throw new UsageError(`${what} ${shown(given)}: no such file${full !== given ? ` (${shown(full)})` : ''}`);
+  if (kind === 'folder') throw new UsageError(`${what} ${shown(given)}: is a folder, not a file`);
   return full;
 }
 
@@ -49,11 +59,11 @@ export function folderToMake(given: string, what: string, cwd: string): string {
   const full = path.resolve(cwd, given);
   const kind = kindOf(full, what, given);
   if (kind === 'folder') return full;
-  if (kind !== undefined) throw new UsageError(`${what} ${given}: is a ${kind === 'file' ? 'file' : 'special file'}, not a folder`);
+  if (kind !== undefined) throw new UsageError(`${what} ${shown(given)}: is a ${kind === 'file' ? 'file' : 'special file'}, not a folder`);
   for (let parent = path.dirname(full); ; parent = path.dirname(parent)) {
     const above = kindOf(parent, what, given);
     if (above === 'folder') return full;
-    if (above !== undefined) throw new UsageError(`${what} ${given}: ${parent} is a file, not a folder`);
+    if (above !== undefined) throw new UsageError(`${what} ${shown(given)}: ${shown(parent)} is a file, not a folder`);
     if (parent === path.dirname(parent)) return full;
   }
 }
