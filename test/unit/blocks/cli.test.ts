@@ -85,7 +85,8 @@ describe('belay blocks apply', () => {
       [['blocks', 'parse', 'missing.txt'], /answer file missing.txt: no such file/],
       [['blocks', 'apply', '--workspace', '.', '--timeout', 'soon', '-'], /--timeout wants a number of seconds/],
       [['session', 'start', '--task', 'x'], /start needs --root DIR/],
-      [['session', 'step', '--root', 'r'], /step needs exactly one answer file/],
+      [['session', 'step', '--root', '.'], /step needs exactly one answer file/],
+      [['session', 'step', '--root', 'r', '-'], /--root r: no such folder/],
     ];
     for (const [args, message] of cases) {
       const run = await belay(args);
