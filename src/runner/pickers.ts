@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
 import type { Agent } from './core/agents.ts';
 import { formatDuration, round } from './core/format.ts';
 import type { PastRun } from './core/history.ts';
-import { trialWords, type RunOrTrial } from './core/jobRuns.ts';
+import { trialWords, type RunOrTrial } from './core/results/jobRuns.ts';
 import { TASK_FOLDER } from './core/layout.ts';
 import type { Task } from './core/task.ts';
 import type { RunnerService } from './service.ts';

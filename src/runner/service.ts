@@ -21,7 +21,7 @@ import {
 import type { Backend } from './core/backend.ts';
 import type { RunEvent } from './core/events.ts';
 import { listRuns, runsByTask } from './core/history.ts';
-import { listJobRuns, newestFirst, type RunOrTrial } from './core/jobRuns.ts';
+import { listJobRuns, newestFirst, type RunOrTrial } from './core/results/jobRuns.ts';
 import { TASK_MARKER_FILES } from './core/layout.ts';
 import type { RunResult } from './core/records.ts';
 import { RunsFolderWatcher } from './core/runsWatcher.ts';

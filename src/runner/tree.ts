@@ -6,7 +6,7 @@ import { errorMessage } from '../shared/errors.ts';
 import type { Trust } from '../trust.ts';
 import { formatDuration, formatTokens, formatUsd, llmLine, round } from './core/format.ts';
 import { readTrajectory, type StepView } from './core/history.ts';
-import { latestOutcome, outcomeWords, trialWords, type RunOrTrial, type TaskOutcome } from './core/jobRuns.ts';
+import { latestOutcome, outcomeWords, trialWords, type RunOrTrial, type TaskOutcome } from './core/results/jobRuns.ts';
 import { configFileName } from './core/layout.ts';
 import { editorFix } from './core/protocols/mismatch.ts';
 import type { RunResult, TaskStepResult } from './core/records.ts';

@@ -1,4 +1,4 @@
-// Trials of jobs beside single runs (core/jobRuns.ts), from real `belay run` processes with a
+// Trials of jobs beside single runs (core/results/jobRuns.ts), from real `belay run` processes with a
 // scripted SDK 1.x agent whose pass count is known: which trials are found, with their job and
 // attempt, and what a task's latest outcome is after single runs and jobs in either order.
 import assert from 'node:assert/strict';
@@ -6,7 +6,7 @@ import { cpSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { listRuns } from '../../../src/runner/core/history.ts';
-import { latestOutcome, listJobRuns, newestFirst, outcomeWords, trialWords, type RunOrTrial } from '../../../src/runner/core/jobRuns.ts';
+import { latestOutcome, listJobRuns, newestFirst, outcomeWords, trialWords, type RunOrTrial } from '../../../src/runner/core/results/jobRuns.ts';
 import { readJob } from '../../../src/runner/core/jobs/schema.ts';
 import { runCli } from '../cli-process.ts';
 import { ensureBuilt } from '../build.ts';
