@@ -52,7 +52,8 @@ describe('jobs where runs are, in the workbench', () => {
     await row.waitFor();
     await row.locator('.label-description', { hasText: 'job: 3/3 passed' }).waitFor();
     assert.equal(await row.locator('.codicon-pass').count(), 1, 'green: every attempt of the latest job passed');
-    await row.click();
+    // The twistie opens the task's runs (a click on the name opens its instruction).
+    await row.locator('.monaco-tl-twistie').click();
     await page.locator('.sidebar .monaco-list-row', { hasText: 'attempt 3 of 3' }).first().waitFor();
     assert.equal(await page.locator('.sidebar .monaco-list-row', { hasText: /Passed · .* · attempt \d of 3 · / }).count(), 3);
     await wb.screenshot('jobs-tasks-view');
@@ -74,6 +75,8 @@ describe('jobs where runs are, in the workbench', () => {
     const frame = page.frameLocator('iframe.webview.ready').last().frameLocator('#active-frame');
     const banner = frame.locator('.divergence-banner');
     await banner.waitFor();
+    await banner.scrollIntoViewIfNeeded();
+    await wb.screenshot('jobs-compare-banner');
     const text = (await banner.textContent()) ?? '';
     const counted = Number(/(\d+) of \d+ aligned steps? differ/.exec(text)?.[1]);
     // The page counts what it marks: every row marked as different is counted, and the reverse.
@@ -96,17 +99,22 @@ describe('jobs where runs are, in the workbench', () => {
     await page.locator('.quick-input-widget .monaco-list-row', { hasText: `attempt 2 of 3 in job ${jobId()}` }).first().click();
     const tab = page.locator('.tabs-container .tab', { hasText: /^Run: hello-world · sdk1 \(belay run\) · .*\d:\d\d:\d\d/ });
     await tab.first().waitFor();
+    // The run itself, not an empty page, in the picture.
+    await page.frameLocator('iframe.webview.ready').last().frameLocator('#active-frame').locator('h1').first().waitFor();
     await wb.screenshot('jobs-trajectory-tab');
   });
 
   test('the Cues panel says plainly that cue.db is a folder', async () => {
     const { page } = wb;
     await runPaletteCommand(page, 'View: Close All Editors');
-    await openBelayContainer(page);
+    // The Belay container is open from the tests above (a click on its icon would close it).
+    if (!(await page.locator('.sidebar .composite.title h2', { hasText: /belay/i }).isVisible())) await openBelayContainer(page);
     const cues = page.locator('.sidebar .pane-header', { hasText: /^Cues/ }).first();
     if ((await cues.getAttribute('aria-expanded')) === 'false') await cues.click();
     const banner = cuesFrame(page).locator('.banner');
     await banner.waitFor();
+    await banner.scrollIntoViewIfNeeded();
+    await wb.screenshot('jobs-compare-banner');
     const text = (await banner.textContent()) ?? '';
     assert.match(text, new RegExp(`${path.join(mailboxHome, 'cue.db').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} is a folder, not a mailbox file: move the folder aside`));
     assert.doesNotMatch(text, /EISDIR|unexpected error/);
