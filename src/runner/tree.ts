@@ -181,7 +181,8 @@ function runItem(run: RunOrTrial): vscode.TreeItem {
   const time = Number.isNaN(when.getTime()) ? r.run_id : when.toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' });
   const outcome = r.passed ? 'Passed' : r.failure_cause === 'aborted' ? 'Stopped' : `Failed: ${r.failure_cause ?? 'unknown'}`;
   // Runs of `belay run` name no agent: their protocol says what ran. A job's trial says which attempt it was.
-  const label = [outcome, r.agent ?? `${r.protocol} (belay run)`, ...(run.job ? [`attempt ${run.job.attempt} of ${run.job.attempts}`] : []), time].join(' · ');
+  // The attempt comes before the agent: it is what tells a job's trials apart in a narrow view.
+  const label = [outcome, ...(run.job ? [`attempt ${run.job.attempt} of ${run.job.attempts}`] : []), r.agent ?? `${r.protocol} (belay run)`, time].join(' · ');
   const item = new vscode.TreeItem(label, r.steps > 0 ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
   item.id = `run:${r.run_dir}`;
   item.iconPath = resultIcon(r);
