@@ -503,7 +503,15 @@ suite('Belay runner', () => {
     assert.ok(state.rows.every((r) => r.cells.every((c) => c !== null && c.finished === 1 && c.opens)));
     assert.deepEqual(state.scores.map((s) => [s.agent, s.k]), [[SDK1, 2]]);
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+  });
 
+  test('the Tasks view shows each task’s latest outcome from the job, and Compare Runs offers its trials by job and attempt', async () => {
+    // The job Run Job made just above: the newest in the jobs folder.
+    const jobsDir = path.join(workspace(), '.belay', 'jobs');
+    const jobDir = path.join(jobsDir, readdirSync(jobsDir).filter((n) => existsSync(path.join(jobsDir, n, 'job.json'))).sort().at(-1)!);
+    const job = JSON.parse(readFileSync(path.join(jobDir, 'job.json'), 'utf8')) as JobRecord;
+    assert.equal(job.status, 'finished');
+    await runner.service.refresh();
     // The Tasks view shows each task's latest outcome from the job: passed of its attempts.
     for (const name of ['hello-world', 'count-words']) {
       const passed = job.trials.filter((t) => t.task_name === name && t.passed === true).length;
