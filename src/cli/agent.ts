@@ -4,6 +4,7 @@ import { parseCommandLine, splitAction } from '../shared/args.ts';
 import { shellQuote } from '../shared/shell.ts';
 import { neutraliseControls } from '../shared/terminalText.ts';
 import { UsageError, type CliIO } from './io.ts';
+import { existingFolder } from './paths.ts';
 import { BackendUnavailableError, type Backend } from '../runner/core/backend.ts';
 import { localBackend } from '../runner/core/backends/local.ts';
 import { sandboxBackend } from '../runner/core/backends/sandbox.ts';
@@ -53,6 +54,8 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   if (!command) throw new UsageError('--agent "COMMAND" is required');
   const timeout = values.timeout === undefined ? 10 : Number(values.timeout);
   if (!Number.isFinite(timeout) || timeout <= 0) throw new UsageError(`--timeout wants a number of seconds above 0, got '${values.timeout}'`);
+  // A --cwd that is no folder is one usage line before anything starts.
+  if (values.cwd !== undefined) existingFolder(values.cwd, '--cwd', io.cwd);
 
   let backend: Backend;
   try {

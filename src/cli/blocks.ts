@@ -12,6 +12,7 @@ import { inOrder, type Command, type ParseError } from '../blocks/core/syntax.ts
 import { parseCommandLine, splitAction } from '../shared/args.ts';
 import { neutraliseControls, neutraliseJson } from '../shared/terminalText.ts';
 import { readAll, UsageError, type CliIO } from './io.ts';
+import { existingFile, existingFolder } from './paths.ts';
 
 /** Printed by `belay blocks --help` (and when no action is given). */
 export const usage = `Usage:
@@ -52,6 +53,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   }
   if (values.workspace === undefined) throw new UsageError('apply needs --workspace DIR');
   // Every option is checked before the answer is read: a mistake must not wait for standard input.
+  existingFolder(values.workspace, '--workspace', io.cwd);
   const runTimeoutMs = timeoutMs(values.timeout);
   return apply(await readAnswer(positionals[0], io), values.workspace, values.json === true, runTimeoutMs, io);
 }
@@ -65,10 +67,11 @@ export function timeoutMs(value: string | undefined): number {
 
 export async function readAnswer(file: string | undefined, io: CliIO): Promise<string> {
   if (file === undefined || file === '-') return readAll(io.stdin);
+  const full = existingFile(file, 'answer file', io.cwd);
   try {
-    return await readFile(path.resolve(io.cwd, file), 'utf8');
+    return await readFile(full, 'utf8');
   } catch (error) {
-    throw new UsageError(`cannot read '${file}': ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+    throw new UsageError(`answer file ${file}: cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
   }
 }
 

@@ -1,7 +1,7 @@
 // `belay cues list|answer`: answer agents' cues without the panel (over SSH, from scripts).
-import * as path from 'node:path';
 import { parseCommandLine, splitAction } from '../shared/args.ts';
 import { UsageError, type CliIO } from './io.ts';
+import { existingFile } from './paths.ts';
 import { composeAnswerText, SelectionError, selectionIsEmpty, type Selection } from '../cues/core/answer.ts';
 import { MailboxError } from '../cues/core/errors.ts';
 import { describePayload } from '../cues/core/payload.ts';
@@ -120,7 +120,7 @@ async function answer(args: string[], io: CliIO): Promise<number> {
   if (values.choice) selection.choices = values.choice;
   if (values.confirm) selection.confirm = true;
   if (values.field) selection.fields = values.field.map(splitField);
-  const attachments = (values.attach ?? []).map((file) => path.resolve(io.cwd, file));
+  const attachments = (values.attach ?? []).map((file) => existingFile(file, '--attach', io.cwd));
 
   const mailbox = Mailbox.open({ env: io.env });
   try {

@@ -1,8 +1,8 @@
 // `belay image build-base`: builds the base image of the container backend from Debian packages.
-import * as path from 'node:path';
 import { parseCommandLine, splitAction } from '../shared/args.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { UsageError, type CliIO } from './io.ts';
+import { folderToMake } from './paths.ts';
 import { detectEngine, engineChoice, EngineUnavailableError } from '../runner/core/backends/engine.ts';
 import { BASE_IMAGE, BASE_PACKAGES, buildBaseImage, defaultCacheDir, DEFAULT_MIRROR } from '../runner/core/backends/image-base.ts';
 
@@ -43,6 +43,8 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   } catch (error) {
     throw new UsageError(`--engine: ${errorMessage(error)}`);
   }
+  // Checked before the engine is looked for: a bad path is a usage mistake, found at once.
+  const cacheDir = folderToMake(values.cache ?? defaultCacheDir(io.env), '--cache', io.cwd);
   let engine;
   try {
     engine = await detectEngine({ ...(choice ? { engine: choice } : {}), env: io.env });
@@ -51,7 +53,6 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     io.stderr.write(`belay image: ${error.message}\nInstall podman (Debian/Ubuntu: apt-get install podman runc) or start docker.\n`);
     return 1;
   }
-  const cacheDir = path.resolve(io.cwd, values.cache ?? defaultCacheDir(io.env));
   io.stderr.write(`belay image: ${BASE_IMAGE} with ${engine.label}\n`);
   const result = await buildBaseImage({
     engine,

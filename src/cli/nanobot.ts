@@ -5,6 +5,7 @@ import * as readline from 'node:readline';
 import { parseCommandLine } from '../shared/args.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { UsageError, type CliIO } from './io.ts';
+import { existingFile, existingFolder } from './paths.ts';
 import { startNanobot, TerminalConfigSchema, type NanobotEvent, type NanobotSession, type TerminalConfig } from '../runner/core/protocols/nanobot.ts';
 import { BackendUnavailableError } from '../runner/core/backend.ts';
 import { isBackendName } from '../runner/core/backends/choose.ts';
@@ -69,8 +70,11 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     { positionals: false },
   );
   let fromFile: unknown = {};
+  // Every path is checked before anything runs (a missing workspace is not made: it was a typo).
+  const workspace = values.workspace === undefined ? io.cwd : existingFolder(values.workspace, '--workspace', io.cwd);
+  const media = values.media.map((file) => existingFile(file, '--media', io.cwd));
   if (values.config !== undefined) {
-    const file = path.resolve(io.cwd, values.config);
+    const file = existingFile(values.config, '--config', io.cwd);
     let raw: unknown;
     try {
       raw = JSON.parse(await readFile(file, 'utf8'));
@@ -100,7 +104,6 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   const backend = values.backend ?? 'auto';
   if (backend !== 'auto' && !isBackendName(backend)) throw new UsageError(`--backend must be auto, container, sandbox or local (got '${backend}')`);
   if (values.engine !== undefined && values.engine !== 'podman' && values.engine !== 'docker') throw new UsageError(`--engine must be podman or docker (got '${values.engine}')`);
-  const workspace = path.resolve(io.cwd, values.workspace ?? '.');
   let folder;
   try {
     // The bot runs in its workspace: a relative program is named from there.
@@ -130,7 +133,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   };
   const session = await startNanobot({
     config: terminal,
-    input: { text: values.text, media: values.media, workspace },
+    input: { text: values.text, media, workspace },
     onEvent: show,
     launcher,
   });

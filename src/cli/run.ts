@@ -19,6 +19,7 @@ import { addLlmUsage, type RunResult } from '../runner/core/records.ts';
 import { runTask } from '../runner/core/run.ts';
 import { discoverTasks } from '../runner/core/task.ts';
 import { AgentFolderError, resolveAgentFolder } from '../runner/core/agentFolder.ts';
+import { existingFile, existingFolder, folderToMake } from './paths.ts';
 
 /** Printed by `belay run --help` (and when no action is given). */
 export const usage = `Usage: belay run TASK_DIR... --agent "COMMAND" --protocol sdk1|sdk2|sdk3 [options]
@@ -110,9 +111,8 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     if (positionals.length > 0) throw new UsageError(`no TASK_DIR with --resume: the job's tasks are in its job.json`);
     if (given.length > 0) throw new UsageError(`--${given[0]} cannot be given with --resume: the job's settings are in its job.json`);
     const { resumeJob } = await import('./runJob.ts');
-    const named = path.resolve(io.cwd, values.resume);
     // The job's folder, or its job.json.
-    const jobDir = path.basename(named) === 'job.json' ? path.dirname(named) : named;
+    const jobDir = path.basename(values.resume) === 'job.json' ? path.dirname(existingFile(values.resume, '--resume', io.cwd)) : existingFolder(values.resume, '--resume', io.cwd);
     return resumeJob({ jobDir, concurrency: positiveNumber(values.concurrency, '--concurrency', true), envOptions: values.env, json: values.json === true }, io);
   }
   const llmFlags = parseLlmFlags(values);
@@ -148,7 +148,10 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   if (diskBudget !== undefined) limits.diskBudgetBytes = Math.round(diskBudget * 1024 * 1024);
   const attempts = positiveNumber(values.attempts, '--attempts', true);
   const concurrency = positiveNumber(values.concurrency, '--concurrency', true) ?? 1;
-  const runsDir = path.resolve(io.cwd, values.out ?? path.join('.belay', attempts === undefined ? 'runs' : 'jobs'));
+  // Every path is checked before anything runs: one line naming it, exit 2.
+  const runsDir = folderToMake(values.out ?? path.join('.belay', attempts === undefined ? 'runs' : 'jobs'), '--out', io.cwd);
+  if (values['agent-dir'] !== undefined) existingFolder(values['agent-dir'], '--agent-dir', io.cwd);
+  for (const given of positionals) existingFolder(given, 'task folder', io.cwd);
 
   const { tasks, errors } = await discoverTasks(positionals.map((p) => path.resolve(io.cwd, p)));
   for (const error of errors) io.stderr.write(`belay run: broken task: ${error.message}\n`);

@@ -8,6 +8,7 @@ import { parseCommandLine, splitAction } from '../shared/args.ts';
 import { neutraliseControls, neutraliseJson } from '../shared/terminalText.ts';
 import { printableResult, readAnswer, timeoutMs } from './blocks.ts';
 import { onSignals, readAll, UsageError, type CliIO } from './io.ts';
+import { existingFolder, folderToMake } from './paths.ts';
 
 /** Printed by `belay session --help` (and when no action is given). */
 export const usage = `Usage:
@@ -45,7 +46,8 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     json: { type: 'boolean' },
   });
   if (values.root === undefined) throw new UsageError(`${action} needs --root DIR`);
-  const root = path.resolve(io.cwd, values.root);
+  // start makes the folders; the others need a session root that is there.
+  const root = action === 'start' ? folderToMake(values.root, '--root', io.cwd) : existingFolder(values.root, '--root', io.cwd);
   try {
     switch (action) {
       case 'start': {

@@ -106,8 +106,8 @@ export async function repeatRun(parts: RunnerParts, run: PastRun): Promise<RunRe
 async function runAndReport(parts: RunnerParts, task: Task, agent: Agent): Promise<RunResult> {
   const { ctx } = parts;
   ctx.trust.assert('runAgents');
-  // Runs of the same task with the same agent share a terminal, once its last run has ended.
-  const pty = parts.terminals.runTerminal(`${task.dir}\0${agent.name}`, `Belay: ${task.name} · ${agent.name}`);
+  // Runs of the same task share one terminal (whatever the agent), once its last run has ended.
+  const pty = parts.terminals.runTerminal(task.dir, `Belay: ${task.name}`, `with ${agent.name}`);
   const run = runInTerminal(parts.service, task, agent, { closeWhenDone: false, pty });
   const result = await run.result;
   const words = result.passed ? 'passed' : `failed: ${CAUSE_WORDS[result.failure_cause ?? ''] ?? result.failure_cause}`;

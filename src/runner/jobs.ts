@@ -178,6 +178,8 @@ async function executeJob(parts: RunnerParts, jobDir: string, tasks: readonly Ta
         onEvent: (event) => {
           if (event.type === 'progress') report(progressText(event.progress));
           if (event.type === 'trial-started' || event.type === 'trial-ended' || event.type === 'job-ended') results.refresh();
+          // The Tasks view and the pickers show trials as runs.
+          if (event.type === 'trial-ended') service.refreshSoon();
         },
         runTrial: ({ task, runId, runsDir, signal: stop, onEvent }) => service.start(task, agent, { runId, runsDir, signal: stop, onEvent }),
       }),

@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import type { Agent } from './core/agents.ts';
 import { formatDuration, rewardWords } from './core/format.ts';
 import type { PastRun } from './core/history.ts';
+import { trialWords, type RunOrTrial } from './core/results/jobRuns.ts';
 import { TASK_FOLDER } from './core/layout.ts';
 import type { Task } from './core/task.ts';
 import type { RunnerService } from './service.ts';
@@ -68,14 +69,15 @@ export async function pickAgent(service: RunnerService, title: string, addAgent:
 }
 
 /** A run as pickers show it: result and task, then agent and when, then what it took. */
-function runPickItem(run: PastRun): vscode.QuickPickItem & { runDir: string } {
+function runPickItem(run: RunOrTrial): vscode.QuickPickItem & { runDir: string } {
   const r = run.result;
   const icon = r.passed ? 'pass' : r.failure_cause === 'aborted' ? 'circle-slash' : 'error';
   const result = r.passed ? 'passed' : `failed: ${r.failure_cause ?? 'unknown'}`;
   const when = new Date(r.started_at);
   return {
     label: `$(${icon}) ${r.task_name}`,
-    description: [result, r.agent ?? `${r.protocol} (belay run)`, Number.isNaN(when.getTime()) ? r.started_at : when.toLocaleString()].join(' · '),
+    // A job's trial says which: "attempt 2 of 6 in job 20261127T…".
+    description: [result, r.agent ?? `${r.protocol} (belay run)`, ...(run.job ? [trialWords(run.job)] : []), Number.isNaN(when.getTime()) ? r.started_at : when.toLocaleString()].join(' · '),
     detail: `${rewardWords(r.reward, r.metrics)} · ${r.steps} step${r.steps === 1 ? '' : 's'} · ${formatDuration(r.duration_sec * 1000)}`,
     runDir: r.run_dir,
   };

@@ -19,7 +19,8 @@ import {
 } from './core/agents.ts';
 import type { Backend } from './core/backend.ts';
 import type { RunEvent } from './core/events.ts';
-import { listRuns, runsByTask, type PastRun } from './core/history.ts';
+import { listRuns, runsByTask } from './core/history.ts';
+import { listJobRuns, newestFirst, type RunOrTrial } from './core/results/jobRuns.ts';
 import { TASK_MARKER_FILES } from './core/layout.ts';
 import type { RunResult } from './core/records.ts';
 import { RunsFolderWatcher } from './core/runsWatcher.ts';
@@ -66,7 +67,8 @@ export class RunnerService implements vscode.Disposable {
   readonly #disposables: vscode.Disposable[] = [];
   #tasks: Task[] = [];
   #taskErrors: TaskError[] = [];
-  #runs: PastRun[] = [];
+  /** Single runs and the trials of jobs, newest first. */
+  #runs: RunOrTrial[] = [];
   #fileAgents: FileAgents = { agents: [], microAgents: [], problems: [] };
   #active = new Map<string, ActiveRun>();
   #loaded = false;
@@ -106,6 +108,8 @@ export class RunnerService implements vscode.Disposable {
       for (const folder of this.#folders()) {
         const runsDir = this.#runsDirOf(folder);
         watch(new vscode.RelativePattern(vscode.Uri.file(runsDir), '*/result.json'), runWatchers);
+        // Trials of jobs: job.json is written again as each trial ends.
+        watch(new vscode.RelativePattern(vscode.Uri.file(this.#jobsDirOf(folder)), '*/job.json'), runWatchers);
         const nodeWatcher = new RunsFolderWatcher(runsDir, () => this.refreshSoon());
         nodeWatcher.start();
         this.#nodeWatchers.push(nodeWatcher);
@@ -114,11 +118,11 @@ export class RunnerService implements vscode.Disposable {
     };
     watchRuns();
     this.#disposables.push({ dispose: () => runWatchers.splice(0).forEach((d) => d.dispose()) });
-    this.#disposables.push(vscode.workspace.onDidChangeWorkspaceFolders(watchRuns), ctx.config.onDidChange('runner.runsDir', watchRuns));
+    this.#disposables.push(vscode.workspace.onDidChangeWorkspaceFolders(watchRuns), ctx.config.onDidChange(['runner.runsDir', 'runner.jobsDir'], watchRuns));
     this.#disposables.push(
       vscode.workspace.onDidChangeWorkspaceFolders(() => this.refreshSoon()),
       ctx.trust.onDidGrant(() => this.#changed.fire()),
-      ctx.config.onDidChange(['agents', 'microAgents', 'runner.backend', 'runner.containerEngine', 'runner.containerCpus', 'runner.containerMemoryMB', 'runner.runsDir'], () => {
+      ctx.config.onDidChange(['agents', 'microAgents', 'runner.backend', 'runner.containerEngine', 'runner.containerCpus', 'runner.containerMemoryMB', 'runner.runsDir', 'runner.jobsDir'], () => {
         this.#backendChoice = undefined;
         this.refreshSoon();
       }),
@@ -139,11 +143,12 @@ export class RunnerService implements vscode.Disposable {
     return [...this.#active.values()];
   }
 
-  /** Past runs of a task, newest first. */
-  runsOf(task: Task): PastRun[] {
+  /** Past runs of a task (single runs and trials of jobs), newest first. */
+  runsOf(task: Task): RunOrTrial[] {
     return runsByTask(this.#runs, [task]).get(task.dir) ?? [];
   }
-  get allRuns(): readonly PastRun[] {
+  /** Every past run: single runs and trials of jobs, newest first. */
+  get allRuns(): readonly RunOrTrial[] {
     return this.#runs;
   }
 
@@ -238,8 +243,9 @@ export class RunnerService implements vscode.Disposable {
     const folders = this.#folders();
     const { tasks, errors } = await discoverTasks(folders);
     const runsDirs = [...new Set(folders.map((f) => this.#runsDirOf(f)))];
-    const runs = (await Promise.all(runsDirs.map((d) => listRuns(d)))).flat();
-    runs.sort((a, b) => b.result.started_at.localeCompare(a.result.started_at));
+    const jobsDirs = [...new Set(folders.map((f) => this.#jobsDirOf(f)))];
+    const [single, trials] = await Promise.all([Promise.all(runsDirs.map((d) => listRuns(d))), listJobRuns(jobsDirs)]);
+    const runs = newestFirst<RunOrTrial>([...single.flat(), ...trials]);
     const fileAgents: FileAgents = { agents: [], microAgents: [], problems: [] };
     const files = await vscode.workspace.findFiles(`**/${AGENTS_FILE}`, '**/node_modules/**', 50);
     for (const uri of files.sort((a, b) => a.fsPath.localeCompare(b.fsPath))) {

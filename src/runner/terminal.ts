@@ -29,7 +29,7 @@ export class Terminals {
   /** Replaced by Belay's integration tests, which read the pseudoterminals instead. */
   create: TerminalFactory = createRealTerminal;
   readonly #chats = new WeakSet<vscode.Terminal>();
-  /** The last terminal of each task and agent, which their next run reuses once it is idle. */
+  /** The last terminal of each task, which its next run (with any agent) reuses once it is idle. */
   readonly #runs = new Map<string, { terminal: vscode.Terminal; pty: OutputTerminal }>();
 
   openRun(name: string, pty: vscode.Pseudoterminal): vscode.Terminal | undefined {
@@ -37,18 +37,20 @@ export class Terminals {
   }
 
   /**
-   * A terminal for a new run of `key` (a task and an agent): the one its last run used when that
-   * run has ended and the terminal is still open, else a new one. A running terminal is never
-   * taken over: a second run at the same time gets its own.
+   * A terminal for a new run of `key` (a task): the one its last run used when that run has ended
+   * and the terminal is still open, else a new one. A running terminal is never taken over: a
+   * second run at the same time gets its own (and becomes the one the next run reuses). Each run
+   * starts below a rule naming `heading` (the agent) and the time.
    */
-  runTerminal(key: string, name: string): OutputTerminal {
+  runTerminal(key: string, name: string, heading: string): OutputTerminal {
     const last = this.#runs.get(key);
     if (last?.pty.idle) {
-      last.pty.restart();
+      last.pty.restart(heading);
       last.terminal.show(true);
       return last.pty;
     }
     const pty = new OutputTerminal({ closeWhenDone: false });
+    pty.write(`${ansi.dim(`──────── ${heading} · ${new Date().toLocaleTimeString()} ────────`)}\n`);
     const terminal = this.openRun(name, pty);
     if (terminal) this.#runs.set(key, { terminal, pty });
     return pty;
@@ -158,13 +160,13 @@ export class OutputTerminal implements vscode.Pseudoterminal {
     this.#onStop = stop;
   }
 
-  /** Starts showing a new run after the one that ended, below a rule. */
-  restart(): void {
+  /** Starts showing a new run after the one that ended, below a rule naming `heading` (the agent). */
+  restart(heading: string): void {
     if (!this.idle) throw new Error('the terminal is still running a task or was closed');
     this.#exitCode = undefined;
     this.#stopAsked = false;
     this.#onStop = undefined;
-    this.write(`\n${ansi.dim(`──────── run again · ${new Date().toLocaleTimeString()} ────────`)}\n\n`);
+    this.write(`\n${ansi.dim(`──────── run again · ${heading} · ${new Date().toLocaleTimeString()} ────────`)}\n\n`);
   }
 
   open(): void {

@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { compareSteps, differenceWords } from './core/compare.ts';
+import { compareSteps, countsWords, differenceWords, differencesWords, type DifferenceReason } from './core/compare.ts';
 import { CAUSE_WORDS, rewardWords } from './core/format.ts';
 import { runFiles, type LlmUsage } from './core/records.ts';
 import { readBounded, readTrajectory, listRuns, type PastRun, type StepView } from './core/history.ts';
@@ -58,7 +58,7 @@ export class TrajectoryPanels implements vscode.Disposable {
     const run = await findRun(runDir);
     // The step asked for is shown on the first load; a reload keeps the step the page saved.
     let focus = focusStep;
-    return this.#open(this.#panels, runDir, `Run: ${run.result.task_name}`, {
+    return this.#open(this.#panels, runDir, `Run: ${runTitle(run)}`, {
       state: async () => {
         const message = await this.#message(run, focus);
         focus = undefined;
@@ -79,7 +79,8 @@ export class TrajectoryPanels implements vscode.Disposable {
     const [left, right] = await Promise.all([findRun(leftDir), findRun(rightDir)]);
     const l = left.result;
     const r = right.result;
-    const title = l.task_name === r.task_name ? `Compare: ${l.task_name}` : `Compare: ${l.task_name} ↔ ${r.task_name}`;
+    // Titled by the two runs (when each started), so that two comparisons of one task are told apart.
+    const title = l.task_name === r.task_name ? `Compare: ${l.task_name} · ${startedAt(l.started_at)} ↔ ${startedAt(r.started_at)}` : `Compare: ${l.task_name} ↔ ${r.task_name}`;
     return this.#open(this.#comparisons, key, title, {
       state: () => this.#comparison(left, right),
       receive: (message) => this.#receive([left, right], message),
@@ -143,13 +144,16 @@ export class TrajectoryPanels implements vscode.Disposable {
       return { type: 'error', message: `Cannot read the runs' steps: ${errorMessage(error)}` };
     }
     const [l, r] = reads as [(typeof reads)[0], (typeof reads)[0]];
-    const { rows, firstDivergence } = compareSteps(l.steps, r.steps);
+    const [leftSteps, rightSteps] = await Promise.all([stepsForView(l.steps, COMPARED_OUTPUT_CHARS), stepsForView(r.steps, COMPARED_OUTPUT_CHARS)]);
+    // Compared as shown: every part the page shows (command, status, output, the agent's words) counts.
+    const { rows, firstDivergence, counts } = compareSteps(leftSteps, rightSteps);
     return {
       type: 'compare',
-      left: { run: runSummary(left, l.skipped), steps: await stepsForView(l.steps, COMPARED_OUTPUT_CHARS) },
-      right: { run: runSummary(right, r.skipped), steps: await stepsForView(r.steps, COMPARED_OUTPUT_CHARS) },
-      rows: rows.map((row) => ({ index: row.index, difference: row.difference ? differenceWords(row.difference) : null })),
-      firstDivergence: firstDivergence ? { index: firstDivergence.index, words: differenceWords(firstDivergence.reason) } : null,
+      left: { run: runSummary(left, l.skipped), steps: leftSteps },
+      right: { run: runSummary(right, r.skipped), steps: rightSteps },
+      rows: rows.map((row) => ({ index: row.index, difference: differencesWords(row.differences), parts: partsOf(row.differences) })),
+      firstDivergence: firstDivergence ? { index: firstDivergence.index, words: differencesWords(rows[firstDivergence.index]!.differences) ?? differenceWords(firstDivergence.reason) } : null,
+      countsWords: countsWords(counts),
     };
   }
 
@@ -158,10 +162,28 @@ export class TrajectoryPanels implements vscode.Disposable {
   }
 }
 
+/** When a run started, as the Tasks view says it (its id when the time is unreadable). */
+function startedAt(iso: string): string {
+  const when = new Date(iso);
+  return Number.isNaN(when.getTime()) ? iso : when.toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' });
+}
+
+/** "hello-world · Demo SDK 1.x agent · 27/11/2026, 16:05:12": which run a tab shows (task, agent, when). */
+export function runTitle(run: PastRun): string {
+  const r = run.result;
+  return [r.task_name, r.agent ?? `${r.protocol} (belay run)`, startedAt(r.started_at)].join(' · ');
+}
+
 async function findRun(runDir: string): Promise<PastRun> {
   const run = (await listRuns(path.dirname(runDir))).find((r) => r.result.run_dir === runDir);
   if (!run) throw new Error(`no finished run in ${runDir} (result.json is missing or unreadable)`);
   return run;
+}
+
+/** The parts of a row the page marks as different. */
+function partsOf(reasons: readonly DifferenceReason[]): ('command' | 'status' | 'output' | 'message')[] {
+  const parts = { command: 'command', timed_out: 'status', exit_code: 'status', output: 'output', message: 'message' } as const;
+  return reasons.flatMap((r) => (r in parts ? [parts[r as keyof typeof parts]] : []));
 }
 
 function runSummary(run: PastRun, skippedEntries: number): RunSummary {

@@ -6,6 +6,7 @@ import { errorMessage } from '../shared/errors.ts';
 import type { Trust } from '../trust.ts';
 import { formatDuration, formatTokens, formatUsd, llmLine, rewardWords, round } from './core/format.ts';
 import { readTrajectory, type PastRun, type StepView } from './core/history.ts';
+import { latestOutcome, outcomeWords, trialWords, type RunOrTrial, type TaskOutcome } from './core/results/jobRuns.ts';
 import { configFileName } from './core/layout.ts';
 import { editorFix } from './core/protocols/mismatch.ts';
 import type { RunResult, TaskStepResult } from './core/records.ts';
@@ -16,7 +17,7 @@ import type { RunnerService } from './service.ts';
 export type TaskNode =
   | { kind: 'task'; task: Task }
   | { kind: 'broken'; error: TaskError }
-  | { kind: 'run'; task: Task | undefined; run: PastRun }
+  | { kind: 'run'; task: Task | undefined; run: RunOrTrial }
   | { kind: 'step'; run: RunResult; step: StepView }
   /** A step of a multi-step task, with how it went in the task's last run. */
   | { kind: 'taskStep'; task: Task; step: TaskStep; last: RunResult | undefined }
@@ -72,19 +73,21 @@ export class TasksTree implements vscode.TreeDataProvider<TaskNode> {
     const active = this.#service.activeRunOf(task);
     const item = new vscode.TreeItem(task.name, runs.length > 0 || active || task.steps ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
     item.id = `task:${task.dir}`;
-    const last = runs[0]?.result;
+    const outcome = latestOutcome(runs);
     if (active) {
       item.iconPath = new vscode.ThemeIcon('loading~spin');
       item.description = `running with ${active.agent.name} (${active.backend})…`;
       item.contextValue = 'belay.task.running';
     } else {
-      item.iconPath = last ? resultIcon(last) : new vscode.ThemeIcon('beaker');
-      const passed = runs.filter((r) => r.result.passed).length;
-      item.description = runs.length > 0 ? `${passed}/${runs.length} passed` : task.layout === 'legacy' ? configFileName(task.layout) : '';
+      // The latest outcome, whether a single run or a job (then: passed of its attempts).
+      item.iconPath = outcomeIcon(outcome);
+      item.description = outcome.kind === 'none' ? (task.layout === 'legacy' ? configFileName(task.layout) : '') : `${outcome.kind === 'job' ? 'job: ' : 'last run '}${outcomeWords(outcome)}`;
       item.contextValue = 'belay.task';
     }
     const tooltip = new vscode.MarkdownString(undefined, true);
     tooltip.appendMarkdown(`**${escapeMd(task.name)}** (${configFileName(task.layout)} layout)\n\n`);
+    const latest = outcomeTooltip(outcome, runs);
+    if (latest) tooltip.appendMarkdown(`${escapeMd(latest)}\n\n`);
     if (task.steps) tooltip.appendMarkdown(`${task.steps.steps.length} steps, reward by ${task.steps.strategy === 'mean' ? 'their mean' : 'the final step'}\n\n`);
     tooltip.appendText(task.instruction.slice(0, 400));
     item.tooltip = tooltip;
@@ -146,6 +149,25 @@ function escapeMd(text: string): string {
   return text.replace(/[\\`*_{}[\]()#+\-.!|<>]/g, '\\$&');
 }
 
+function outcomeIcon(outcome: TaskOutcome): vscode.ThemeIcon {
+  if (outcome.kind === 'none') return new vscode.ThemeIcon('beaker');
+  if (outcome.kind === 'run') return resultIcon(outcome.run.result);
+  if (outcome.verdict === 'passed') return new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed'));
+  if (outcome.verdict === 'failed') return new vscode.ThemeIcon('error', new vscode.ThemeColor('testing.iconFailed'));
+  return new vscode.ThemeIcon('warning', new vscode.ThemeColor('testing.iconQueued'));
+}
+
+/** "Latest: job …, 5 of 6 attempts passed" and how all the task's runs went. */
+function outcomeTooltip(outcome: TaskOutcome, runs: readonly RunOrTrial[]): string {
+  if (outcome.kind === 'none') return '';
+  const latest =
+    outcome.kind === 'job'
+      ? `Latest: job ${outcome.job.id}, ${outcome.passed} of ${outcome.finished} attempt${outcome.finished === 1 ? '' : 's'} passed${outcome.finished < outcome.job.attempts ? ` (${outcome.job.attempts} planned)` : ''}.`
+      : `Latest: a single run, ${outcomeWords(outcome)}.`;
+  const passed = runs.filter((r) => r.result.passed).length;
+  return `${latest} All runs: ${passed} of ${runs.length} passed.`;
+}
+
 function resultIcon(result: RunResult): vscode.ThemeIcon {
   if (result.passed) return new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed'));
   if (result.failure_cause === 'aborted') return new vscode.ThemeIcon('circle-slash', new vscode.ThemeColor('testing.iconSkipped'));
@@ -153,13 +175,14 @@ function resultIcon(result: RunResult): vscode.ThemeIcon {
 }
 
 /** A run's row leads with how it ended, then who ran it and when; what it took follows. */
-function runItem(run: PastRun): vscode.TreeItem {
+function runItem(run: RunOrTrial): vscode.TreeItem {
   const r = run.result;
   const when = new Date(r.started_at);
   const time = Number.isNaN(when.getTime()) ? r.run_id : when.toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' });
   const outcome = r.passed ? 'Passed' : r.failure_cause === 'aborted' ? 'Stopped' : `Failed: ${r.failure_cause ?? 'unknown'}`;
-  // Runs of `belay run` name no agent: their protocol says what ran.
-  const label = [outcome, r.agent ?? `${r.protocol} (belay run)`, time].join(' · ');
+  // Runs of `belay run` name no agent: their protocol says what ran. A job's trial says which attempt it was.
+  // The attempt comes before the agent: it is what tells a job's trials apart in a narrow view.
+  const label = [outcome, ...(run.job ? [`attempt ${run.job.attempt} of ${run.job.attempts}`] : []), r.agent ?? `${r.protocol} (belay run)`, time].join(' · ');
   const item = new vscode.TreeItem(label, r.steps > 0 ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
   item.id = `run:${r.run_dir}`;
   item.iconPath = resultIcon(r);
@@ -171,7 +194,8 @@ function runItem(run: PastRun): vscode.TreeItem {
   const verdict = r.passed ? 'Passed' : `Failed: ${r.failure_cause ?? ''}${error ? ` — ${error}` : ''}`;
   const notes = (r.notes ?? []).map((note) => `\n! ${note}`).join('');
   const llm = r.llm && r.llm.requests > 0 ? `\nmodel calls: ${llmLine(r.llm)}` : '';
-  item.tooltip = `${verdict}\n${r.protocol}, ${r.backend_label ?? r.backend}${r.agent !== undefined ? `, agent ${r.agent}` : ''}${llm}${notes}\n${r.run_dir}`;
+  const trial = run.job ? `\n${trialWords(run.job)}` : '';
+  item.tooltip = `${verdict}\n${r.protocol}, ${r.backend_label ?? r.backend}${r.agent !== undefined ? `, agent ${r.agent}` : ''}${trial}${llm}${notes}\n${r.run_dir}`;
   item.contextValue = r.agent !== undefined ? 'belay.run.repeatable' : 'belay.run';
   item.command = { command: 'belay.runner.openTrajectory', title: 'Open Trajectory', arguments: [{ kind: 'run', run }] };
   return item;

@@ -109,14 +109,14 @@ suite('Belay runner', () => {
     const result = (await vscode.commands.executeCommand('belay.runner.runTask', { task: 'tasks/hello-world', agent: SDK1 })) as RunResult;
     assert.equal(result.passed, true, `${result.failure_cause}: ${result.error}`);
     const terminal = made[before]!;
-    assert.equal(terminal.name, `Belay: hello-world · ${SDK1}`);
+    assert.equal(terminal.name, 'Belay: hello-world', 'one terminal per task, named by the task');
     // Nothing was opened yet: everything written so far comes out at open(), with \r\n.
     const out = record(terminal.pty);
     terminal.pty.open(undefined);
     const text = out.text();
     out.dispose();
     const plain = text.replace(/\x1b\[[0-9;]*m/g, '');
-    for (const expected of ['── step 1 ──', '» I will write the greeting', "$ printf '%s\\n' 'Hello, world!' > hello.txt", 'Hello, world!', '[exit 0', '── running the tests ──', 'PASSED  reward 1 · 3 steps']) {
+    for (const expected of [`──────── with ${SDK1} · `, '── step 1 ──', '» I will write the greeting', "$ printf '%s\\n' 'Hello, world!' > hello.txt", 'Hello, world!', '[exit 0', '── running the tests ──', 'PASSED  reward 1 · 3 steps']) {
       assert.ok(plain.includes(expected), `the terminal lacks ${JSON.stringify(expected)}:\n${plain}`);
     }
     assert.match(text, /\x1b\[32m\x1b\[1mPASSED/, 'the result is green');
@@ -414,7 +414,14 @@ suite('Belay runner', () => {
     await vscode.commands.executeCommand('belay.runner.openTrajectory', run.result.run_dir);
     assert.deepEqual(runner.trajectories.openRuns, [run.result.run_dir]);
     const labels = () => vscode.window.tabGroups.all.flatMap((g) => g.tabs).map((t) => t.label);
-    await waitFor('the trajectory tab', () => labels().includes('Run: hello-world'), [vscode.window.tabGroups.onDidChangeTabs]);
+    // Titled by the run: task, agent and when it started (two runs' tabs are told apart).
+    const title = new RegExp(`^Run: hello-world · ${SDK1.replace(/\./g, '\\.')} · .*\\d:\\d\\d:\\d\\d`);
+    await waitFor('the trajectory tab titled by its run', () => labels().some((l) => title.test(l)), [vscode.window.tabGroups.onDidChangeTabs]);
+    const other = runner.service.runsOf(task).find((r) => r.result.run_dir !== run.result.run_dir && r.result.started_at !== run.result.started_at);
+    assert.ok(other, 'the tests above left two runs of hello-world');
+    await vscode.commands.executeCommand('belay.runner.openTrajectory', other.result.run_dir);
+    await waitFor('a second run in a tab of its own', () => labels().filter((l) => l.startsWith('Run: hello-world · ')).length === 2, [vscode.window.tabGroups.onDidChangeTabs]);
+    assert.equal(new Set(labels().filter((l) => l.startsWith('Run: hello-world · '))).size, 2, `two runs, two titles: ${labels().join(', ')}`);
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
   });
 
@@ -427,7 +434,7 @@ suite('Belay runner', () => {
     await vscode.commands.executeCommand('belay.runner.compareRuns', passed.result.run_dir, failed.result.run_dir);
     assert.deepEqual(runner.trajectories.openComparisons, [[passed.result.run_dir, failed.result.run_dir]]);
     const labels = () => vscode.window.tabGroups.all.flatMap((g) => g.tabs).map((t) => t.label);
-    await waitFor('the comparison tab', () => labels().includes('Compare: hello-world'), [vscode.window.tabGroups.onDidChangeTabs]);
+    await waitFor('the comparison tab', () => labels().some((l) => /^Compare: hello-world · .+ ↔ .+/.test(l)), [vscode.window.tabGroups.onDidChangeTabs]);
     // From the Tasks view: the run is A, the other is picked (the runs of the same task first).
     const realPick = vscode.window.showQuickPick;
     let offered: string[] = [];
@@ -455,7 +462,7 @@ suite('Belay runner', () => {
     assert.deepEqual(runner.trajectories.openComparisons, []);
   });
 
-  test('a repeated run reuses its terminal once idle, and never takes over a running one', async () => {
+  test('a repeated run reuses its task’s terminal once idle, with any agent, and never takes over a running one', async () => {
     const shown: string[] = [];
     const saved = runner.terminals.create;
     const settings = vscode.workspace.getConfiguration('belay');
@@ -470,8 +477,12 @@ suite('Belay runner', () => {
       await run();
       assert.equal(made, 1);
       await run();
-      assert.equal(made, 1, 'the idle terminal of hello-world · SDK 1.x was reused');
+      assert.equal(made, 1, 'the idle terminal of hello-world was reused');
       assert.equal(shown.length, 1, 'and shown');
+      // Another agent on the same task: the same terminal, once idle.
+      await vscode.commands.executeCommand('belay.runner.runTask', { task: 'hello-world', agent: 'Demo SDK 2.0 agent' });
+      assert.equal(made, 1, 'one terminal per task, whatever the agent');
+      assert.equal(shown.length, 2);
       // Two at once: the second gets its own terminal.
       await Promise.all([run(), run()]);
       assert.equal(made, 2);
@@ -525,6 +536,44 @@ suite('Belay runner', () => {
     assert.ok(state.rows.every((r) => r.cells.every((c) => c !== null && c.finished === 1 && c.opens)));
     assert.deepEqual(state.scores.map((s) => [s.agent, s.k]), [[SDK1, 2]]);
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+  });
+
+  test('the Tasks view shows each task’s latest outcome from the job, and Compare Runs offers its trials by job and attempt', async () => {
+    // The job Run Job made just above: the newest in the jobs folder.
+    const jobsDir = path.join(workspace(), '.belay', 'jobs');
+    const jobDir = path.join(jobsDir, readdirSync(jobsDir).filter((n) => existsSync(path.join(jobsDir, n, 'job.json'))).sort().at(-1)!);
+    const job = JSON.parse(readFileSync(path.join(jobDir, 'job.json'), 'utf8')) as JobRecord;
+    assert.equal(job.status, 'finished');
+    await runner.service.refresh();
+    // The Tasks view shows each task's latest outcome from the job: passed of its attempts.
+    for (const name of ['hello-world', 'count-words']) {
+      const passed = job.trials.filter((t) => t.task_name === name && t.passed === true).length;
+      const taskNode = (await runner.tree.getChildren()).find((n) => n.kind === 'task' && n.task.name === name)!;
+      await waitFor(`${name} showing the job`, () => runner.tree.getTreeItem(taskNode).description === `job: ${passed}/2 passed`, [runner.service.onDidChange]);
+      const icon = runner.tree.getTreeItem(taskNode).iconPath as vscode.ThemeIcon;
+      assert.equal(icon.id, passed === 2 ? 'pass' : passed === 0 ? 'error' : 'warning', name);
+      // The tooltip is Markdown: read without its escapes.
+      const tooltip = String((runner.tree.getTreeItem(taskNode).tooltip as vscode.MarkdownString).value).replace(/\\(.)/g, '$1');
+      assert.ok(tooltip.includes(`Latest: job ${job.job_id}, ${passed} of 2 attempts passed.`), tooltip);
+      // Its trials are among its runs, each saying which attempt it was.
+      const runNodes = (await runner.tree.getChildren(taskNode)).filter((n) => n.kind === 'run' && path.dirname(n.run.result.run_dir) === jobDir);
+      assert.deepEqual(runNodes.map((n) => String(runner.tree.getTreeItem(n).label).match(/attempt (\d) of 2/)?.[1]).sort(), ['1', '2'], name);
+    }
+    // Compare Runs offers the job's trials, labelled by job and attempt.
+    const realPick = vscode.window.showQuickPick;
+    let offered: (vscode.QuickPickItem & { runDir?: string })[] = [];
+    (vscode.window as { showQuickPick: unknown }).showQuickPick = async (items: readonly (vscode.QuickPickItem & { runDir?: string })[]) => {
+      offered = [...items];
+      return undefined;
+    };
+    try {
+      await vscode.commands.executeCommand('belay.runner.compareRuns');
+    } finally {
+      (vscode.window as { showQuickPick: unknown }).showQuickPick = realPick;
+    }
+    const trials = offered.filter((i) => i.runDir !== undefined && path.dirname(i.runDir) === jobDir);
+    assert.equal(trials.length, 4, offered.map((i) => `${i.label} | ${i.description}`).join('\n'));
+    for (const t of job.trials) assert.ok(trials.some((i) => i.runDir === path.join(jobDir, t.run_id!) && i.description!.includes(`attempt ${t.attempt} of 2 in job ${job.job_id}`)), t.trial_id);
   });
 
   test('cancelling Run Job’s notification stops the job; Resume Job runs what it left, every trial once; a Harbor job folder opens in the Results view', async () => {

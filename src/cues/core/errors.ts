@@ -3,6 +3,7 @@ export type MailboxErrorKind =
   | 'no-sqlite' // the runtime has no node:sqlite
   | 'no-home' // neither CUE_HOME nor HOME/USERPROFILE says where the mailbox is
   | 'not-writable' // the folder or the file cannot be written
+  | 'wrong-kind' // cue.db is a folder (or another kind of file), or the mailbox folder is a file
   | 'corrupt' // the file is not an SQLite database, or SQLite reports it damaged
   | 'foreign' // an SQLite database that is not a cue mailbox, or of another schema version
   | 'busy' // another program held the lock past the bounded wait

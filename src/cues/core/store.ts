@@ -190,6 +190,29 @@ interface PreparedFile {
   size: number;
 }
 
+/** What a path is, following links as SQLite does; undefined when nothing is there (or it cannot be looked at: opening says why). */
+function kindAt(file: string): 'folder' | 'file' | 'other' | undefined {
+  try {
+    const stats = statSync(file);
+    return stats.isDirectory() ? 'folder' : stats.isFile() ? 'file' : 'other';
+  } catch {
+    return undefined;
+  }
+}
+
+/** A folder named cue.db, or a file where the mailbox folder goes, said in one line with what to do (SQLite would say EISDIR or "unable to open"). */
+function checkKinds(paths: MailboxPaths): void {
+  const home = kindAt(paths.home);
+  if (home !== undefined && home !== 'folder') {
+    throw new MailboxError('wrong-kind', `the mailbox folder ${paths.home} is a file, not a folder: move it aside, or point CUE_HOME at the folder that holds cue.db`);
+  }
+  const db = kindAt(paths.dbPath);
+  if (db === 'folder') {
+    throw new MailboxError('wrong-kind', `the mailbox ${paths.dbPath} is a folder, not a mailbox file: move the folder aside (a new mailbox is then made there), or point CUE_HOME at another folder`);
+  }
+  if (db === 'other') throw new MailboxError('wrong-kind', `the mailbox ${paths.dbPath} is not a regular file: move it aside, or point CUE_HOME at another folder`);
+}
+
 /**
  * The cue mailbox (`~/.cue/cue.db`), shared with the public cueme, cue-console and cuemcp.
  * Synchronous SQLite through node:sqlite with real file locking; every write is one
@@ -219,8 +242,9 @@ export class Mailbox {
   static open(options: MailboxOptions = {}): Mailbox {
     const paths = mailboxPaths(options);
     const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
-    // A runtime without node:sqlite is refused before anything is created.
+    // A runtime without node:sqlite, or a mailbox path of the wrong kind, is refused before anything is created.
     loadSqlite();
+    checkKinds(paths);
     if (!existsSync(paths.home)) {
       try {
         mkdirSync(paths.home, { recursive: true, mode: 0o700 });

@@ -142,7 +142,11 @@ function cellText(cell: Cell, mode: State['mode']): HTMLElement[] {
   }
   if (mode === 'agents' || cell.trials > 1) parts.push(el('span', 'count', `${cell.passed}/${cell.finished}`));
   parts.push(cell.reward === null && cell.metrics ? el('span', 'reward metrics', metricsText(cell.metrics, true)) : el('span', 'reward', reward(cell.reward)));
-  if (cell.steps !== null) parts.push(el('span', 'metric', `${Math.round(cell.steps * 10) / 10} st`));
+  if (cell.steps !== null) {
+    // Words, not abbreviations: "1 step", "2.5 steps" (a mean over attempts).
+    const steps = Math.round(cell.steps * 10) / 10;
+    parts.push(el('span', 'metric', `${steps} step${steps === 1 ? '' : 's'}`));
+  }
   if (cell.durationSec !== null) parts.push(el('span', 'metric', seconds(cell.durationSec)));
   if (cell.costUsd !== null) parts.push(el('span', 'metric', usd(cell.costUsd)));
   return parts;

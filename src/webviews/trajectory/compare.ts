@@ -3,7 +3,7 @@
 // the page opens scrolled to it, and a button jumps back to it. Text is set with textContent only.
 import { el } from '../shared/dom.ts';
 import { button, duration, failureReason, resultIcon, stepStatus, usage, type Post } from './parts.ts';
-import type { CompareSide, ToWebview, TrajectoryStep } from './protocol.ts';
+import type { CompareRow, CompareSide, ToWebview, TrajectoryStep } from './protocol.ts';
 
 type Comparison = Extract<ToWebview, { type: 'compare' }>;
 type Side = 'left' | 'right';
@@ -42,7 +42,18 @@ function summary(side: Side, data: CompareSide, post: Post): HTMLElement {
   return card;
 }
 
-function cell(side: Side, step: TrajectoryStep | undefined, post: Post, expanded: boolean): HTMLElement {
+type Part = CompareRow['parts'][number];
+
+/** Adds `changed` to a part that differs from the other run's, with a title saying so. */
+function mark<E extends HTMLElement>(element: E, part: Part, changed: readonly Part[]): E {
+  if (changed.includes(part)) {
+    element.classList.add('changed');
+    element.title = `The ${part === 'status' ? 'outcome' : part} differs from the other run's`;
+  }
+  return element;
+}
+
+function cell(side: Side, step: TrajectoryStep | undefined, post: Post, expanded: boolean, changed: readonly Part[] = []): HTMLElement {
   const box = el('div', `cell cell-${side}`);
   if (!step) {
     box.classList.add('absent');
@@ -52,19 +63,21 @@ function cell(side: Side, step: TrajectoryStep | undefined, post: Post, expanded
   const head = el('div', 'cell-head');
   head.append(el('span', 'cell-step', `Step ${step.step}`));
   const status = stepStatus(step);
-  if (status) head.append(el('span', `cell-status ${step.timedOut || (step.exitCode !== null && step.exitCode !== 0) ? 'failed' : ''}`, status));
+  if (status) head.append(mark(el('span', `cell-status ${step.timedOut || (step.exitCode !== null && step.exitCode !== 0) ? 'failed' : ''}`, status), 'status', changed));
   if (step.durationMs !== null) head.append(el('span', 'muted', `${Math.round(step.durationMs)} ms`));
   box.append(head);
   if (step.llm) box.append(el('p', 'meta llm', `Model calls: ${usage(step.llm)}`));
-  if (step.agentText) box.append(el('p', 'agent-text compact', step.agentText));
+  if (step.agentText) box.append(mark(el('p', 'agent-text compact', step.agentText), 'message', changed));
+  else if (changed.includes('message')) box.append(mark(el('p', 'muted', 'No message in this step.'), 'message', changed));
   if (step.command) {
-    const cmd = el('pre', 'command');
+    const cmd = mark(el('pre', 'command'), 'command', changed);
     cmd.append(el('span', 'prompt', '$ '), el('span', '', step.command));
     box.append(cmd);
   } else box.append(el('p', 'muted', 'No command in this step.'));
   const output = el('details', 'cell-output');
-  output.open = expanded;
-  output.append(el('summary', '', step.outputKind === 'output' ? 'Output' : 'What the agent saw'), el('pre', 'output', step.output === '' ? '(no output)' : step.output));
+  // An output that differs is shown open: the page does not count what it hides.
+  output.open = expanded || changed.includes('output');
+  output.append(mark(el('summary', '', step.outputKind === 'output' ? 'Output' : 'What the agent saw'), 'output', changed), mark(el('pre', 'output', step.output === '' ? '(no output)' : step.output), 'output', changed));
   if (step.hasOutputFile) output.append(button('Open full output', 'go-to-file', 'Open this step’s full output read-only', () => post({ type: 'openOutput', step: step.step, side })));
   box.append(output);
   return box;
@@ -77,7 +90,7 @@ function jumpTo(row: HTMLElement | null): void {
 }
 
 export function renderComparison(root: HTMLElement, message: Comparison, post: Post, scroll: { scrollY: number | undefined; save: (scrollY: number) => void }): void {
-  const { left, right, rows, firstDivergence } = message;
+  const { left, right, rows, firstDivergence, countsWords } = message;
   const page = el('div', 'compare');
   const head = el('header', 'run');
   const title = el('h1', 'title');
@@ -97,13 +110,13 @@ export function renderComparison(root: HTMLElement, message: Comparison, post: P
     const different = rows.filter((row) => row.difference !== null).length;
     banner.append(
       el('span', 'codicon codicon-git-compare'),
-      el('span', 'banner-text', `The runs first diverge ${where}: ${firstDivergence.words}. ${different} of ${rows.length} aligned steps differ.`),
+      el('span', 'banner-text', `The runs first diverge ${where}: ${firstDivergence.words}. ${different} of ${rows.length} aligned step${rows.length === 1 ? '' : 's'} differ${countsWords ? ` (${countsWords})` : ''}.`),
       button('Jump to first divergence', 'arrow-down', 'Scroll to the first step where the runs differ', () => jumpTo(document.getElementById('first-divergence')), 'jump-divergence'),
     );
   } else {
     banner.append(
       el('span', 'codicon codicon-check'),
-      el('span', 'banner-text', rows.length === 0 ? 'Neither run has steps: they never diverge.' : `The runs never diverge: the same ${rows.length} command${rows.length === 1 ? '' : 's'} with the same outcomes.`),
+      el('span', 'banner-text', rows.length === 0 ? 'Neither run has steps: they never diverge.' : `The runs never diverge: the same ${rows.length} step${rows.length === 1 ? '' : 's'}, with the same commands, outcomes, outputs and messages.`),
     );
   }
   head.append(banner);
@@ -125,7 +138,7 @@ export function renderComparison(root: HTMLElement, message: Comparison, post: P
     const pair = el('div', 'pair');
     const gutter = el('span', 'gutter', String(row.index + 1));
     if (row.difference) gutter.title = row.difference;
-    pair.append(gutter, cell('left', left.steps[row.index], post, first), cell('right', right.steps[row.index], post, first));
+    pair.append(gutter, cell('left', left.steps[row.index], post, first, row.parts), cell('right', right.steps[row.index], post, first, row.parts));
     line.append(pair);
     list.append(line);
   }

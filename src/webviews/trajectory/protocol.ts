@@ -62,8 +62,11 @@ export type RunSummary = z.infer<typeof runSummarySchema>;
 export const compareSideSchema = z.object({ run: runSummarySchema, steps: z.array(stepSchema) });
 export type CompareSide = z.infer<typeof compareSideSchema>;
 
-/** Two aligned steps (by position): `difference` says in words how they differ, null when they match. */
-export const compareRowSchema = z.object({ index: z.number(), difference: z.string().nullable() });
+/** The parts of two aligned steps that differ, marked on the page. */
+export const COMPARED_PARTS = ['command', 'status', 'output', 'message'] as const;
+
+/** Two aligned steps (by position): `difference` says in words how they differ, null when they match; `parts` which parts differ. */
+export const compareRowSchema = z.object({ index: z.number(), difference: z.string().nullable(), parts: z.array(z.enum(COMPARED_PARTS)).default([]) });
 export type CompareRow = z.infer<typeof compareRowSchema>;
 
 export const toWebviewSchema = z.discriminatedUnion('type', [
@@ -75,6 +78,8 @@ export const toWebviewSchema = z.discriminatedUnion('type', [
     rows: z.array(compareRowSchema),
     /** Where the runs first went apart (a row index), null when they never did. */
     firstDivergence: z.object({ index: z.number(), words: z.string() }).nullable(),
+    /** How many rows differ in each way, in words ("1 in the command, 2 in the output"); '' when none does. */
+    countsWords: z.string().default(''),
   }),
   z.object({ type: z.literal('error'), message: z.string() }),
 ]);

@@ -79,13 +79,14 @@ describe('belay blocks apply', () => {
   it('exits 2 for usage mistakes, saying what is wrong', async () => {
     const cases: Array<[string[], RegExp]> = [
       [['blocks', 'apply', '-'], /apply needs --workspace DIR/],
-      [['blocks', 'apply', '--workspace', 'no-such-dir', '-'], /workspace 'no-such-dir' cannot be used: ENOENT/],
+      [['blocks', 'apply', '--workspace', 'no-such-dir', '-'], /--workspace no-such-dir: no such folder/],
       [['blocks', 'parse', '--bogus'], /Unknown option '--bogus'/],
       [['blocks', 'frobnicate'], /unknown action 'frobnicate'/],
-      [['blocks', 'parse', 'missing.txt'], /cannot read 'missing.txt': ENOENT/],
+      [['blocks', 'parse', 'missing.txt'], /answer file missing.txt: no such file/],
       [['blocks', 'apply', '--workspace', '.', '--timeout', 'soon', '-'], /--timeout wants a number of seconds/],
       [['session', 'start', '--task', 'x'], /start needs --root DIR/],
-      [['session', 'step', '--root', 'r'], /step needs exactly one answer file/],
+      [['session', 'step', '--root', '.'], /step needs exactly one answer file/],
+      [['session', 'step', '--root', 'r', '-'], /--root r: no such folder/],
     ];
     for (const [args, message] of cases) {
       const run = await belay(args);

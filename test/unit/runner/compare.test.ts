@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { compareSteps, differenceWords, stepDifference, type ComparableStep } from '../../../src/runner/core/compare.ts';
+import { compareSteps, countsWords, differencesWords, differenceWords, stepDifference, stepDifferences, type ComparableStep } from '../../../src/runner/core/compare.ts';
 
 interface Step extends ComparableStep {
   step: number;
@@ -66,10 +66,66 @@ describe('comparing two runs', () => {
     const c = compareSteps(steps, steps.map((s) => ({ ...s })));
     assert.equal(c.firstDivergence, null);
     assert.ok(c.rows.every((r) => r.difference === null));
-    assert.deepEqual(compareSteps([], []), { rows: [], firstDivergence: null });
+    const empty = compareSteps([], []);
+    assert.deepEqual([empty.rows, empty.firstDivergence, empty.differing], [[], null, 0]);
+    assert.equal(countsWords(empty.counts), '');
   });
 
   it('says each reason in words', () => {
-    for (const reason of ['command', 'timed_out', 'exit_code', 'only_left', 'only_right'] as const) assert.ok(differenceWords(reason).length > 0);
+    for (const reason of ['command', 'timed_out', 'exit_code', 'output', 'message', 'only_left', 'only_right'] as const) assert.ok(differenceWords(reason).length > 0);
+  });
+});
+
+/** A step as the compare page shows it: with its output and the agent's words. */
+function shown(n: number, command: string | null, output: string, agentText: string | null, exitCode: number | null = 0): Step {
+  return { step: n, command, exitCode, timedOut: false, output, agentText };
+}
+
+describe('counting every difference the comparison shows', () => {
+  it('counts the output of the same command and the agent’s message, not only commands (the demo’s three steps)', () => {
+    const left = [
+      shown(1, 'printf "%s" "$WHO" > who.txt', '', 'I write the name.'),
+      shown(2, 'echo "Hello, $(cat who.txt)!"', 'Hello, world!\n', 'I greet.'),
+      shown(3, null, '', 'Done: the greeting is written.'),
+    ];
+    const right = [
+      shown(1, 'printf "%s" moon > who.txt', '', 'I write the name.'),
+      shown(2, 'echo "Hello, $(cat who.txt)!"', 'Hello, moon!\n', 'I greet.'),
+      shown(3, null, '', 'Done, with the moon.'),
+    ];
+    const c = compareSteps(left, right);
+    assert.equal(c.differing, 3, 'every one of the three rows differs in something the page shows');
+    assert.deepEqual(c.rows.map((r) => r.differences), [['command'], ['output'], ['message']]);
+    assert.deepEqual(c.firstDivergence, { index: 0, reason: 'command' });
+    assert.equal(countsWords(c.counts), '1 in the command, 1 in the output, 1 in the message');
+  });
+
+  it('lists every way one row differs, in a fixed order, and says them together', () => {
+    const a = shown(1, 'make', 'ok\n', 'building', 0);
+    const b = shown(1, 'make all', 'error\n', 'building it', 2);
+    assert.deepEqual(stepDifferences(a, b), ['command', 'exit_code', 'output', 'message']);
+    assert.equal(differencesWords(stepDifferences(a, b)), 'the command, the exit code, the output and the agent’s message differ');
+    assert.equal(differencesWords(['output']), 'a different output');
+    assert.equal(differencesWords([]), null);
+  });
+
+  it('ignores only the whitespace at the ends of outputs and messages; a missing message against one is a difference', () => {
+    assert.deepEqual(stepDifferences(shown(1, 'ls', 'a\n', 'x'), shown(1, 'ls', 'a', ' x ')), []);
+    assert.deepEqual(stepDifferences(shown(1, 'ls', 'a  b', 'x'), shown(1, 'ls', 'a b', 'x')), ['output']);
+    assert.deepEqual(stepDifferences(shown(1, 'ls', '', null), shown(1, 'ls', '', 'why')), ['message']);
+    assert.deepEqual(stepDifferences(shown(1, 'ls', '', ''), shown(1, 'ls', '', null)), [], 'an empty message is no message');
+  });
+
+  it('compares texts only when both sides carry them (steps read from disk have no output text)', () => {
+    assert.deepEqual(stepDifferences(step(1, 'ls'), shown(1, 'ls', 'a', 'x')), []);
+  });
+
+  it('counts a row under each way it differs, and runs of unequal length as steps only one run has', () => {
+    const c = compareSteps([shown(1, 'a', 'x', null), shown(2, 'b', 'y', null)], [shown(1, 'a', 'X', 'hm'), shown(2, 'b', 'y', null), shown(3, 'c', '', null)]);
+    assert.equal(c.differing, 2);
+    assert.equal(c.counts.output, 1);
+    assert.equal(c.counts.message, 1);
+    assert.equal(c.counts.only_right, 1);
+    assert.equal(countsWords(c.counts), '1 only in B, 1 in the output, 1 in the message');
   });
 });
