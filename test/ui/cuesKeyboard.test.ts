@@ -159,6 +159,7 @@ describe('the Cues panel from the keyboard alone', () => {
     });
     const card = frame.locator('article.cue', { hasText: 'Release form' });
     await card.waitFor({ timeout: 20_000 });
+    await wb.screenshot('cues-long-form-arrived-dark');
     const view = (await page.locator('iframe.webview.ready').first().boundingBox())!;
     const cardBox = (await card.boundingBox())!;
     assert.ok(cardBox.height <= view.height, `the card fits the view: ${JSON.stringify({ card: cardBox, view })}`);

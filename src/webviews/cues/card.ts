@@ -111,7 +111,7 @@ export function buildCard(cue: UiCue, ctx: CardContext): Card {
   // A card taller than the sidebar says so, and offers the editor tab, beside the buttons.
   const more = el('button', 'link more');
   more.type = 'button';
-  more.append(icon('link-external'), ' Does not fit here: open it in an editor tab');
+  more.append(icon('link-external'), ' Does not fit: open in an editor tab');
   more.hidden = true;
   more.addEventListener('click', openInEditor);
 
@@ -122,7 +122,7 @@ export function buildCard(cue: UiCue, ctx: CardContext): Card {
   attachList.setAttribute('aria-label', 'Attachments');
   const controls: Array<{ disabled: boolean }> = [];
   /** The control the keyboard starts on when it is not the card itself (a form's first field). */
-  let firstControl: (() => void) | undefined;
+  let firstControl: HTMLElement | undefined;
 
   const card: Card = {
     cue,
@@ -140,8 +140,12 @@ export function buildCard(cue: UiCue, ctx: CardContext): Card {
     },
     focus: () => {
       root.scrollIntoView({ block: 'nearest' });
-      if (firstControl) firstControl();
-      else root.focus();
+      root.focus();
+      // A control drawn just now is not there to focus until its element has rendered.
+      const control = firstControl;
+      if (control) void rendered(control).then(() => {
+        if (document.activeElement === root) control.focus();
+      });
     },
     dispose: () => undefined,
   };
@@ -177,7 +181,7 @@ export function buildCard(cue: UiCue, ctx: CardContext): Card {
     body.append(el('p', 'warning', deadText(cue, dead)));
     const actions = el('div', 'actions');
     actions.append(endButton);
-    root.append(more, status, actions);
+    root.append(...(ctx.inEditor ? [] : [more]), status, actions);
     root.addEventListener('keydown', (event: KeyboardEvent) => {
       if ((event.ctrlKey || event.metaKey) && event.key === 'Backspace') {
         event.preventDefault();
@@ -336,8 +340,7 @@ export function buildCard(cue: UiCue, ctx: CardContext): Card {
         }
         form.append(row);
       });
-      const first = p.fields[0];
-      if (first) firstControl = () => focusers.get(first.label)?.();
+      firstControl = form.querySelector<HTMLElement>('vscode-textfield, vscode-radio, vscode-checkbox') ?? undefined;
       formValues = () => new Map(readers.map((r) => r()));
       focusField = (label) => focusers.get(label)?.();
       collect = () => sendSelection(p, { replyText: reply.value, fields: formValues!() });
@@ -389,7 +392,7 @@ export function buildCard(cue: UiCue, ctx: CardContext): Card {
   // The controls last: the row sticks to the bottom of the view while a long card scrolls.
   const help = keyHelp(cue, ctx.keys);
   if (help) body.append(el('p', 'key-help', help));
-  root.append(more, status, actions);
+  root.append(...(ctx.inEditor ? [] : [more]), status, actions);
 
   root.addEventListener('keydown', (event: KeyboardEvent) => {
     const target = event.target as HTMLElement;
@@ -426,6 +429,11 @@ export function buildCard(cue: UiCue, ctx: CardContext): Card {
     }
   });
   return card;
+}
+
+/** Resolves once a custom element has drawn itself (at once for any other element). */
+function rendered(element: HTMLElement): Promise<unknown> {
+  return (element as HTMLElement & { updateComplete?: Promise<unknown> }).updateComplete ?? Promise.resolve();
 }
 
 /** A key that types a character (not a space, which scrolls), with no modifier held. */
