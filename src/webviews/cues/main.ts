@@ -108,6 +108,11 @@ function renderEmpty(state: State): void {
   (parts[0] as HTMLElement).classList.add('icon');
   if (state.untrusted) parts.push(el('p', 'warning', `This workspace is not trusted: cues are shown and answered as usual. ${state.untrusted}`));
   const links = el('div', 'links');
+  // A way in for someone new: the walkthrough starts the demo's scripted agent, which asks here.
+  const start = el('button', 'link', 'New here? Get Started: a demo agent asks you six questions');
+  start.type = 'button';
+  start.addEventListener('click', () => host.post({ type: 'command', command: 'belay.walkthrough.open' }));
+  links.append(start);
   const copy = el('button', 'link', 'Copy HAP instructions for your agent');
   copy.type = 'button';
   copy.addEventListener('click', () => host.post({ type: 'command', command: 'belay.cues.copyInstructions' }));
@@ -261,8 +266,9 @@ function render(state: State): void {
     following = true;
   } else if (moveTo) {
     moveTo.focus();
-  } else if (following && pending.length > 0 && keyboardOnPage()) {
-    // The agent asked its next question after the last answer: the keyboard goes straight to it.
+  } else if (pending.length > 0 && (following || document.hasFocus()) && keyboardOnPage()) {
+    // The agent asked its next question after the last answer (or the panel has the keyboard and
+    // nothing in it does): the keyboard goes straight to the question.
     following = false;
     firstLiveCard()?.focus();
   }
