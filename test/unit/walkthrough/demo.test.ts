@@ -48,8 +48,8 @@ describe('the Get Started walkthrough', () => {
     assert.deepEqual(walkthrough.steps.map((s) => s.id).sort(), Object.keys(DEMO_STEPS).sort());
     for (const step of walkthrough.steps) {
       assert.ok(step.description.includes(`command:belay.walkthrough.try?${encodeURIComponent(JSON.stringify([step.id]))}`), `${step.id} has a button that opens its example`);
-      const media = step.media.markdown;
-      assert.ok(media?.startsWith('media/'), `${step.id} has markdown media in media/`);
+      const media = step.media.markdown ?? '';
+      assert.ok(media.startsWith('media/'), `${step.id} has markdown media in media/`);
       const text = readFileSync(path.join(repoRoot, media), 'utf8');
       assert.doesNotMatch(text, /https?:\/\//, `${media} loads nothing from outside`);
     }
