@@ -38,7 +38,8 @@ export async function openWorkbench(options: { theme?: keyof typeof themes; sett
   if (options.testModels) await cp(path.join(repoRoot, 'test', 'fixtures', 'lm-provider'), path.join(host.extensionsDir, 'belay-test.belay-test-models-0.0.1'), { recursive: true });
   const browser = await launchBrowser({ colorScheme: theme });
   const page = await browser.context.newPage();
-  await page.goto(host.url(workspace, [['extensionDevelopmentPath', host.remoteUri(repoRoot)], ...(options.testModels ? [['enableProposedApi', ''] as [string, string]] : [])]));
+  // The first load of the workbench, on a two-core machine shared with other workbenches, can take longer than Playwright's 30 s.
+  await page.goto(host.url(workspace, [['extensionDevelopmentPath', host.remoteUri(repoRoot)], ...(options.testModels ? [['enableProposedApi', ''] as [string, string]] : [])]), { timeout: 120_000 });
   if (options.untrusted) {
     // VS Code asks on first open; answer as a careful person does with a folder from elsewhere.
     await page.locator('.monaco-dialog-box a.monaco-button', { hasText: "No, I don't trust the authors" }).click();
