@@ -41,7 +41,8 @@ describe('a way in', () => {
   test('the demo opens Get Started with Belay on its first start: one step per feature', async () => {
     const { page } = wb;
     const shown = walkthrough(page);
-    await shown.locator('.getting-started-category h2, .category-title', { hasText: 'Get Started with Belay' }).first().waitFor({ timeout: 30_000 });
+    await page.locator('.tabs-container .tab', { hasText: 'Walkthrough: Get Started with Belay' }).waitFor({ timeout: 60_000 });
+    await shown.getByText('Get Started with Belay').first().waitFor();
     for (const step of ["Answer an agent's questions", "Apply an answer's command blocks", 'Run an agent against a task', 'Run a job and read its Results']) {
       await shown.locator('.getting-started-step', { hasText: step }).first().waitFor();
     }

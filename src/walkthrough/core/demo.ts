@@ -6,6 +6,8 @@ import * as path from 'node:path';
 
 /** The walkthrough's id in package.json (`contributes.walkthroughs`). */
 export const WALKTHROUGH_ID = 'belay.gettingStarted';
+/** Its title there, which its editor tab shows. */
+export const WALKTHROUGH_TITLE = 'Get Started with Belay';
 
 /** What each step of the walkthrough opens in the demo workspace. */
 export const DEMO_STEPS = {

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { DEMO_STEPS, demoStep, isDemoFolder, WALKTHROUGH_ID } from '../../../src/walkthrough/core/demo.ts';
+import { DEMO_STEPS, demoStep, isDemoFolder, WALKTHROUGH_ID, WALKTHROUGH_TITLE } from '../../../src/walkthrough/core/demo.ts';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const demo = path.join(repoRoot, 'demo');
@@ -45,6 +45,7 @@ describe('the Get Started walkthrough', () => {
   test('each walkthrough step in package.json has a row here, a button for it and its markdown in media/', () => {
     const walkthrough = manifest.contributes.walkthroughs.find((w) => w.id === WALKTHROUGH_ID);
     assert.ok(walkthrough, `package.json has the walkthrough ${WALKTHROUGH_ID}`);
+    assert.equal((walkthrough as Walkthrough & { title: string }).title, WALKTHROUGH_TITLE, 'the title the first start looks for on its tab');
     assert.deepEqual(walkthrough.steps.map((s) => s.id).sort(), Object.keys(DEMO_STEPS).sort());
     for (const step of walkthrough.steps) {
       assert.ok(step.description.includes(`command:belay.walkthrough.try?${encodeURIComponent(JSON.stringify([step.id]))}`), `${step.id} has a button that opens its example`);
