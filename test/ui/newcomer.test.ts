@@ -52,6 +52,8 @@ describe('a way in', () => {
   test("the cues step runs the demo's scripted agent in a terminal; its first question reaches the Cues panel", async () => {
     const { page } = wb;
     await stepButton(page, "Answer an agent's questions", 'Run the Demo Agent');
+    // The walkthrough's media is a webview too: closed, the Cues view's is the one left.
+    await runPaletteCommand(page, 'View: Close All Editors');
     const card = cuesFrame(page).locator('article.cue', { hasText: 'scripted' });
     await card.waitFor({ timeout: 30_000 });
     // The agent says who it is: the runtime leads the card, its id below.
@@ -92,7 +94,9 @@ describe('block UI that follows the files', () => {
   test('an outbox message offers Send to Model but neither Apply All nor Preview All', async () => {
     const { page } = wb;
     // As the issue found it: the Sessions view's session opens its latest outbox.
-    await openBelayContainer(page);
+    await page.keyboard.press('Escape');
+    await openBelayContainer(page).catch(() => undefined);
+    await page.locator('.sidebar .composite.title h2', { hasText: /belay/i }).waitFor();
     const sessions = page.locator('.sidebar .pane-header', { has: page.locator('h3.title', { hasText: 'Sessions' }) });
     if ((await sessions.getAttribute('aria-expanded')) !== 'true') await sessions.click();
     await page.locator('.sidebar .monaco-list-row', { hasText: 'Write a word-count script' }).first().click();
