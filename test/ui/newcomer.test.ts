@@ -41,7 +41,7 @@ describe('a way in', () => {
   test('the demo opens Get Started with Belay on its first start: one step per feature', async () => {
     const { page } = wb;
     const shown = walkthrough(page);
-    await page.locator('.tabs-container .tab', { hasText: 'Walkthrough: Get Started with Belay' }).waitFor({ timeout: 60_000 });
+    await shown.locator('.getting-started-step', { hasText: "Answer an agent's questions" }).first().waitFor({ timeout: 60_000 });
     await shown.getByText('Get Started with Belay').first().waitFor();
     for (const step of ["Answer an agent's questions", "Apply an answer's command blocks", 'Run an agent against a task', 'Run a job and read its Results']) {
       await shown.locator('.getting-started-step', { hasText: step }).first().waitFor();
@@ -53,6 +53,8 @@ describe('a way in', () => {
     const { page } = wb;
     await stepButton(page, "Answer an agent's questions", 'Run the Demo Agent');
     // The walkthrough's media is a webview too: closed, the Cues view's is the one left.
+    await page.locator('.terminal-wrapper.active').first().waitFor();
+    await page.keyboard.press('Escape');
     await runPaletteCommand(page, 'View: Close All Editors');
     const card = cuesFrame(page).locator('article.cue', { hasText: 'scripted' });
     await card.waitFor({ timeout: 30_000 });
