@@ -41,6 +41,7 @@ const schemas = {
   // Checked by the runner's core (llmSettings.ts), which names the bad field.
   'runner.llm': anything,
   'runner.llmPrices': anything,
+  'walkthrough.openInDemo': boolean,
 } as const;
 
 export type SettingKey = keyof typeof schemas;

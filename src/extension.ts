@@ -4,6 +4,7 @@ import { BelayContext, type BelayApi } from './context.ts';
 import { registerCommands } from './commands.ts';
 import { registerCues } from './cues/index.ts';
 import { registerRunner } from './runner/index.ts';
+import { registerWalkthrough } from './walkthrough/index.ts';
 
 export function activate(extension: vscode.ExtensionContext): BelayApi {
   const started = performance.now();
@@ -19,6 +20,7 @@ export function activate(extension: vscode.ExtensionContext): BelayApi {
   timed('cues', registerCues);
   timed('blocks', registerBlocks);
   timed('runner', registerRunner);
+  timed('walkthrough', registerWalkthrough);
   const { __belayLoadStart: loadStart, __belayLoadEnd: loadEnd } = globalThis as { __belayLoadStart?: number; __belayLoadEnd?: number };
   const loading = loadStart === undefined || loadEnd === undefined ? '' : `; its code ran in ${Math.round(loadEnd - loadStart)} ms, ${Math.round(started - loadEnd)} ms before activate`;
   ctx.log.info(`Belay ${extension.extension.packageJSON.version as string} activated in ${Math.round(performance.now() - started)} ms (${timings.join(', ')})${loading}`);

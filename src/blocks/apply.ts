@@ -9,6 +9,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
+import { errorMessage } from '../shared/errors.ts';
 import { changesWorkspace } from './core/blockKey.ts';
 import { applyHunks, diffLines, type Hunk } from './core/diff.ts';
 import { runCommand } from './core/executor.ts';
@@ -270,6 +271,28 @@ export class BlockApplier implements vscode.Disposable {
   private async settle(): Promise<void> {
     this.states.invalidate(true);
     await this.states.refresh();
+    await this.closeAppliedPreviews();
+  }
+
+  /**
+   * Closes the preview tabs of blocks that are applied now (by Apply All, a lens, the preview's own
+   * buttons or the session loop): a preview says "nothing written yet", which is then untrue.
+   */
+  private async closeAppliedPreviews(): Promise<void> {
+    const done: vscode.Tab[] = [];
+    for (const { tab, preview } of previewTabs()) {
+      const lens = this.previews.blockOf(preview);
+      if (!lens) continue;
+      try {
+        const view = await this.open(lens[0]);
+        const index = view.keys.indexOf(lens[2]);
+        if (index !== -1 && view.settled.has(index)) done.push(tab);
+      } catch (error) {
+        // The answer is gone or cannot be read: its preview stays, as it stood.
+        this.ctx.log.debug(`previews: ${errorMessage(error)}`);
+      }
+    }
+    if (done.length > 0) await vscode.window.tabGroups.close(done);
   }
 
   /**
@@ -605,6 +628,13 @@ export class BlockApplier implements vscode.Disposable {
     editor.revealRange(new vscode.Range(start, start), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
     await vscode.commands.executeCommand('workbench.actions.view.problems');
   }
+}
+
+/** The open diff tabs whose right side is a block's preview. */
+function previewTabs(): Array<{ tab: vscode.Tab; preview: vscode.Uri }> {
+  return vscode.window.tabGroups.all
+    .flatMap((group) => group.tabs)
+    .flatMap((tab) => (tab.input instanceof vscode.TabInputTextDiff && tab.input.modified.scheme === PLAN_SCHEME ? [{ tab, preview: tab.input.modified }] : []));
 }
 
 /** Closes the diff editors whose right side is this preview. */

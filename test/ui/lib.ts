@@ -26,13 +26,13 @@ export async function openWorkbench(options: { theme?: keyof typeof themes; sett
   await cp(path.join(repoRoot, 'demo'), workspace, { recursive: true });
   const theme = options.theme ?? 'dark';
   // An Extension Development Host in the browser does not read the server's user settings:
-  // the test's settings go into the workspace, over the demo's own.
-  if (options.settings) {
-    const file = path.join(workspace, '.vscode', 'settings.json');
-    const demo = existsSync(file) ? (JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>) : {};
-    await mkdir(path.dirname(file), { recursive: true });
-    await writeFile(file, JSON.stringify({ ...demo, ...options.settings }, null, 2));
-  }
+  // the test's settings go into the workspace, over the demo's own. The Get Started walkthrough
+  // that the demo opens on its first start stays shut unless a test asks for it.
+  const settings = { 'belay.walkthrough.openInDemo': false, ...options.settings };
+  const file = path.join(workspace, '.vscode', 'settings.json');
+  const demo = existsSync(file) ? (JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>) : {};
+  await mkdir(path.dirname(file), { recursive: true });
+  await writeFile(file, JSON.stringify({ ...demo, ...settings }, null, 2));
   const host = await startHost({ folder: workspace, workspaceTrust: options.untrusted ?? false });
   let browser: Browser | undefined;
   let page: Page;

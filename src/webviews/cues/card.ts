@@ -85,27 +85,35 @@ export function buildCard(cue: UiCue, ctx: CardContext): Card {
   root.dataset.renderedAt = String(performance.timeOrigin + performance.now());
   root.setAttribute('aria-label', `Cue from ${cue.agentId || 'an agent'}${dead ? `, ${dead}` : ''}`);
 
+  // What the agent is (its runtime and project) leads; its id, random more often than not, sits below.
   const head = el('header', 'cue-head');
-  head.append(icon(p.kind === 'pause' ? 'debug-pause' : 'hubot'), el('span', 'agent', cue.agentId));
   const meta = ctx.agentLine(cue.agentId);
-  if (meta) head.append(el('span', 'meta', meta));
+  const who = el('div', 'who');
+  who.append(el('span', meta ? 'meta' : 'agent', meta || cue.agentId || 'an agent'));
+  if (meta && cue.agentId) who.append(el('span', 'agent-id', cue.agentId));
+  head.append(icon(p.kind === 'pause' ? 'debug-pause' : 'hubot'), who);
   const waiting = dead ? el('span', `waiting ${dead}`, dead) : cue.createdAtMs !== undefined ? timeLabel(cue.createdAtMs, 'waiting', ctx.now(), 'waiting') : el('span', 'waiting', 'waiting');
   waiting.setAttribute('role', 'timer');
   head.append(waiting);
+  const openInEditor = () => ctx.post({ type: 'openInEditor', requestId: cue.requestId, agentId: cue.agentId });
   if (!ctx.inEditor) {
     const open = button('', { secondary: true, iconName: 'link-external', title: 'Open in Editor: read the whole question in an editor tab', className: 'open-editor icon-only' });
     open.setAttribute('aria-label', 'Open in Editor');
-    open.addEventListener('click', () => ctx.post({ type: 'openInEditor', requestId: cue.requestId, agentId: cue.agentId }));
+    open.addEventListener('click', openInEditor);
     head.append(open);
   }
   const prompt = markdown(cue.prompt, 'prompt', (url) => ctx.post({ type: 'openLink', url }));
-  root.append(head, prompt);
-  // A question taller than its box in the sidebar says so, and offers the editor tab.
-  const more = el('button', 'link more', 'Long question: scroll it, or read it in an editor tab');
+  // Everything between the header and the buttons: in the sidebar it scrolls in its own box, so
+  // the card never grows past the view and its buttons stay in sight.
+  const body = el('div', 'cue-body');
+  body.append(prompt);
+  root.append(head, body);
+  // A card taller than the sidebar says so, and offers the editor tab, beside the buttons.
+  const more = el('button', 'link more');
   more.type = 'button';
+  more.append(icon('link-external'), ' Does not fit: open in an editor tab');
   more.hidden = true;
-  more.addEventListener('click', () => ctx.post({ type: 'openInEditor', requestId: cue.requestId, agentId: cue.agentId }));
-  if (!ctx.inEditor) root.append(more);
+  more.addEventListener('click', openInEditor);
 
   const status = el('div', 'status');
   status.setAttribute('role', 'status');
@@ -113,6 +121,8 @@ export function buildCard(cue: UiCue, ctx: CardContext): Card {
   const attachList = el('ul', 'attachments');
   attachList.setAttribute('aria-label', 'Attachments');
   const controls: Array<{ disabled: boolean }> = [];
+  /** The control the keyboard starts on when it is not the card itself (a form's first field). */
+  let firstControl: HTMLElement | undefined;
 
   const card: Card = {
     cue,
@@ -131,15 +141,21 @@ export function buildCard(cue: UiCue, ctx: CardContext): Card {
     focus: () => {
       root.scrollIntoView({ block: 'nearest' });
       root.focus();
+      // A control drawn just now is not there to focus until its element has rendered.
+      const control = firstControl;
+      if (control) void rendered(control).then(() => {
+        if (document.activeElement === root) control.focus();
+      });
     },
     dispose: () => undefined,
   };
   if (!ctx.inEditor) {
     const observer = new ResizeObserver(() => {
-      const clipped = prompt.scrollHeight > prompt.clientHeight + 2;
-      prompt.classList.toggle('clipped', clipped);
+      const clipped = body.scrollHeight > body.clientHeight + 2;
+      body.classList.toggle('clipped', clipped);
       more.hidden = !clipped;
     });
+    observer.observe(body);
     observer.observe(prompt);
     card.dispose = () => observer.disconnect();
   }
@@ -162,10 +178,10 @@ export function buildCard(cue: UiCue, ctx: CardContext): Card {
   controls.push(endButton);
 
   if (dead) {
-    root.append(el('p', 'warning', deadText(cue, dead)));
+    body.append(el('p', 'warning', deadText(cue, dead)));
     const actions = el('div', 'actions');
     actions.append(endButton);
-    root.append(status, actions);
+    root.append(...(ctx.inEditor ? [] : [more]), status, actions);
     root.addEventListener('keydown', (event: KeyboardEvent) => {
       if ((event.ctrlKey || event.metaKey) && event.key === 'Backspace') {
         event.preventDefault();
@@ -324,6 +340,7 @@ export function buildCard(cue: UiCue, ctx: CardContext): Card {
         }
         form.append(row);
       });
+      firstControl = form.querySelector<HTMLElement>('vscode-textfield, vscode-radio, vscode-checkbox') ?? undefined;
       formValues = () => new Map(readers.map((r) => r()));
       focusField = (label) => focusers.get(label)?.();
       collect = () => sendSelection(p, { replyText: reply.value, fields: formValues!() });
@@ -336,7 +353,7 @@ export function buildCard(cue: UiCue, ctx: CardContext): Card {
     case 'none':
       break;
   }
-  root.append(payloadBox, reply, attachList);
+  body.append(payloadBox, reply, attachList);
 
   reply.addEventListener('input', () => ctx.saveDraft(cue.requestId, reply.value));
   reply.addEventListener('paste', (event: ClipboardEvent) => {
@@ -374,8 +391,8 @@ export function buildCard(cue: UiCue, ctx: CardContext): Card {
   if (p.kind !== 'confirm') actions.append(endButton);
   // The controls last: the row sticks to the bottom of the view while a long card scrolls.
   const help = keyHelp(cue, ctx.keys);
-  if (help) root.append(el('p', 'key-help', help));
-  root.append(status, actions);
+  if (help) body.append(el('p', 'key-help', help));
+  root.append(...(ctx.inEditor ? [] : [more]), status, actions);
 
   root.addEventListener('keydown', (event: KeyboardEvent) => {
     const target = event.target as HTMLElement;
@@ -385,7 +402,11 @@ export function buildCard(cue: UiCue, ctx: CardContext): Card {
       return;
     }
     const action = keyAction(p, { key: event.key, ctrl: event.ctrlKey, meta: event.metaKey, shift: event.shiftKey, alt: event.altKey, composing: event.isComposing }, focusOf(target), ctx.keys);
-    if (action.kind === 'none') return;
+    if (action.kind === 'none') {
+      // Typing on the card itself starts a reply: the character goes into the reply box.
+      if (focusOf(target) === 'card' && startsReply(event)) reply.focus();
+      return;
+    }
     event.preventDefault();
     event.stopPropagation();
     switch (action.kind) {
@@ -408,6 +429,16 @@ export function buildCard(cue: UiCue, ctx: CardContext): Card {
     }
   });
   return card;
+}
+
+/** Resolves once a custom element has drawn itself (at once for any other element). */
+function rendered(element: HTMLElement): Promise<unknown> {
+  return (element as HTMLElement & { updateComplete?: Promise<unknown> }).updateComplete ?? Promise.resolve();
+}
+
+/** A key that types a character (not a space, which scrolls), with no modifier held. */
+function startsReply(event: KeyboardEvent): boolean {
+  return event.key.length === 1 && event.key !== ' ' && !event.ctrlKey && !event.metaKey && !event.altKey && !event.isComposing;
 }
 
 /** What the buttons' key hints cannot say by themselves (that numbers select, when Enter sends a form). */

@@ -63,6 +63,13 @@ const cardContext: CardContext = {
 };
 const agentsContext: AgentsContext = { post: (message) => host.post(message), now };
 
+/**
+ * The keyboard follows the human's answers: set when an answer (or the lack of a next card) put
+ * focus on the empty state, so the next cue to arrive takes the keyboard at once (agents ask one
+ * question after another). A click in the page, or focus leaving it, ends that.
+ */
+let following = false;
+
 /** Puts `nodes` into `parent` in this order, moving only what is out of place (a moved node loses focus). */
 function place(parent: HTMLElement, nodes: readonly Node[]): void {
   nodes.forEach((node, i) => {
@@ -101,6 +108,11 @@ function renderEmpty(state: State): void {
   (parts[0] as HTMLElement).classList.add('icon');
   if (state.untrusted) parts.push(el('p', 'warning', `This workspace is not trusted: cues are shown and answered as usual. ${state.untrusted}`));
   const links = el('div', 'links');
+  // A way in for someone new: the walkthrough starts the demo's scripted agent, which asks here.
+  const start = el('button', 'link', 'New here? Get Started: a demo agent asks you six questions');
+  start.type = 'button';
+  start.addEventListener('click', () => host.post({ type: 'command', command: 'belay.walkthrough.open' }));
+  links.append(start);
   const copy = el('button', 'link', 'Copy HAP instructions for your agent');
   copy.type = 'button';
   copy.addEventListener('click', () => host.post({ type: 'command', command: 'belay.cues.copyInstructions' }));
@@ -112,8 +124,12 @@ function renderEmpty(state: State): void {
   emptySection.replaceChildren(...parts);
 }
 
-/** The cards in order, each kept by request id so a draft or a half-filled form survives updates. */
-function renderCards(pending: readonly UiCue[]): void {
+/**
+ * The cards in order, each kept by request id so a draft or a half-filled form survives updates.
+ * Returns the card the keyboard moves on to when the focused (or just answered) card went away,
+ * 'empty' when no card is left for it, undefined when the keyboard stays where it is.
+ */
+function renderCards(pending: readonly UiCue[]): Card | 'empty' | undefined {
   const before = [...pendingSection.children].map((node) => (node as HTMLElement).dataset.requestId ?? '');
   const ids = new Set(pending.map((c) => c.requestId));
   const active = document.activeElement;
@@ -151,13 +167,24 @@ function renderCards(pending: readonly UiCue[]): void {
   );
   const waiting = ordered.filter((c) => !c.dead).length;
   pendingSection.setAttribute('aria-label', `${waiting} waiting for you`);
-  if (lostAt !== undefined) {
-    // The next card after the one answered (or before it, at the end), an answerable one first.
-    const after = before.slice(lostAt + 1).concat(before.slice(0, lostAt).reverse());
-    const next = after.map((id) => cards.get(id)).find((c) => c && !c.dead) ?? after.map((id) => cards.get(id)).find(Boolean);
-    if (next) next.focus();
-    else emptySection.focus();
-  }
+  if (lostAt === undefined) return undefined;
+  // The next card after the one answered (or before it, at the end), an answerable one first.
+  const after = before.slice(lostAt + 1).concat(before.slice(0, lostAt).reverse());
+  const next = after.map((id) => cards.get(id)).find((c) => c && !c.dead) ?? after.map((id) => cards.get(id)).find(Boolean);
+  // A card drawn just now (the agent's next question) comes after every card that was already there.
+  return next ?? firstLiveCard() ?? 'empty';
+}
+
+/** The first card that can still be answered (else the first card). */
+function firstLiveCard(): Card | undefined {
+  const shown = [...pendingSection.children].map((node) => cards.get((node as HTMLElement).dataset.requestId ?? ''));
+  return shown.find((c) => c && !c.dead) ?? shown.find(Boolean);
+}
+
+/** True when nothing in the page has the keyboard (it sits on the page itself). */
+function keyboardOnPage(): boolean {
+  const active = document.activeElement;
+  return active === null || active === document.body || active === emptySection;
 }
 
 function renderAgents(state: State): void {
@@ -223,7 +250,7 @@ function render(state: State): void {
 
   const scope = state.scope;
   const pending = scope ? state.pending.filter((c) => c.agentId === scope.agentId) : state.pending;
-  renderCards(pending);
+  const moveTo = renderCards(pending);
   emptySection.hidden = pending.length > 0;
   if (pending.length === 0) renderEmpty(state);
   if (scope) {
@@ -232,6 +259,18 @@ function render(state: State): void {
   } else {
     renderAgents(state);
     place(root, [banner, pendingSection, emptySection, agentsSection]);
+  }
+  // Focus moves once the page is laid out: a hidden empty state cannot take it.
+  if (moveTo === 'empty') {
+    emptySection.focus();
+    following = true;
+  } else if (moveTo) {
+    moveTo.focus();
+  } else if (pending.length > 0 && (following || document.hasFocus()) && keyboardOnPage()) {
+    // The agent asked its next question after the last answer (or the panel has the keyboard and
+    // nothing in it does): the keyboard goes straight to the question.
+    following = false;
+    firstLiveCard()?.focus();
   }
   applyFocusWanted();
 }
@@ -285,6 +324,20 @@ function receive(message: ToWebview): void {
       return;
   }
 }
+
+// Focus that comes to the page itself (the view shown with "Focus on Cues View", a notification's
+// Open) goes on to the first card, where its keys work. Checked after the event, so a click that
+// focuses something of its own keeps it.
+window.addEventListener('focus', () => {
+  setTimeout(() => {
+    if (document.hasFocus() && keyboardOnPage() && document.activeElement !== emptySection) firstLiveCard()?.focus();
+  }, 0);
+});
+const stopFollowing = () => {
+  following = false;
+};
+document.addEventListener('pointerdown', stopFollowing);
+window.addEventListener('blur', stopFollowing);
 
 // One clock for every relative time on the page; a card whose time ran out is redrawn as expired.
 setInterval(() => {

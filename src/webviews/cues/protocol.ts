@@ -87,7 +87,7 @@ export type UiSelection = z.infer<typeof selectionSchema>;
 /** Webview -> host. */
 export const toHostSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ready') }),
-  z.object({ type: z.literal('command'), command: z.enum(['belay.showLog', 'belay.openSettings', 'belay.cues.copyInstructions']) }),
+  z.object({ type: z.literal('command'), command: z.enum(['belay.showLog', 'belay.openSettings', 'belay.cues.copyInstructions', 'belay.walkthrough.open']) }),
   /** Attachment ids come from `attachments` messages: the webview never names a path. */
   z.object({ type: z.literal('answer'), requestId: z.string(), selection: selectionSchema, attachments: z.array(z.string()) }),
   z.object({ type: z.literal('cancel'), requestId: z.string() }),
