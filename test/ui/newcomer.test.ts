@@ -41,7 +41,10 @@ describe('a way in', () => {
   test('the demo opens Get Started with Belay on its first start: one step per feature', async () => {
     const { page } = wb;
     const shown = walkthrough(page);
-    await shown.locator('.getting-started-step', { hasText: "Answer an agent's questions" }).first().waitFor({ timeout: 60_000 });
+    await shown.locator('.getting-started-step', { hasText: "Answer an agent's questions" }).first().waitFor({ timeout: 60_000 }).catch(async (error: unknown) => {
+      await wb.screenshot('walkthrough-first-start-failed-dark');
+      throw error;
+    });
     await shown.getByText('Get Started with Belay').first().waitFor();
     for (const step of ["Answer an agent's questions", "Apply an answer's command blocks", 'Run an agent against a task', 'Run a job and read its Results']) {
       await shown.locator('.getting-started-step', { hasText: step }).first().waitFor();
@@ -56,6 +59,7 @@ describe('a way in', () => {
     await page.locator('.terminal-wrapper.active').first().waitFor();
     await page.keyboard.press('Escape');
     await runPaletteCommand(page, 'View: Close All Editors');
+    await walkthrough(page).waitFor({ state: 'detached' });
     const card = cuesFrame(page).locator('article.cue', { hasText: 'scripted' });
     await card.waitFor({ timeout: 30_000 });
     // The agent says who it is: the runtime leads the card, its id below.
