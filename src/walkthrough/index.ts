@@ -2,7 +2,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
 import { errorMessage } from '../shared/errors.ts';
-import { DEMO_STEPS, demoStep, isDemoFolder, WALKTHROUGH_ID, WALKTHROUGH_TITLE } from './core/demo.ts';
+import { DEMO_STEPS, demoStep, isDemoFolder, WALKTHROUGH_ID } from './core/demo.ts';
 
 // A way in: the Get Started walkthrough (package.json `contributes.walkthroughs`), one step per
 // feature, each step's button opening the demo workspace's example of it (`belay.walkthrough.try`).
@@ -39,18 +39,20 @@ async function firstStart(ctx: BelayContext): Promise<void> {
   if (!folder || !ctx.config.get('walkthrough.openInDemo', vscode.Uri.file(folder))) return;
   await ctx.extension.workspaceState.update(SHOWN_KEY, true);
   ctx.log.info('the demo workspace starts for the first time: opening the Get Started walkthrough');
-  // Just after start-up the workbench may not know the extensions' walkthroughs yet and shows its
-  // own instead; nothing says when it does, so the tab is checked and the walkthrough asked for
-  // again, a second apart, a few times.
-  for (let attempt = 0; attempt < 10; attempt++) {
-    await openWalkthrough(ctx);
-    // Belay's shows as "Welcome" once open (seen in the UI test) or by its title; the workbench's own as "Walkthrough: <its title>".
-    const label = vscode.window.tabGroups.activeTabGroup.activeTab?.label ?? '';
-    if (label === 'Welcome' || label.includes(WALKTHROUGH_TITLE)) return;
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-  }
-  ctx.log.warn('the Get Started walkthrough did not open; "Belay: Get Started with Belay" opens it');
+  // Just after start-up the workbench does not know the extensions' walkthroughs yet: it
+  // registers them only after waiting (up to 5 s) on its experiments service, and a walkthrough it
+  // does not know makes its Get Started page show the workbench's own first walkthrough instead.
+  // No API says when the registration is done (the tab's label is "Welcome" either way), so the
+  // walkthrough is asked for once that wait is surely over.
+  await new Promise<void>((resolve) => {
+    const wait = setTimeout(resolve, WORKBENCH_WALKTHROUGH_WAIT_MS);
+    ctx.own({ dispose: () => clearTimeout(wait) });
+  });
+  await openWalkthrough(ctx);
 }
+
+/** How long after start the workbench may still be registering extensions' walkthroughs, and a margin. */
+const WORKBENCH_WALKTHROUGH_WAIT_MS = 8000;
 
 /** A walkthrough step's button: opens (or runs) the demo's example of that feature. */
 async function tryStep(ctx: BelayContext, value: unknown): Promise<void> {

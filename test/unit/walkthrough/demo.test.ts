@@ -45,7 +45,7 @@ describe('the Get Started walkthrough', () => {
   test('each walkthrough step in package.json has a row here, a button for it and its markdown in media/', () => {
     const walkthrough = manifest.contributes.walkthroughs.find((w) => w.id === WALKTHROUGH_ID);
     assert.ok(walkthrough, `package.json has the walkthrough ${WALKTHROUGH_ID}`);
-    assert.equal((walkthrough as Walkthrough & { title: string }).title, WALKTHROUGH_TITLE, 'the title the first start looks for on its tab');
+    assert.equal((walkthrough as Walkthrough & { title: string }).title, WALKTHROUGH_TITLE, 'the title the walkthrough is shown with');
     assert.deepEqual(walkthrough.steps.map((s) => s.id).sort(), Object.keys(DEMO_STEPS).sort());
     for (const step of walkthrough.steps) {
       assert.ok(step.description.includes(`command:belay.walkthrough.try?${encodeURIComponent(JSON.stringify([step.id]))}`), `${step.id} has a button that opens its example`);
