@@ -21,6 +21,15 @@ interface Made {
 }
 
 /** Every process whose command line mentions `needle` (the host's /proc). */
+/** Writes a task's files (relative paths to their text) under dir, making the folders. */
+async function writeFiles(dir: string, files: Record<string, string>): Promise<void> {
+  const { mkdir, writeFile } = await import('node:fs/promises');
+  for (const [file, text] of Object.entries(files)) {
+    await mkdir(path.dirname(path.join(dir, file)), { recursive: true });
+    await writeFile(path.join(dir, file), text);
+  }
+}
+
 function processesWith(needle: string): string[] {
   const found: string[] = [];
   for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
@@ -259,7 +268,7 @@ suite('Belay runner', () => {
 
   test('a multi-step task shows its steps in the Tasks view and Test Explorer, each with how it went', async () => {
     const dir = path.join(workspace(), 'tasks', 'greet-in-steps');
-    const { mkdir, writeFile, rm } = await import('node:fs/promises');
+    const { rm } = await import('node:fs/promises');
     const files: Record<string, string> = {
       'task.toml': 'version = "1.0"\nmulti_step_reward_strategy = "final"\n\n[[steps]]\nname = "01-greet"\nmin_reward = 1.0\n\n[[steps]]\nname = "02-count"\n',
       'steps/01-greet/instruction.md': 'Create hello.txt holding "Hello, world!".\n',
@@ -267,10 +276,7 @@ suite('Belay runner', () => {
       'steps/02-count/instruction.md': 'Count the words of words.txt into count.txt.\n',
       'steps/02-count/tests/test.sh': 'mkdir -p "$LOGS_DIR/verifier"\necho \'{"reward": 0.5, "style": 1}\' > "$LOGS_DIR/verifier/reward.json"\n',
     };
-    for (const [file, text] of Object.entries(files)) {
-      await mkdir(path.dirname(path.join(dir, file)), { recursive: true });
-      await writeFile(path.join(dir, file), text);
-    }
+    await writeFiles(dir, files);
     const settings = vscode.workspace.getConfiguration('belay');
     await settings.update('runner.backend', 'sandbox', vscode.ConfigurationTarget.Workspace);
     const reports: TaskTestReport[] = [];
@@ -311,17 +317,14 @@ suite('Belay runner', () => {
 
   test('a task whose tests write several metrics and no reward shows them metric by metric, and no reward is made up', async () => {
     const dir = path.join(workspace(), 'tasks', 'two-metrics');
-    const { mkdir, writeFile, rm } = await import('node:fs/promises');
+    const { rm } = await import('node:fs/promises');
     const files: Record<string, string> = {
       'task.toml': 'version = "1.0"\n',
       'instruction.md': 'Do nothing.\n',
       // The Harbor cookbook's multi-reward task, failed on both metrics, by a script that exits 0.
       'tests/test.sh': 'mkdir -p "$LOGS_DIR/verifier"\necho \'{"correctness": 0, "performance": 0}\' > "$LOGS_DIR/verifier/reward.json"\nexit 0\n',
     };
-    for (const [file, text] of Object.entries(files)) {
-      await mkdir(path.dirname(path.join(dir, file)), { recursive: true });
-      await writeFile(path.join(dir, file), text);
-    }
+    await writeFiles(dir, files);
     const settings = vscode.workspace.getConfiguration('belay');
     await settings.update('runner.backend', 'sandbox', vscode.ConfigurationTarget.Workspace);
     try {
