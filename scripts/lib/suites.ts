@@ -99,6 +99,10 @@ export async function runHostTests(): Promise<SuiteResult> {
       testsPath: path.join(repoRoot, 'out', 'test', 'host', 'index.js'),
       folder: workspace,
       enableProposedApi: true,
+      // About fifty tests, several running real agents, sandboxes and workbench views: on a loaded
+      // two-core machine they took more than 300 s. Each test has its own mocha timeout; this one
+      // only ends a workbench that stopped answering.
+      timeoutMs: 900_000,
     });
     for (const line of run.consoleLines.filter((l) => /FAILED|passed, \d+ failed|Error/.test(l))) console.log(`  [host] ${line}`);
     if (!existsSync(resultsFile)) return { name, passed: 0, failed: 0, error: `the extension host wrote no results (exit ${run.exitCode}); log: ${host.stateDir}` };
