@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { freePort } from '../../scripts/lib/host.ts';
@@ -49,6 +49,7 @@ const ordinaryPath = '/usr/local/bin:/usr/bin:/bin';
 describe('npm start and the mailbox of the person who started it', () => {
   let dir: string;
   let home: string;
+  let demo: string;
   let started: Started | undefined;
   let browser: Browser;
 
@@ -57,6 +58,14 @@ describe('npm start and the mailbox of the person who started it', () => {
     dir = await mkdtemp(path.join(cacheDir, 'ui-start-'));
     home = path.join(dir, 'person');
     await mkdir(home, { recursive: true });
+    // The demo as npm start opens it, less the Get Started walkthrough it opens on its first start
+    // (its page would stand before the Cues panel; the walkthrough has tests of its own).
+    demo = path.join(dir, 'demo');
+    await cp(path.join(repoRoot, 'demo'), demo, { recursive: true });
+    const settingsFile = path.join(demo, '.vscode', 'settings.json');
+    const settings = existsSync(settingsFile) ? (JSON.parse(await readFile(settingsFile, 'utf8')) as Record<string, unknown>) : {};
+    await mkdir(path.dirname(settingsFile), { recursive: true });
+    await writeFile(settingsFile, JSON.stringify({ ...settings, 'belay.walkthrough.openInDemo': false }, null, 2));
     browser = await launchBrowser();
   });
   after(async () => {
@@ -68,7 +77,7 @@ describe('npm start and the mailbox of the person who started it', () => {
   test("a cueme from an ordinary shell reaches the panel of npm start's VS Code, and gets the answer", async () => {
     const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, BELAY_START_STATE: path.join(dir, 'state') };
     delete env.CUE_HOME;
-    started = await npmStart(['--port', String(await freePort())], env);
+    started = await npmStart(['--port', String(await freePort()), '--folder', demo], env);
     assert.match(started.output(), new RegExp(`^Cues: your mailbox, ${path.join(home, '.cue').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')};`, 'm'));
     const page = await browser.context.newPage();
     await page.goto(started.url, { timeout: 120_000 });
@@ -107,7 +116,7 @@ describe('npm start and the mailbox of the person who started it', () => {
   test('with --isolated-home the panel watches a mailbox of its own and says where', async () => {
     await stop(started);
     const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, CUE_HOME: path.join(home, 'elsewhere'), BELAY_START_STATE: path.join(dir, 'state') };
-    started = await npmStart(['--port', String(await freePort()), '--isolated-home'], env);
+    started = await npmStart(['--port', String(await freePort()), '--folder', demo, '--isolated-home'], env);
     const own = path.join(dir, 'state', 'home', '.cue');
     assert.match(started.output(), /^Cues: a mailbox of its own, .+ \(--isolated-home\)/m);
     const page = await browser.context.newPage();
