@@ -414,14 +414,14 @@ suite('Belay runner', () => {
   test('the trajectory view opens for a run made by the editor', async () => {
     const task = runner.service.findTask('hello-world')!;
     // The runs the editor made alone: a job's trials are listed among a task's runs too.
-    const run = runner.service.runsOf(task).find((r) => r.result.passed && !r.job)!;
+    const run = runner.service.runsOf(task).find((r) => r.result.passed && !r.job && r.result.agent === SDK1)!;
     await vscode.commands.executeCommand('belay.runner.openTrajectory', run.result.run_dir);
     assert.deepEqual(runner.trajectories.openRuns, [run.result.run_dir]);
     const labels = () => vscode.window.tabGroups.all.flatMap((g) => g.tabs).map((t) => t.label);
     // Titled by the run: task, agent and when it started (two runs' tabs are told apart).
     const title = new RegExp(`^Run: hello-world · ${SDK1.replace(/\./g, '\\.')} · .*\\d:\\d\\d:\\d\\d`);
     await waitFor('the trajectory tab titled by its run', () => labels().some((l) => title.test(l)), [vscode.window.tabGroups.onDidChangeTabs]);
-    const other = runner.service.runsOf(task).find((r) => !r.job && r.result.run_dir !== run.result.run_dir && r.result.started_at !== run.result.started_at);
+    const other = runner.service.runsOf(task).find((r) => !r.job && r.result.agent === SDK1 && r.result.run_dir !== run.result.run_dir && r.result.started_at !== run.result.started_at);
     assert.ok(other, 'the tests above left two runs of hello-world');
     await vscode.commands.executeCommand('belay.runner.openTrajectory', other.result.run_dir);
     await waitFor('a second run in a tab of its own', () => labels().filter((l) => l.startsWith('Run: hello-world · ')).length === 2, [vscode.window.tabGroups.onDidChangeTabs]);
