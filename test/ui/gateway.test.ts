@@ -42,7 +42,7 @@ describe('an agent calling a model through Belay’s gateway, in the workbench',
     // The agent's files, as a user keeps them in the workspace.
     const agentDir = path.join(wb.workspace, 'model-agent');
     await mkdir(agentDir, { recursive: true });
-    for (const file of ['llm-sdk1.mjs', 'sdk1-lib.mjs']) await cp(path.join(repoRoot, 'test', 'fixtures', 'runner', 'agents', file), path.join(agentDir, file));
+    for (const file of ['llm-sdk1.mjs', 'llm-client.mjs', 'sdk1-lib.mjs']) await cp(path.join(repoRoot, 'test', 'fixtures', 'runner', 'agents', file), path.join(agentDir, file));
   });
   after(async () => {
     await wb?.close();
