@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { DEMO_STEPS, demoStep, isDemoFolder, WALKTHROUGH_ID } from './core/demo.ts';
+import { isWelcomeLabel, openWhileUntouched } from './core/firstOpen.ts';
 
 // A way in: the Get Started walkthrough (package.json `contributes.walkthroughs`), one step per
 // feature, each step's button opening the demo workspace's example of it (`belay.walkthrough.try`).
@@ -39,20 +40,34 @@ async function firstStart(ctx: BelayContext): Promise<void> {
   if (!folder || !ctx.config.get('walkthrough.openInDemo', vscode.Uri.file(folder))) return;
   await ctx.extension.workspaceState.update(SHOWN_KEY, true);
   ctx.log.info('the demo workspace starts for the first time: opening the Get Started walkthrough');
-  // Just after start-up the workbench does not know the extensions' walkthroughs yet: it
-  // registers them only after waiting (up to 5 s) on its experiments service, and a walkthrough it
-  // does not know makes its Get Started page show the workbench's own first walkthrough instead.
-  // No API says when the registration is done (the tab's label is "Welcome" either way), so the
-  // walkthrough is asked for once that wait is surely over.
-  await new Promise<void>((resolve) => {
-    const wait = setTimeout(resolve, WORKBENCH_WALKTHROUGH_WAIT_MS);
-    ctx.own({ dispose: () => clearTimeout(wait) });
-  });
-  await openWalkthrough(ctx);
+  let disposed = false;
+  ctx.own({ dispose: () => (disposed = true) });
+  const outcome = await openWhileUntouched(
+    {
+      open: async () => {
+        if (!disposed) await openWalkthrough(ctx);
+      },
+      welcome: () => {
+        const groups = vscode.window.tabGroups;
+        if (groups.activeTabGroup.activeTab && isWelcomeLabel(groups.activeTabGroup.activeTab.label)) return 'active';
+        return groups.all.some((group) => group.tabs.some((tab) => isWelcomeLabel(tab.label))) ? 'behind' : 'none';
+      },
+      settle: (ms) =>
+        new Promise<void>((resolve) => {
+          const done = (): void => {
+            clearTimeout(timer);
+            changed.dispose();
+            resolve();
+          };
+          const timer = setTimeout(done, ms);
+          const changed = vscode.window.tabGroups.onDidChangeTabs(done);
+        }),
+      now: () => (disposed ? Number.POSITIVE_INFINITY : Date.now()),
+    },
+    { retryMs: 4000, withinMs: 60_000 },
+  );
+  ctx.log.info(`the Get Started walkthrough: ${outcome.kind === 'left' ? `the person ${outcome.how === 'closed' ? 'closed it' : 'turned to another tab'}` : outcome.kind === 'no-tab' ? 'the workbench opened no Welcome tab' : 'asked while its tab stood untouched'} (${outcome.attempts} asks)`);
 }
-
-/** How long after start the workbench may still be registering extensions' walkthroughs, and a margin. */
-const WORKBENCH_WALKTHROUGH_WAIT_MS = 8000;
 
 /** A walkthrough step's button: opens (or runs) the demo's example of that feature. */
 async function tryStep(ctx: BelayContext, value: unknown): Promise<void> {

@@ -18,9 +18,8 @@ let cueHome: string;
 before(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'belay-newcomer-'));
   cueHome = path.join(dir, '.cue');
-  // Opened as a person does from the palette or an empty view's Get Started link. Its opening by
-  // itself on the demo's first start is not asserted: in the browser workbench VS Code may still
-  // be registering the extension's walkthroughs then, and shows its own first walkthrough instead.
+  // Opened as a person does from the palette or an empty view's Get Started link (its opening by
+  // itself on the demo's first start is walkthroughFirstStart.test.ts's).
   wb = await openWorkbench({ settings: { 'belay.cues.home': cueHome, 'belay.cues.notifications': false } });
 });
 after(async () => {
