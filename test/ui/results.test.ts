@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { runPaletteCommand } from '../../scripts/lib/workbench.ts';
 import { cacheDir, repoRoot } from '../../scripts/lib/paths.ts';
-import { openWorkbench, setColorTheme, type Workbench } from './lib.ts';
+import { openWorkbench, setColorTheme, type Workbench } from '../support/workbench.ts';
 
 const flakyAgent = path.join(repoRoot, 'test', 'fixtures', 'runner', 'agents', 'flaky.mjs');
 

@@ -5,7 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { runPaletteCommand } from '../../scripts/lib/workbench.ts';
-import { openBelayContainer, openWorkbench, pick, setColorTheme, terminalText, waitForTerminal, type Workbench } from './lib.ts';
+import { openBelayContainer, openWorkbench, pick, setColorTheme, terminalText, waitForTerminal, type Workbench } from '../support/workbench.ts';
 
 /** Room for a view: the panel (terminal, test results) hidden when it shows. */
 async function hidePanel(page: Page): Promise<void> {

@@ -4,9 +4,9 @@ import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fixture, fixtures, repoRoot, tempDir } from './helpers.ts';
-import { ensureBuilt } from '../build.ts';
-import { runCli, type CliRun } from '../cli-process.ts';
+import { fixture, fixtures, repoRoot, tempDir } from '../../support/blocks/helpers.ts';
+import { ensureBuilt } from '../../support/build.ts';
+import { runCli, type CliRun } from '../../support/cli-process.ts';
 
 const cli = path.join(repoRoot, 'dist', 'cli.js');
 let dir: string;

@@ -8,7 +8,7 @@ import { parseAnswer } from '../../../src/blocks/core/parser.ts';
 import { AnswerState, planAnswer } from '../../../src/blocks/core/plan.ts';
 import { formatResult, formatResults } from '../../../src/blocks/core/results.ts';
 import { openWorkspace, type Workspace } from '../../../src/blocks/core/sandbox.ts';
-import { fixture, markedEnv, processesMarked, tempDir } from './helpers.ts';
+import { fixture, markedEnv, processesMarked, tempDir } from '../../support/blocks/helpers.ts';
 
 let ws: string;
 let cleanup: () => Promise<void>;

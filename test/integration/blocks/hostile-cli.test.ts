@@ -10,9 +10,9 @@ import { executeAnswer } from '../../../src/blocks/core/executor.ts';
 import { formatResult } from '../../../src/blocks/core/results.ts';
 import { openWorkspace } from '../../../src/blocks/core/sandbox.ts';
 import { neutraliseControls, neutraliseJson } from '../../../src/shared/terminalText.ts';
-import { pathologicalAnswers } from './hostileAnswers.ts';
-import { markedEnv, processesMarked, repoRoot, tempDir } from './helpers.ts';
-import { runCli, type CliRun } from '../cli-process.ts';
+import { pathologicalAnswers } from '../../support/blocks/hostileAnswers.ts';
+import { markedEnv, processesMarked, repoRoot, tempDir } from '../../support/blocks/helpers.ts';
+import { runCli, type CliRun } from '../../support/cli-process.ts';
 
 let dir: string;
 let cli: string;

@@ -14,7 +14,7 @@ import { MAX_TEXT_BYTES } from '../../../src/blocks/core/files.ts';
 import { collectOutbox } from '../../../src/blocks/core/outbox.ts';
 import { formatResult } from '../../../src/blocks/core/results.ts';
 import { openWorkspace, type Workspace } from '../../../src/blocks/core/sandbox.ts';
-import { tempDir } from './helpers.ts';
+import { tempDir } from '../../support/blocks/helpers.ts';
 
 let dir: string;
 let ws: string;

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { executeAnswer } from '../../../src/blocks/core/executor.ts';
 import { openWorkspace, type Workspace } from '../../../src/blocks/core/sandbox.ts';
 import { detectContainment, type Containment } from '../../../src/shared/containment.ts';
-import { markedEnv, processesMarked, tempDir } from './helpers.ts';
+import { markedEnv, processesMarked, tempDir } from '../../support/blocks/helpers.ts';
 
 let ws: string;
 let cleanup: () => Promise<void>;

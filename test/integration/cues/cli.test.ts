@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import { Mailbox, type CueEntry } from '../../../src/cues/core/store.ts';
-import { childEnv, cueFixture, envelope, repoRoot, run, start, tempHome, waitUntil, type Bundles } from './helpers.ts';
+import { childEnv, cueFixture, envelope, repoRoot, run, start, tempHome, waitUntil, type Bundles } from '../../support/cues/helpers.ts';
 
 function rawDb(file: string): DatabaseSync {
   const db = new DatabaseSync(file, { enableForeignKeyConstraints: false });

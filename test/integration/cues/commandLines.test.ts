@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { COMMAND_LINES, CommandLinesError, folderOnPath, installCommandLines, installedIn, pathLine, uninstallCommandLines } from '../../../src/cues/core/commandLines.ts';
-import { ensureBuilt } from '../build.ts';
-import { repoRoot } from './helpers.ts';
+import { ensureBuilt } from '../../support/build.ts';
+import { repoRoot } from '../../support/cues/helpers.ts';
 
 describe('installing the command lines', () => {
   let dir: string;

@@ -3,7 +3,7 @@ import { rmSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, it } from 'node:test';
 import { Mailbox } from '../../../src/cues/core/store.ts';
-import { buildBundles, childEnv, envelope, run, start, tempHome, waitUntil, type Bundles, type Running } from './helpers.ts';
+import { buildBundles, childEnv, envelope, run, start, tempHome, waitUntil, type Bundles, type Running } from '../../support/cues/helpers.ts';
 
 describe('concurrency', () => {
   let bin: Bundles;

@@ -8,8 +8,8 @@ import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { elicitationForm, readFormAnswer } from '../../../src/cli/mcpForm.ts';
 import { withFormElicitation } from '../../../src/cli/mcpBridge.ts';
 import { Mailbox } from '../../../src/cues/core/store.ts';
-import { cueFixture, repoRoot, run, start, tempHome, waitUntil, type Bundles } from './helpers.ts';
-import { RawClient, sdkClient, textOf } from './mcpHelpers.ts';
+import { cueFixture, repoRoot, run, start, tempHome, waitUntil, type Bundles } from '../../support/cues/helpers.ts';
+import { RawClient, sdkClient, textOf } from '../../support/cues/mcpHelpers.ts';
 
 const SERVER = path.join(repoRoot, 'test', 'fixtures', 'mcp', 'elicit-server.ts');
 

@@ -9,8 +9,8 @@ import { renderResponse } from '../../../src/cues/core/hap.ts';
 import { Mailbox, type CueEntry } from '../../../src/cues/core/store.ts';
 import { timeoutText } from '../../../src/cues/core/texts.ts';
 import { parsePayloadArgument, runtimeFromClient } from '../../../src/cli/mcpServer.ts';
-import { buildBundles, childEnv, cueFixture, envelope, run, start, tempHome, waitUntil, type Bundles } from './helpers.ts';
-import { RawClient, sdkClient, textOf } from './mcpHelpers.ts';
+import { buildBundles, childEnv, cueFixture, envelope, run, start, tempHome, waitUntil, type Bundles } from '../../support/cues/helpers.ts';
+import { RawClient, sdkClient, textOf } from '../../support/cues/mcpHelpers.ts';
 
 describe('belay mcp: the HAP tools over MCP', () => {
   let bin: Bundles;

@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { composeAnswerText } from '../../../src/cues/core/answer.ts';
 import { Mailbox } from '../../../src/cues/core/store.ts';
-import { buildBundles, repoRoot, tempHome, waitUntil, type Bundles } from './helpers.ts';
+import { buildBundles, repoRoot, tempHome, waitUntil, type Bundles } from '../../support/cues/helpers.ts';
 
 let bundles: Bundles;
 before(async () => {

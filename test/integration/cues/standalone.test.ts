@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Mailbox } from '../../../src/cues/core/store.ts';
-import { envelope, repoRoot, run, start, waitUntil } from './helpers.ts';
-import { RawClient } from './mcpHelpers.ts';
+import { envelope, repoRoot, run, start, waitUntil } from '../../support/cues/helpers.ts';
+import { RawClient } from '../../support/cues/mcpHelpers.ts';
 
 const EXPECTED_FILES = ['LICENSE', 'README.md', 'dist/cli.js', 'dist/cueme.js', 'dist/package.json', 'package.json'];
 

@@ -9,7 +9,7 @@ import { MailboxError } from '../../../src/cues/core/errors.ts';
 import { mailboxPaths } from '../../../src/cues/core/home.ts';
 import { Mailbox } from '../../../src/cues/core/store.ts';
 import { currentProcess, HEARTBEAT_STALE_MS, systemProbe, waiterLiveness } from '../../../src/cues/core/waiters.ts';
-import { repoRoot, tempHome } from './helpers.ts';
+import { repoRoot, tempHome } from '../../support/cues/helpers.ts';
 
 function rawDb(file: string): DatabaseSync {
   const db = new DatabaseSync(file, { enableForeignKeyConstraints: false });

@@ -11,8 +11,8 @@ import { after, before, describe, test } from 'node:test';
 import { repoRoot } from '../../../scripts/lib/paths.ts';
 import { olderThanMinimum, onlyAsksForHelp } from '../../../src/cli/node-check.ts';
 import { Mailbox } from '../../../src/cues/core/store.ts';
-import { waitUntil } from '../cues/helpers.ts';
-import { ensureBuilt } from '../build.ts';
+import { waitUntil } from '../../support/cues/helpers.ts';
+import { ensureBuilt } from '../../support/build.ts';
 
 /** A Node on this machine older than 22.13 (Debian's Node 20 here), or undefined. */
 function oldNode(): string | undefined {

@@ -8,9 +8,9 @@ import { mkdirSync, readdirSync, lstatSync, symlinkSync, writeFileSync } from 'n
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { repoRoot } from '../../../scripts/lib/paths.ts';
-import { ensureBuilt } from '../build.ts';
-import { runCli } from '../cli-process.ts';
-import { tempDir } from '../runner/helpers.ts';
+import { ensureBuilt } from '../../support/build.ts';
+import { runCli } from '../../support/cli-process.ts';
+import { tempDir } from '../../support/runner/helpers.ts';
 
 const belay = path.join(repoRoot, 'dist', 'cli.js');
 const cueme = path.join(repoRoot, 'dist', 'cueme.js');

@@ -8,7 +8,7 @@ import { repoRoot } from '../../../scripts/lib/paths.ts';
 import { olderThanMinimum } from '../../../src/cli/node-check.ts';
 import { subcommands } from '../../../src/cli/registry.ts';
 import { parseCommandLine, splitAction, UsageError, wantsHelp } from '../../../src/shared/args.ts';
-import { ensureBuilt } from '../build.ts';
+import { ensureBuilt } from '../../support/build.ts';
 
 const cli = path.join(repoRoot, 'dist', 'cli.js');
 const run = (...args: string[]) => spawnSync(cli, args, { encoding: 'utf8', env: { ...process.env, PATH: `${path.dirname(process.execPath)}:${process.env.PATH}` } });

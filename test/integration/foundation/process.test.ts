@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { test } from 'node:test';
 import { writeFileAtomic } from '../../../src/shared/atomic.ts';
 import { BoundedText, prepareBounded, runBounded, shellCommand, startChild } from '../../../src/shared/process.ts';
-import { alive } from './proc.ts';
+import { alive } from '../../support/processes.ts';
 
 /** A killed process finishes exiting a moment after its pipes close: wait (bounded) until it has. */
 async function gone(pid: number, withinMs = 5_000): Promise<boolean> {

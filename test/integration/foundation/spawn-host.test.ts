@@ -9,7 +9,7 @@ import * as os from 'node:os';
 import { test } from 'node:test';
 import { runBounded, startChild } from '../../../src/shared/process.ts';
 import { HOST_SOURCE, replaceSpawnHost } from '../../../src/shared/spawn-host.ts';
-import { alive } from './proc.ts';
+import { alive } from '../../support/processes.ts';
 
 async function until(check: () => boolean, withinMs = 5_000): Promise<boolean> {
   const deadline = Date.now() + withinMs;

@@ -7,10 +7,10 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFi
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { randomBytes } from 'node:crypto';
-import { agentFile, repoRoot, sandboxOrReason, tempDir } from './helpers.ts';
-import { engineWithBase } from './container-helpers.ts';
-import { runCli } from '../cli-process.ts';
-import { ensureBuilt } from '../build.ts';
+import { agentFile, repoRoot, sandboxOrReason, tempDir } from '../../support/runner/helpers.ts';
+import { engineWithBase } from '../../support/runner/container-helpers.ts';
+import { runCli } from '../../support/cli-process.ts';
+import { ensureBuilt } from '../../support/build.ts';
 
 const tmp = tempDir('belay-agent-dir-');
 after(() => tmp.remove());

@@ -4,10 +4,10 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { chatAnswer, startUpstream, type FakeUpstream } from './gateway-upstream.ts';
-import { nodeAgent, repoRoot, taskDir, tempDir } from './helpers.ts';
-import { runCli, type CliRun } from '../cli-process.ts';
-import { ensureBuilt } from '../build.ts';
+import { chatAnswer, startUpstream, type FakeUpstream } from '../../support/runner/gateway-upstream.ts';
+import { nodeAgent, repoRoot, taskDir, tempDir } from '../../support/runner/helpers.ts';
+import { runCli, type CliRun } from '../../support/cli-process.ts';
+import { ensureBuilt } from '../../support/build.ts';
 
 const KEY = 'sk-cli-real-key-0123456789';
 const tmp = tempDir('belay-cli-llm-');

@@ -3,9 +3,9 @@ import { type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { agentFile, fixtures, nodeAgent, processesWith, repoRoot, taskDir, tempDir } from './helpers.ts';
-import { runCli, type CliRun } from '../cli-process.ts';
-import { ensureBuilt } from '../build.ts';
+import { agentFile, fixtures, nodeAgent, processesWith, repoRoot, taskDir, tempDir } from '../../support/runner/helpers.ts';
+import { runCli, type CliRun } from '../../support/cli-process.ts';
+import { ensureBuilt } from '../../support/build.ts';
 
 const tmp = tempDir('belay-cli-');
 after(() => tmp.remove());

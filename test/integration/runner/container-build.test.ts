@@ -5,8 +5,8 @@ import { after, describe, it } from 'node:test';
 import type { Engine } from '../../../src/runner/core/backends/engine.ts';
 import { BASE_IMAGE } from '../../../src/runner/core/backends/image-base.ts';
 import { buildFailureSummary, CappedLog, contextHash, dockerfileInstructions, failedInstruction, imageSource, mainService, taskImage, taskImageName } from '../../../src/runner/core/backends/image-task.ts';
-import { engineWithBase, uniqueName } from './container-helpers.ts';
-import { tempDir } from './helpers.ts';
+import { engineWithBase, uniqueName } from '../../support/runner/container-helpers.ts';
+import { tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir('belay-build-');
 const found = await engineWithBase();

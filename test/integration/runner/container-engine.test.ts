@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { detectEngine, Engine, engineChoice, engineEnvironment, EngineUnavailableError, findProgram, parseEngineInfo, parseHostLimits, ulimitFlags } from '../../../src/runner/core/backends/engine.ts';
-import { tempDir } from './helpers.ts';
+import { tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir('belay-engine-');
 after(() => tmp.remove());

@@ -8,8 +8,8 @@ import { UsageError } from '../../../src/cli/io.ts';
 import { subcommands } from '../../../src/cli/registry.ts';
 import type { Engine } from '../../../src/runner/core/backends/engine.ts';
 import { BASE_IMAGE, BASE_PACKAGES, buildBaseImage, mmdebstrapArgs, recipeHash } from '../../../src/runner/core/backends/image-base.ts';
-import { cacheDir, engineWithBase, uniqueName } from './container-helpers.ts';
-import { tempDir } from './helpers.ts';
+import { cacheDir, engineWithBase, uniqueName } from '../../support/runner/container-helpers.ts';
+import { tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir('belay-image-');
 after(() => tmp.remove());

@@ -6,8 +6,8 @@ import { containerLauncher } from '../../../src/runner/core/backends/container-n
 import { LABELS } from '../../../src/runner/core/backends/container.ts';
 import type { Engine } from '../../../src/runner/core/backends/engine.ts';
 import { runNanobot, TerminalConfigSchema, type NanobotEvent } from '../../../src/runner/core/protocols/nanobot.ts';
-import { engineWithBase } from './container-helpers.ts';
-import { agentFile, repoRoot, tempDir } from './helpers.ts';
+import { engineWithBase } from '../../support/runner/container-helpers.ts';
+import { agentFile, repoRoot, tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir('belay-container-nanobot-');
 after(() => tmp.remove());

@@ -8,7 +8,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { describe, it } from 'node:test';
 import { CommandWatch, COMMAND_VARIABLE, KILL_SCRIPT } from '../../../src/runner/core/backends/command-watch.ts';
 import { runBounded, startChild } from '../../../src/shared/process.ts';
-import { processesWith } from './helpers.ts';
+import { processesWith } from '../../support/runner/helpers.ts';
 
 const skip = existsSync('/bin/bash') && process.platform === 'linux' ? false : 'needs Linux and /bin/bash';
 

@@ -26,8 +26,8 @@ import type { Engine } from '../../../src/runner/core/backends/engine.ts';
 import { BASE_IMAGE } from '../../../src/runner/core/backends/image-base.ts';
 import { runFiles } from '../../../src/runner/core/records.ts';
 import { loadTask } from '../../../src/runner/core/task.ts';
-import { engineWithBase, removeTestImages, uniqueName } from './container-helpers.ts';
-import { agentFile, nodeAgent, nodeDir, repoRoot, runFixture, taskDir, tempDir } from './helpers.ts';
+import { engineWithBase, removeTestImages, uniqueName } from '../../support/runner/container-helpers.ts';
+import { agentFile, nodeAgent, nodeDir, repoRoot, runFixture, taskDir, tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir('belay-container-');
 /** `belay run ARGS` (the first argument, 'run', is the subcommand's name). */

@@ -3,7 +3,7 @@ import { after, describe, it } from 'node:test';
 import type { Backend } from '../../../src/runner/core/backend.ts';
 import { localBackend } from '../../../src/runner/core/backends/local.ts';
 import { decide, diagnoseAgent, type DoctorReport } from '../../../src/runner/core/protocols/doctor.ts';
-import { agentFile, fixtures, nodeDir, processesWith, sandboxOrReason, tempDir } from './helpers.ts';
+import { agentFile, fixtures, nodeDir, processesWith, sandboxOrReason, tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir('belay-doctor-test-');
 after(() => tmp.remove());

@@ -9,7 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startGateway, type Gateway } from '../../../src/runner/core/gateway/index.ts';
-import { bodyReader, chatAnswer, chatChunk, gate, sse, startUpstream, type FakeUpstream } from './gateway-upstream.ts';
+import { bodyReader, chatAnswer, chatChunk, gate, sse, startUpstream, type FakeUpstream } from '../../support/runner/gateway-upstream.ts';
 
 const KEY = 'sk-real-upstream-key-0123456789';
 

@@ -5,7 +5,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { llmEnvironment, startGateway, type Gateway, type LlmRequestRecord } from '../../../src/runner/core/gateway/index.ts';
-import { bodyReader, chatAnswer, chatChunk, gate, messagesAnswer, sse, startUpstream, type FakeUpstream } from './gateway-upstream.ts';
+import { bodyReader, chatAnswer, chatChunk, gate, messagesAnswer, sse, startUpstream, type FakeUpstream } from '../../support/runner/gateway-upstream.ts';
 
 const KEY = 'sk-real-upstream-key-0123456789';
 

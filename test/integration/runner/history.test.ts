@@ -7,7 +7,7 @@ import { localBackend } from '../../../src/runner/core/backends/local.ts';
 import { sdk1 } from '../../../src/runner/core/protocols/sdk1.ts';
 import { runTask } from '../../../src/runner/core/run.ts';
 import { loadTask } from '../../../src/runner/core/task.ts';
-import { nodeAgent, taskDir, tempDir } from './helpers.ts';
+import { nodeAgent, taskDir, tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir();
 after(() => tmp.remove());

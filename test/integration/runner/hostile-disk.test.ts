@@ -12,8 +12,8 @@ import { limitFileSize } from '../../../src/runner/core/backends/file-size.ts';
 import { localBackend } from '../../../src/runner/core/backends/local.ts';
 import { loadTask } from '../../../src/runner/core/task.ts';
 import { runBounded } from '../../../src/shared/process.ts';
-import { engineWithBase } from './container-helpers.ts';
-import { fixtures, sandboxOrReason, tempDir } from './helpers.ts';
+import { engineWithBase } from '../../support/runner/container-helpers.ts';
+import { fixtures, sandboxOrReason, tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir('belay-hostile-disk-');
 after(() => tmp.remove());

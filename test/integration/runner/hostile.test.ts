@@ -15,8 +15,8 @@ import { localBackend } from '../../../src/runner/core/backends/local.ts';
 import { runFiles, type RunResult } from '../../../src/runner/core/records.ts';
 import { loadTask, type Task } from '../../../src/runner/core/task.ts';
 import { runBounded } from '../../../src/shared/process.ts';
-import { containerOrReason } from './container-helpers.ts';
-import { fixtures, nodeAgent, processesWith, repoRoot, runFixture, sandboxOrReason, tempDir } from './helpers.ts';
+import { containerOrReason } from '../../support/runner/container-helpers.ts';
+import { fixtures, nodeAgent, processesWith, repoRoot, runFixture, sandboxOrReason, tempDir } from '../../support/runner/helpers.ts';
 
 /** Every backend the suite runs against; a backend that cannot run here is skipped with its reason. */
 export const HOSTILE_BACKENDS: { name: string; get: () => Promise<Backend | Error> }[] = [

@@ -8,9 +8,9 @@ import { after, before, describe, it } from 'node:test';
 import { listRuns } from '../../../src/runner/core/history.ts';
 import { latestOutcome, listJobRuns, newestFirst, outcomeWords, trialWords, type RunOrTrial } from '../../../src/runner/core/results/jobRuns.ts';
 import { readJob } from '../../../src/runner/core/jobs/schema.ts';
-import { runCli } from '../cli-process.ts';
-import { ensureBuilt } from '../build.ts';
-import { agentFile, processesWith, repoRoot, tempDir } from './helpers.ts';
+import { runCli } from '../../support/cli-process.ts';
+import { ensureBuilt } from '../../support/build.ts';
+import { agentFile, processesWith, repoRoot, tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir('belay-jobruns-');
 const cli = path.join(repoRoot, 'dist', 'cli.js');

@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { ATIF_FILE, ATIF_VERSION, AtifTrajectorySchema, toAtif, type AtifSource } from '../../../src/runner/core/atif.ts';
 import { localBackend } from '../../../src/runner/core/backends/local.ts';
-import { nodeAgent, runFixture, tempDir } from './helpers.ts';
+import { nodeAgent, runFixture, tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir('belay-atif-');
 after(() => tmp.remove());

@@ -12,11 +12,11 @@ import { readJob, type JobRecord } from '../../../src/runner/core/jobs/schema.ts
 import { protocolNamed } from '../../../src/runner/core/protocols/index.ts';
 import { runTask } from '../../../src/runner/core/run.ts';
 import { loadTask } from '../../../src/runner/core/task.ts';
-import { exactPassAtK } from './jobs-helpers.ts';
+import { exactPassAtK } from '../../support/runner/jobs-helpers.ts';
 import { progressWriter } from '../../../src/cli/runJob.ts';
-import { agentFile, fastLimits, nodeDir, processesWith, repoRoot, tempDir } from './helpers.ts';
-import { runCli, type CliRun } from '../cli-process.ts';
-import { ensureBuilt } from '../build.ts';
+import { agentFile, fastLimits, nodeDir, processesWith, repoRoot, tempDir } from '../../support/runner/helpers.ts';
+import { runCli, type CliRun } from '../../support/cli-process.ts';
+import { ensureBuilt } from '../../support/build.ts';
 
 const tmp = tempDir('belay-jobs-');
 const cli = path.join(repoRoot, 'dist', 'cli.js');

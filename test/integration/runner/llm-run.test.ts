@@ -8,9 +8,9 @@ import { after, before, describe, it } from 'node:test';
 import type { Backend } from '../../../src/runner/core/backend.ts';
 import { hostGateway, type HostedGateway, type RunLlmOptions } from '../../../src/runner/core/runLlm.ts';
 import { readTrajectory } from '../../../src/runner/core/history.ts';
-import { containerOrReason } from './container-helpers.ts';
-import { chatAnswer, sse, chatChunk, startUpstream, type FakeUpstream, type Reply } from './gateway-upstream.ts';
-import { backends, nodeAgent, processesWith, runFixture, tempDir, type TempDir } from './helpers.ts';
+import { containerOrReason } from '../../support/runner/container-helpers.ts';
+import { chatAnswer, sse, chatChunk, startUpstream, type FakeUpstream, type Reply } from '../../support/runner/gateway-upstream.ts';
+import { backends, nodeAgent, processesWith, runFixture, tempDir, type TempDir } from '../../support/runner/helpers.ts';
 
 const REAL_KEY = 'sk-real-key-that-must-never-enter-a-run-1f2e3d';
 const SOLVE = "printf 'Hello, world!' > hello.txt";

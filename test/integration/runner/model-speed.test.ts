@@ -26,8 +26,8 @@ import type { RunResult } from '../../../src/runner/core/records.ts';
 import { runTask } from '../../../src/runner/core/run.ts';
 import { hostGateway, type HostedGateway, type RunLlmOptions } from '../../../src/runner/core/runLlm.ts';
 import { loadTask } from '../../../src/runner/core/task.ts';
-import { containerOrReason } from './container-helpers.ts';
-import { backends, nodeAgent, nodeDir, processesWith, repoRoot, runFixture, taskDir, tempDir } from './helpers.ts';
+import { containerOrReason } from '../../support/runner/container-helpers.ts';
+import { backends, nodeAgent, nodeDir, processesWith, repoRoot, runFixture, taskDir, tempDir } from '../../support/runner/helpers.ts';
 
 const KEY = 'sk-model-speed-upstream-key';
 const SOLVE = "printf 'Hello, world!' > hello.txt";

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { logLevel, parseFrame, startNanobot, TerminalConfigSchema, type NanobotEvent, type NanobotSession } from '../../../src/runner/core/protocols/nanobot.ts';
-import { agentFile, tempDir } from './helpers.ts';
+import { agentFile, tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir('belay-nanobot-inject-');
 after(() => tmp.remove());
@@ -143,7 +143,7 @@ describe('belay nanobot --allow-injection', () => {
 });
 
 describe('nanobot inject frames in a container', async () => {
-  const { engineWithBase } = await import('./container-helpers.ts');
+  const { engineWithBase } = await import('../../support/runner/container-helpers.ts');
   const { containerLauncher } = await import('../../../src/runner/core/backends/container-nanobot.ts');
   const { realpathSync } = await import('node:fs');
   const found = await engineWithBase();

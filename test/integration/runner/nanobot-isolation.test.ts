@@ -11,8 +11,8 @@ import { after, describe, it } from 'node:test';
 import { BackendUnavailableError } from '../../../src/runner/core/backend.ts';
 import { microAgentLauncher } from '../../../src/runner/core/backends/nanobot-launch.ts';
 import { runNanobot, TerminalConfigSchema } from '../../../src/runner/core/protocols/nanobot.ts';
-import { engineWithBase } from './container-helpers.ts';
-import { agentFile, nodeDir, sandboxOrReason, tempDir } from './helpers.ts';
+import { engineWithBase } from '../../support/runner/container-helpers.ts';
+import { agentFile, nodeDir, sandboxOrReason, tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir('belay-nanobot-isolation-');
 after(() => tmp.remove());

@@ -14,7 +14,7 @@ import {
   type NanobotEvent,
 } from '../../../src/runner/core/protocols/nanobot.ts';
 import { shellQuote } from '../../../src/shared/shell.ts';
-import { agentFile, processesWith, tempDir } from './helpers.ts';
+import { agentFile, processesWith, tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir('belay-nanobot-');
 after(() => tmp.remove());

@@ -5,9 +5,9 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { nodeAgent, repoRoot, tempDir } from './helpers.ts';
-import { runCli } from '../cli-process.ts';
-import { ensureBuilt } from '../build.ts';
+import { nodeAgent, repoRoot, tempDir } from '../../support/runner/helpers.ts';
+import { runCli } from '../../support/cli-process.ts';
+import { ensureBuilt } from '../../support/build.ts';
 
 const tmp = tempDir('belay-rewards-');
 after(() => tmp.remove());

@@ -7,7 +7,7 @@ import { BackendUnavailableError } from '../../../src/runner/core/backend.ts';
 import { localBackend } from '../../../src/runner/core/backends/local.ts';
 import { sandboxBackend } from '../../../src/runner/core/backends/sandbox.ts';
 import { runFiles } from '../../../src/runner/core/records.ts';
-import { fixtures, nodeAgent, runFixture, sandboxOrReason, tempDir } from './helpers.ts';
+import { fixtures, nodeAgent, runFixture, sandboxOrReason, tempDir } from '../../support/runner/helpers.ts';
 
 // Resolved before any test is registered: node:test runs root hooks early after a top-level await.
 const sandbox = await sandboxOrReason();

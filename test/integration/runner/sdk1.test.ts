@@ -7,7 +7,7 @@ import { firstJsonObject, suggestedProtocol } from '../../../src/runner/core/pro
 import { freePort } from '../../../src/runner/core/protocols/sdk2.ts';
 import { readResult, runFiles } from '../../../src/runner/core/records.ts';
 import { parseSdk1Response, Sdk1RequestSchema } from '../../../src/runner/core/protocols/sdk1.ts';
-import { backends, nodeAgent, processesWith, runFixture, tempDir } from './helpers.ts';
+import { backends, nodeAgent, processesWith, runFixture, tempDir } from '../../support/runner/helpers.ts';
 
 // Resolved before any test is registered: node:test runs root hooks early after a top-level await.
 const available = await Promise.all(backends.map(async (b) => ({ ...b, backend: await b.get() })));

@@ -4,8 +4,8 @@ import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { runFiles } from '../../../src/runner/core/records.ts';
 import { freePort, httpRequest, StatusSchema } from '../../../src/runner/core/protocols/sdk2.ts';
-import { containerOrReason } from './container-helpers.ts';
-import { backends, nodeAgent, runFixture, tempDir } from './helpers.ts';
+import { containerOrReason } from '../../support/runner/container-helpers.ts';
+import { backends, nodeAgent, runFixture, tempDir } from '../../support/runner/helpers.ts';
 
 // Resolved before any test is registered: node:test runs root hooks early after a top-level await.
 const available = await Promise.all(backends.map(async (b) => ({ ...b, backend: await b.get() })));

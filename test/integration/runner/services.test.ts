@@ -9,8 +9,8 @@ import { containerBackend } from '../../../src/runner/core/backends/container.ts
 import { checkServices, connectablePath, insidePort, MAX_SOCKET_PATH, SERVICE_PORT_BASE, socketFolder, socketRoot } from '../../../src/runner/core/backends/services.ts';
 import { runFiles } from '../../../src/runner/core/records.ts';
 import { loadTask, type Task } from '../../../src/runner/core/task.ts';
-import { containerOrReason } from './container-helpers.ts';
-import { backends, nodeDir, processesWith, tempDir } from './helpers.ts';
+import { containerOrReason } from '../../support/runner/container-helpers.ts';
+import { backends, nodeDir, processesWith, tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir('belay-services-');
 // Resolved before any test or hook is registered (node:test starts root hooks after a top-level await).

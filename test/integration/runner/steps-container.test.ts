@@ -4,8 +4,8 @@ import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { runFiles } from '../../../src/runner/core/records.ts';
 import { loadTask } from '../../../src/runner/core/task.ts';
-import { containerOrReason } from './container-helpers.ts';
-import { fixtures, nodeAgent, runFixture, tempDir } from './helpers.ts';
+import { containerOrReason } from '../../support/runner/container-helpers.ts';
+import { fixtures, nodeAgent, runFixture, tempDir } from '../../support/runner/helpers.ts';
 
 // Resolved before any test is registered: node:test runs root hooks early after a top-level await.
 const backend = await containerOrReason();

@@ -5,7 +5,7 @@ import { after, describe, it } from 'node:test';
 import { readResult, runFiles, type TrajectoryEntry } from '../../../src/runner/core/records.ts';
 import { loadTask, stageTests, TaskError } from '../../../src/runner/core/task.ts';
 import { combineMetrics, minRewardMiss } from '../../../src/runner/core/taskSteps.ts';
-import { backends, fixtures, nodeAgent, processesWith, runFixture, taskDir, tempDir } from './helpers.ts';
+import { backends, fixtures, nodeAgent, processesWith, runFixture, taskDir, tempDir } from '../../support/runner/helpers.ts';
 
 /** The multi-step fixtures live apart from tasks/, which the command line's tests run whole. */
 const stepsDir = (name: string) => path.join(fixtures, 'multi-step', name);

@@ -6,7 +6,7 @@ import { localBackend } from '../../../src/runner/core/backends/local.ts';
 import { runFiles } from '../../../src/runner/core/records.ts';
 import { loadTask } from '../../../src/runner/core/task.ts';
 import { metricsFromJson, ruleOfRewards } from '../../../src/runner/core/verify.ts';
-import { nodeAgent, runFixture, tempDir } from './helpers.ts';
+import { nodeAgent, runFixture, tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir();
 after(() => tmp.remove());

@@ -12,7 +12,7 @@ import { AnswerState, planAnswer, type PlannedBlock } from '../../../src/blocks/
 import { outcomeStatus } from '../../../src/blocks/core/results.ts';
 import { openWorkspace, resolveInWorkspace, type Workspace } from '../../../src/blocks/core/sandbox.ts';
 import { textDigest, writeSeen } from '../../../src/blocks/core/seen.ts';
-import { sessionWithChangedFile, tempDir } from './helpers.ts';
+import { sessionWithChangedFile, tempDir } from '../../support/blocks/helpers.ts';
 
 let base: string;
 let ws: string;

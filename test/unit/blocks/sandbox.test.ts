@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { executeAnswer } from '../../../src/blocks/core/executor.ts';
 import { checkPathText, openWorkspace, resolveInWorkspace, type Workspace } from '../../../src/blocks/core/sandbox.ts';
-import { tempDir } from './helpers.ts';
+import { tempDir } from '../../support/blocks/helpers.ts';
 
 let base: string;
 let cleanup: () => Promise<void>;

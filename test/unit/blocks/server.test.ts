@@ -11,7 +11,7 @@ import type { CodeLens, CompletionItem, Diagnostic, DocumentSymbol, FoldingRange
 import { blockKeys } from '../../../src/blocks/core/blockKey.ts';
 import { parseAnswer } from '../../../src/blocks/core/parser.ts';
 import { startServer } from '../../../src/server/server.ts';
-import { sessionWithChangedFile, tempDir } from './helpers.ts';
+import { sessionWithChangedFile, tempDir } from '../../support/blocks/helpers.ts';
 
 /** A diagnostic's message as text (LSP allows Markdown there too). */
 const text_ = (message: string | { value: string }) => (typeof message === 'string' ? message : message.value);

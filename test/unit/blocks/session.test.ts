@@ -19,7 +19,7 @@ import {
   updateSession,
   watchSession,
 } from '../../../src/blocks/core/session.ts';
-import { tempDir } from './helpers.ts';
+import { tempDir } from '../../support/blocks/helpers.ts';
 
 let root: string;
 let cleanup: () => Promise<void>;

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { isIgnored, parseGitignore } from '../../../src/blocks/core/gitignore.ts';
 import { listWorkspace } from '../../../src/blocks/core/workspace.ts';
-import { tempDir } from './helpers.ts';
+import { tempDir } from '../../support/blocks/helpers.ts';
 
 describe('gitignore rules', () => {
   const rules = parseGitignore(
