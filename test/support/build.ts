@@ -2,10 +2,7 @@
 // and says so in BELAY_TESTS_BUILT: test files running side by side must not rewrite dist/ while
 // another one runs what is in it. A test file run on its own builds them itself.
 import { execFileSync } from 'node:child_process';
-import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+import { repoRoot } from '../../scripts/lib/paths.ts';
 
 export function ensureBuilt(): void {
   if (process.env.BELAY_TESTS_BUILT === '1') return;

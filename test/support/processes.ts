@@ -1,5 +1,6 @@
-// Reading processes from /proc, for the process layer's tests.
-import { readFileSync } from 'node:fs';
+// Reading processes from /proc (Linux), for tests that check what is still running: the process
+// layer's own, and every test that asserts a run, a command or an agent left nothing behind.
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** Whether a process still runs (a killed one may linger as a zombie until it is reaped: not running). */
 export function alive(pid: number): boolean {
@@ -9,4 +10,18 @@ export function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** Processes but this one whose command line contains `token`, each as "pid: command line". */
+export function processesWith(token: string): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      if (cmdline.includes(token) && Number(pid) !== process.pid) found.push(`${pid}: ${cmdline}`);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
 }

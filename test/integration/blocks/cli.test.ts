@@ -10,11 +10,11 @@ import { runCli, type CliRun } from '../../support/cli-process.ts';
 
 const cli = path.join(repoRoot, 'dist', 'cli.js');
 let dir: string;
-let cleanup: () => Promise<void>;
+let cleanup: () => void;
 
 before(async () => {
   ensureBuilt();
-  ({ dir, cleanup } = await tempDir('belay-cli-'));
+  ({ dir, remove: cleanup } = tempDir('belay-cli-'));
 });
 after(() => cleanup());
 

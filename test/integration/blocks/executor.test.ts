@@ -11,11 +11,11 @@ import { openWorkspace, type Workspace } from '../../../src/blocks/core/sandbox.
 import { fixture, markedEnv, processesMarked, tempDir } from '../../support/blocks/helpers.ts';
 
 let ws: string;
-let cleanup: () => Promise<void>;
+let cleanup: () => void;
 let workspace: Workspace;
 
 beforeEach(async () => {
-  ({ dir: ws, cleanup } = await tempDir());
+  ({ dir: ws, remove: cleanup } = tempDir());
   workspace = await openWorkspace(ws);
 });
 afterEach(() => cleanup());

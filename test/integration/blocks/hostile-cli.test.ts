@@ -16,10 +16,10 @@ import { runCli, type CliRun } from '../../support/cli-process.ts';
 
 let dir: string;
 let cli: string;
-let cleanup: () => Promise<void>;
+let cleanup: () => void;
 
 before(async () => {
-  ({ dir, cleanup } = await tempDir('belay-hostile-cli-'));
+  ({ dir, remove: cleanup } = tempDir('belay-hostile-cli-'));
   // Built into a folder of its own: cli.test.ts builds dist/ at the same time.
   execFileSync(process.execPath, ['scripts/build.ts', '--dist', path.join(dir, 'dist')], { cwd: repoRoot, stdio: 'pipe' });
   cli = path.join(dir, 'dist', 'cli.js');

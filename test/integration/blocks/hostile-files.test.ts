@@ -19,11 +19,11 @@ import { tempDir } from '../../support/blocks/helpers.ts';
 let dir: string;
 let ws: string;
 let outside: string;
-let cleanup: () => Promise<void>;
+let cleanup: () => void;
 let workspace: Workspace;
 
 beforeEach(async () => {
-  ({ dir, cleanup } = await tempDir('belay-hostile-'));
+  ({ dir, remove: cleanup } = tempDir('belay-hostile-'));
   ws = path.join(dir, 'ws');
   outside = path.join(dir, 'outside');
   await mkdir(ws);

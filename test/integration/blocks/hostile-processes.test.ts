@@ -11,11 +11,11 @@ import { detectContainment, type Containment } from '../../../src/shared/contain
 import { markedEnv, processesMarked, tempDir } from '../../support/blocks/helpers.ts';
 
 let ws: string;
-let cleanup: () => Promise<void>;
+let cleanup: () => void;
 let workspace: Workspace;
 
 before(async () => {
-  ({ dir: ws, cleanup } = await tempDir('belay-orphans-'));
+  ({ dir: ws, remove: cleanup } = tempDir('belay-orphans-'));
   workspace = await openWorkspace(ws);
 });
 after(() => cleanup());

@@ -1,22 +1,17 @@
 // Shared by the command-block tests (not a test file itself).
-import { mkdir, mkdtemp, readdir, readFile, realpath, rm, utimes, writeFile } from 'node:fs/promises';
-import * as os from 'node:os';
+import { mkdir, readdir, readFile, utimes, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { textDigest, writeSeen } from '../../../src/blocks/core/seen.ts';
 import type { Range } from '../../../src/blocks/core/syntax.ts';
+import { repoRoot } from '../../../scripts/lib/paths.ts';
 
-export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+export { repoRoot } from '../../../scripts/lib/paths.ts';
+export { tempDir } from '../temp.ts';
+
 export const fixtures = path.join(repoRoot, 'test', 'fixtures', 'blocks');
 
 export function fixture(name: string): Promise<string> {
   return readFile(path.join(fixtures, name), 'utf8');
-}
-
-/** A fresh temporary folder (its real path) and a function that removes it. */
-export async function tempDir(prefix = 'belay-blocks-'): Promise<{ dir: string; cleanup: () => Promise<void> }> {
-  const dir = await realpath(await mkdtemp(path.join(os.tmpdir(), prefix)));
-  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
 }
 
 /** Line starts as an editor counts them: \r\n, \n and a lone \r each end a line. */

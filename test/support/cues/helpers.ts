@@ -4,12 +4,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, afterEach, before, beforeEach } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import { Mailbox } from '../../../src/cues/core/store.ts';
 import { waitForChange } from '../../../src/cues/core/watch.ts';
+import { repoRoot } from '../../../scripts/lib/paths.ts';
 
-export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+export { repoRoot } from '../../../scripts/lib/paths.ts';
 
 export interface Bundles {
   dir: string;

@@ -1,8 +1,6 @@
 // Shared by the runner tests: fixture paths, temporary folders, the backends, orphan checks.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import * as os from 'node:os';
+import { realpathSync } from 'node:fs';
 import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Backend } from '../../../src/runner/core/backend.ts';
 import { localBackend } from '../../../src/runner/core/backends/local.ts';
 import { sandboxBackend } from '../../../src/runner/core/backends/sandbox.ts';
@@ -11,8 +9,12 @@ import { protocolNamed } from '../../../src/runner/core/protocols/index.ts';
 import type { RunLimits } from '../../../src/runner/core/protocol.ts';
 import { runTask, type RunTaskOptions } from '../../../src/runner/core/run.ts';
 import { loadTask } from '../../../src/runner/core/task.ts';
+import { repoRoot } from '../../../scripts/lib/paths.ts';
 
-export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+export { repoRoot } from '../../../scripts/lib/paths.ts';
+export { processesWith } from '../processes.ts';
+export { tempDir, type TempDir } from '../temp.ts';
+
 export const fixtures = path.join(repoRoot, 'test', 'fixtures', 'runner');
 export const taskDir = (name: string) => path.join(fixtures, 'tasks', name);
 export const agentFile = (name: string) => path.join(fixtures, 'agents', name);
@@ -20,29 +22,6 @@ export const agentFile = (name: string) => path.join(fixtures, 'agents', name);
 export const nodeDir = path.dirname(realpathSync(process.execPath));
 /** The shell command that runs a fixture agent with this Node (22). */
 export const nodeAgent = (name: string) => `'${process.execPath}' '${agentFile(name)}'`;
-
-export interface TempDir {
-  dir: string;
-  remove(): void;
-  /** Writes a task folder `name` in this temp folder from relative paths and contents. */
-  writeTask(name: string, files: Record<string, string>): string;
-}
-
-export function tempDir(prefix = 'belay-runner-'): TempDir {
-  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
-  return {
-    dir,
-    remove: () => rmSync(dir, { recursive: true, force: true }),
-    writeTask(name, files) {
-      const task = path.join(dir, name);
-      for (const [file, text] of Object.entries(files)) {
-        mkdirSync(path.dirname(path.join(task, file)), { recursive: true });
-        writeFileSync(path.join(task, file), text);
-      }
-      return task;
-    },
-  };
-}
 
 let sandbox: Promise<Backend | Error> | undefined;
 /** The sandbox backend, or the reason it cannot run here (probed once per test file). */
@@ -92,18 +71,4 @@ export async function runFixture(
     },
   });
   return { result, events };
-}
-
-/** Processes whose command line contains `token` (Linux /proc). */
-export function processesWith(token: string): string[] {
-  const found: string[] = [];
-  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
-    try {
-      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      if (cmdline.includes(token) && Number(pid) !== process.pid) found.push(`${pid}: ${cmdline}`);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return found;
 }

@@ -9,9 +9,9 @@ import { parseAnswer } from '../../../src/blocks/core/parser.ts';
 import { tempDir } from '../../support/blocks/helpers.ts';
 
 let dir: string;
-let cleanup: () => Promise<void>;
+let cleanup: () => void;
 beforeEach(async () => {
-  ({ dir, cleanup } = await tempDir('belay-ledger-'));
+  ({ dir, remove: cleanup } = tempDir('belay-ledger-'));
 });
 afterEach(() => cleanup());
 

@@ -16,11 +16,11 @@ import { sessionWithChangedFile, tempDir } from '../../support/blocks/helpers.ts
 
 let base: string;
 let ws: string;
-let cleanup: () => Promise<void>;
+let cleanup: () => void;
 let workspace: Workspace;
 
 beforeEach(async () => {
-  ({ dir: base, cleanup } = await tempDir());
+  ({ dir: base, remove: cleanup } = tempDir());
   ws = path.join(base, 'ws');
   await mkdir(ws);
   workspace = await openWorkspace(ws);

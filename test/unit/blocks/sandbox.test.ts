@@ -9,13 +9,13 @@ import { checkPathText, openWorkspace, resolveInWorkspace, type Workspace } from
 import { tempDir } from '../../support/blocks/helpers.ts';
 
 let base: string;
-let cleanup: () => Promise<void>;
+let cleanup: () => void;
 let ws: string;
 let outside: string;
 let workspace: Workspace;
 
 beforeEach(async () => {
-  ({ dir: base, cleanup } = await tempDir());
+  ({ dir: base, remove: cleanup } = tempDir());
   ws = path.join(base, 'ws');
   outside = path.join(base, 'outside');
   await mkdir(ws);

@@ -77,10 +77,10 @@ const nextDiagnostics = (client: Client, uri: string) => client.next(uri);
 
 describe('CodingAgent language server', () => {
   let dir: string;
-  let cleanup: () => Promise<void>;
+  let cleanup: () => void;
   let client: Client;
   before(async () => {
-    ({ dir, cleanup } = await tempDir('belay-server-'));
+    ({ dir, remove: cleanup } = tempDir('belay-server-'));
     await mkdir(path.join(dir, 'src'));
     await writeFile(path.join(dir, 'src', 'app.py'), 'line 1\nline 2\nline 3\n');
     client = await startPair([dir]);

@@ -22,9 +22,9 @@ import {
 import { tempDir } from '../../support/blocks/helpers.ts';
 
 let root: string;
-let cleanup: () => Promise<void>;
+let cleanup: () => void;
 beforeEach(async () => {
-  ({ dir: root, cleanup } = await tempDir('belay-session-'));
+  ({ dir: root, remove: cleanup } = tempDir('belay-session-'));
 });
 afterEach(() => cleanup());
 

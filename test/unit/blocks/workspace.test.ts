@@ -44,7 +44,7 @@ describe('gitignore rules', () => {
 
 describe('workspace listing', () => {
   it('is sorted, with sizes, without .git, node_modules, ignored files and linked folders', async () => {
-    const { dir, cleanup } = await tempDir();
+    const { dir, remove: cleanup } = tempDir();
     try {
       const put = async (file: string, text = 'x') => {
         await mkdir(path.dirname(path.join(dir, file)), { recursive: true });
