@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { executeAnswer } from '../src/blocks/core/executor.ts';
 import { parseAnswer } from '../src/blocks/core/parser.ts';
 import { openWorkspace } from '../src/blocks/core/sandbox.ts';
-import { pathologicalAnswers, repeatTo } from '../test/unit/blocks/hostileAnswers.ts';
+import { pathologicalAnswers, repeatTo } from '../test/support/blocks/hostileAnswers.ts';
 import { alternatingMedians, type BenchFile, type Figure } from './lib.ts';
 
 /** An answer of about `bytes` characters: prose, code files, edits, commands, as LLMs write them. */

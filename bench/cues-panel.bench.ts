@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { percentile, type BenchContext, type BenchFile, type Figure } from './lib.ts';
 import { silenceSqliteExperimentalWarning } from '../src/cues/core/sqlite.ts';
 import { Mailbox } from '../src/cues/core/store.ts';
-import { cuesFrame, openBelayContainer, openWorkbench } from '../test/ui/lib.ts';
+import { cuesFrame, openBelayContainer, openWorkbench } from '../test/support/workbench.ts';
 
 const CUES = 50;
 const CONSOLE_REFRESH_MS = 5000;

@@ -10,7 +10,7 @@ import { readJob, writeJob } from '../src/runner/core/jobs/schema.ts';
 import { summarizeJob } from '../src/runner/core/jobs/summary.ts';
 import type { Task } from '../src/runner/core/task.ts';
 import { runPaletteCommand } from '../scripts/lib/workbench.ts';
-import { openWorkbench } from '../test/ui/lib.ts';
+import { openWorkbench } from '../test/support/workbench.ts';
 
 const TASKS = 200;
 const ATTEMPTS = 5;

@@ -1,11 +1,13 @@
-// `npm test`: builds, then runs every suite (or those named: unit, host, ui) and ends with one
-// line "N passed, N failed". Exits non-zero when anything failed or a suite did not run.
+// `npm test`: builds, then runs every suite (or those named: unit, integration, grammar, host, ui)
+// and ends with one line "N passed, N failed". Exits non-zero when anything failed or a suite did
+// not run. The pure unit tests come first: their failures show in seconds, before the integration
+// tests' real processes, sandboxes and containers.
 import { execFileSync } from 'node:child_process';
 import { repoRoot } from './lib/paths.ts';
 import { runGrammarTests, runHostTests, runNodeTests, runUiTests, type SuiteResult } from './lib/suites.ts';
 import { CONTAINER_PACKAGES, ensureSystemPackages } from './lib/system.ts';
 
-const all = ['unit', 'grammar', 'host', 'ui'] as const;
+const all = ['unit', 'integration', 'grammar', 'host', 'ui'] as const;
 type Suite = (typeof all)[number];
 const asked = process.argv.slice(2);
 const unknown = asked.filter((s) => !(all as readonly string[]).includes(s));
@@ -20,10 +22,11 @@ execFileSync(process.execPath, ['scripts/build.ts', '--tests'], { cwd: repoRoot,
 process.env.BELAY_TESTS_BUILT = '1';
 
 const runners: Record<Suite, () => Promise<SuiteResult>> = {
-  unit: () => {
+  unit: () => runNodeTests('unit', ['test/unit/**/*.test.ts'], 2),
+  integration: () => {
     // The container backend's tests run real containers (the base image is built from .cache/belay).
     ensureSystemPackages(CONTAINER_PACKAGES);
-    return runNodeTests('unit', ['test/unit/**/*.test.ts'], 2);
+    return runNodeTests('integration', ['test/integration/**/*.test.ts'], 2);
   },
   grammar: () => runGrammarTests(),
   host: () => runHostTests(),
@@ -46,7 +49,7 @@ let failed = 0;
 for (const r of results) {
   passed += r.passed;
   failed += r.failed;
-  console.log(`${r.name.padEnd(5)} ${r.passed} passed, ${r.failed} failed${r.error ? `  (${r.error.split('\n')[0]})` : ''}${r.note ? `  [${r.note}]` : ''}`);
+  console.log(`${r.name.padEnd(11)} ${r.passed} passed, ${r.failed} failed${r.error ? `  (${r.error.split('\n')[0]})` : ''}${r.note ? `  [${r.note}]` : ''}`);
 }
 const broken = results.filter((r) => r.error);
 if (broken.length > 0) failed += broken.length;

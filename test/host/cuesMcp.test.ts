@@ -9,7 +9,7 @@ import * as vscode from 'vscode';
 import type { CuesMcpTestApi } from '../../src/cues/mcp.ts';
 import { Mailbox } from '../../src/cues/core/store.ts';
 import { waitForChange } from '../../src/cues/core/watch.ts';
-import { RawClient } from '../unit/cues/mcpHelpers.ts';
+import { RawClient } from '../support/cues/mcpHelpers.ts';
 import { activateBelay } from './helpers.ts';
 
 suite('Belay cues over MCP', () => {

@@ -12,6 +12,7 @@ import type { RunnerTestApi } from '../../src/runner/index.ts';
 import type { TerminalFactory } from '../../src/runner/terminal.ts';
 import type { TaskTestReport } from '../../src/runner/testing.ts';
 import { activateBelay, waitFor } from './helpers.ts';
+import { processesWith } from '../support/processes.ts';
 
 const SDK1 = 'Demo SDK 1.x agent';
 
@@ -28,19 +29,6 @@ async function writeFiles(dir: string, files: Record<string, string>): Promise<v
     await mkdir(path.dirname(path.join(dir, file)), { recursive: true });
     await writeFile(path.join(dir, file), text);
   }
-}
-
-function processesWith(needle: string): string[] {
-  const found: string[] = [];
-  for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-    try {
-      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      if (cmdline.includes(needle) && Number(pid) !== process.pid) found.push(`${pid}: ${cmdline.slice(0, 200)}`);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return found;
 }
 
 /** Collects what a pseudoterminal writes, as VS Code would receive it. */

@@ -4,7 +4,7 @@ import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { runPaletteCommand } from '../../scripts/lib/workbench.ts';
-import { openBelayContainer, openWorkbench, type Workbench } from './lib.ts';
+import { openBelayContainer, openWorkbench, type Workbench } from '../support/workbench.ts';
 
 const ANSWER = [
   'Here is the script, and two blocks that go wrong.',

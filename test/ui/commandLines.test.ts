@@ -7,7 +7,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { runPaletteCommand } from '../../scripts/lib/workbench.ts';
-import { openWorkbench, type Workbench } from './lib.ts';
+import { openWorkbench, type Workbench } from '../support/workbench.ts';
 
 describe('the belay and cueme commands installed from the palette', () => {
   let wb: Workbench;

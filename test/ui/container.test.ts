@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { cuesFrame, openBelayContainer, openWorkbench, type Workbench } from './lib.ts';
+import { cuesFrame, openBelayContainer, openWorkbench, type Workbench } from '../support/workbench.ts';
 
 for (const theme of ['dark', 'light'] as const) {
   describe(`the Belay container (${theme} theme)`, () => {

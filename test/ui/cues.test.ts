@@ -10,9 +10,9 @@ import type { FrameLocator } from 'playwright-core';
 import { loadSqlite } from '../../src/cues/core/sqlite.ts';
 import { Mailbox } from '../../src/cues/core/store.ts';
 import { localIsoWithOffset } from '../../src/cues/core/time.ts';
-import { buildBundles, childEnv, envelope, run, start, type Bundles, type Running } from '../unit/cues/helpers.ts';
+import { buildBundles, childEnv, envelope, run, start, type Bundles, type Running } from '../support/cues/helpers.ts';
 import { runPaletteCommand } from '../../scripts/lib/workbench.ts';
-import { cuesFrame, openBelayContainer, openWorkbench, type Workbench } from './lib.ts';
+import { cuesFrame, openBelayContainer, openWorkbench, type Workbench } from '../support/workbench.ts';
 
 const CHOICE = { type: 'choice', options: ['Staging', 'Production', 'Both'] };
 const MULTI = { type: 'choice', options: ['lint', 'unit tests', 'e2e tests'], allow_multiple: true };

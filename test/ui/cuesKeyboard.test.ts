@@ -11,9 +11,9 @@ import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { FrameLocator, Page } from 'playwright-core';
 import { Mailbox } from '../../src/cues/core/store.ts';
-import { buildBundles, childEnv, envelope, start, type Bundles } from '../unit/cues/helpers.ts';
+import { buildBundles, childEnv, envelope, start, type Bundles } from '../support/cues/helpers.ts';
 import { repoRoot } from '../../scripts/lib/paths.ts';
-import { cuesFrame, openBelayContainer, openWorkbench, type Workbench } from './lib.ts';
+import { cuesFrame, openBelayContainer, openWorkbench, type Workbench } from '../support/workbench.ts';
 
 let bundles: Bundles;
 let wb: Workbench;

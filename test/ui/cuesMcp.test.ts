@@ -2,7 +2,7 @@
 // configuration, as chat agents will find it.
 import { after, before, describe, test } from 'node:test';
 import { runPaletteCommand } from '../../scripts/lib/workbench.ts';
-import { openWorkbench, type Workbench } from './lib.ts';
+import { openWorkbench, type Workbench } from '../support/workbench.ts';
 
 describe('Belay Cues as an MCP server', () => {
   let wb: Workbench;

@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { runPaletteCommand } from '../../scripts/lib/workbench.ts';
 import { repoRoot } from '../../scripts/lib/paths.ts';
-import { openBelayContainer, openWorkbench, pick, waitForTerminal, type Workbench } from './lib.ts';
+import { openBelayContainer, openWorkbench, pick, waitForTerminal, type Workbench } from '../support/workbench.ts';
 
 /** A chat completions server: every answer solves hello-world, with the usage a provider reports. */
 async function startModel(): Promise<{ url: string; requests: string[]; close: () => Promise<void> }> {

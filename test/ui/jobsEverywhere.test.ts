@@ -10,7 +10,8 @@ import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { runPaletteCommand } from '../../scripts/lib/workbench.ts';
 import { cacheDir, repoRoot } from '../../scripts/lib/paths.ts';
-import { cuesFrame, openBelayContainer, openWorkbench, type Workbench } from './lib.ts';
+import { cuesFrame, openBelayContainer, openWorkbench, type Workbench } from '../support/workbench.ts';
+import { pastSecondOf } from '../support/clock.ts';
 
 const cli = path.join(repoRoot, 'dist', 'cli.js');
 
@@ -35,7 +36,7 @@ describe('jobs where runs are, in the workbench', () => {
     wb = await openWorkbench({ theme: 'dark', settings: { 'belay.cues.home': mailboxHome } });
     belayRun(wb.workspace, ['--env', 'DEMO_MODE=wrong']);
     // Run ids and job ids start with the time to the second: the job must start after the run.
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await pastSecondOf(readdirSync(path.join(wb.workspace, '.belay', 'runs')).sort().at(-1)!);
     belayRun(wb.workspace, ['--attempts', '3', '--concurrency', '3']);
   });
   after(async () => {

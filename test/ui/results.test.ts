@@ -9,7 +9,8 @@ import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { runPaletteCommand } from '../../scripts/lib/workbench.ts';
 import { cacheDir, repoRoot } from '../../scripts/lib/paths.ts';
-import { openWorkbench, setColorTheme, type Workbench } from './lib.ts';
+import { openWorkbench, setColorTheme, type Workbench } from '../support/workbench.ts';
+import { pastSecondOf } from '../support/clock.ts';
 
 const flakyAgent = path.join(repoRoot, 'test', 'fixtures', 'runner', 'agents', 'flaky.mjs');
 
@@ -65,7 +66,7 @@ describe('the Results view in the workbench', () => {
     writeTasks(path.join(scratch, 'v2'), { 'build-index': 3, 'parse-logs': 1, 'fix-permissions': 0, 'count-lines': 3, 'resize-image': 2 });
     jobA = runJob(wb.workspace, path.join(scratch, 'v1'), path.join(scratch, 'a'));
     // Job ids start with the time to the second: the second job must sort after the first.
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await pastSecondOf(path.basename(jobA));
     jobB = runJob(wb.workspace, path.join(scratch, 'v2'), path.join(scratch, 'b'));
   });
   after(async () => {
@@ -104,8 +105,11 @@ describe('the Results view in the workbench', () => {
     await f.locator('#filter').selectOption('failed');
     await f.locator('.body .row', { hasText: 'fix-permissions' }).waitFor();
     assert.deepEqual((await f.locator('.body .row .task-name').allTextContents()).sort(), ['fix-permissions', 'parse-logs', 'resize-image']);
+    // The host answers the query with a new state and the page draws it anew, toolbar and all: the
+    // select changed here is replaced by one made from the host's state, sorted as asked.
+    await f.locator('#sort').evaluate((select) => select.setAttribute('data-changed-by-test', ''));
     await f.locator('#sort').selectOption('failed');
-    await wb.page.waitForTimeout(300);
+    await f.locator('#sort:not([data-changed-by-test]) option[value="failed"]:checked').waitFor({ state: 'attached' });
     assert.equal((await f.locator('.body .row .task-name').first().textContent()) ?? '', 'fix-permissions');
     await f.locator('#filter').selectOption('all');
     await f.locator('#sort').selectOption('task');

@@ -1,11 +1,12 @@
 // The task runner tried as a new user would, in the real workbench: the demo tasks in the Tasks
 // view, a run in the live terminal, Stop, Test Explorer, the trajectory view, the micro-agent chat.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { runPaletteCommand } from '../../scripts/lib/workbench.ts';
-import { openBelayContainer, openWorkbench, pick, setColorTheme, terminalText, waitForTerminal, type Workbench } from './lib.ts';
+import { openBelayContainer, openWorkbench, pick, setColorTheme, terminalText, waitForTerminal, type Workbench } from '../support/workbench.ts';
+import { processesWith } from '../support/processes.ts';
 
 /** Room for a view: the panel (terminal, test results) hidden when it shows. */
 async function hidePanel(page: Page): Promise<void> {
@@ -20,19 +21,6 @@ async function pickByText(page: Page, text: string): Promise<void> {
   const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: text }).first();
   await row.waitFor();
   await row.click();
-}
-
-function processesWith(needle: string): string[] {
-  return readdirSync('/proc')
-    .filter((n) => /^\d+$/.test(n))
-    .flatMap((pid) => {
-      try {
-        const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-        return cmd.includes(needle) ? [cmd] : [];
-      } catch {
-        return [];
-      }
-    });
 }
 
 describe('the task runner in the workbench', () => {

@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { freePort } from '../../scripts/lib/host.ts';
 import { cacheDir, repoRoot, resultsDir } from '../../scripts/lib/paths.ts';
 import { launchBrowser, waitForWorkbench, type Browser } from '../../scripts/lib/workbench.ts';
-import { cuesFrame, openBelayContainer } from './lib.ts';
+import { cuesFrame, openBelayContainer } from '../support/workbench.ts';
 
 interface Started {
   child: ChildProcess;

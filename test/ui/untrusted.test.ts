@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { runPaletteCommand } from '../../scripts/lib/workbench.ts';
-import { cuesFrame, openBelayContainer, openWorkbench, type Workbench } from './lib.ts';
+import { cuesFrame, openBelayContainer, openWorkbench, type Workbench } from '../support/workbench.ts';
 
 describe('an untrusted workspace', () => {
   let wb: Workbench;

@@ -9,7 +9,7 @@ import { installVsix, startHost, type Host } from '../../scripts/lib/host.ts';
 import { packagedFiles, packageVsix, stagingDir } from '../../scripts/lib/package.ts';
 import { cacheDir, repoRoot, resultsDir } from '../../scripts/lib/paths.ts';
 import { launchBrowser, waitForWorkbench, type Browser } from '../../scripts/lib/workbench.ts';
-import { cuesFrame, openBelayContainer } from './lib.ts';
+import { cuesFrame, openBelayContainer } from '../support/workbench.ts';
 
 test('the .vsix holds only what runs', async () => {
   const files = await packagedFiles();

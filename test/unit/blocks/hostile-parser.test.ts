@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { MAX_LISTED_ERRORS, MAX_TAG_ATTRIBUTES, parseAnswer } from '../../../src/blocks/core/parser.ts';
 import type { ParseResult } from '../../../src/blocks/core/syntax.ts';
-import { fixture } from './helpers.ts';
-import { pathologicalAnswers, repeatTo, SURVIVOR } from './hostileAnswers.ts';
+import { fixture } from '../../support/blocks/helpers.ts';
+import { pathologicalAnswers, repeatTo, SURVIVOR } from '../../support/blocks/hostileAnswers.ts';
 
 /** Every error the parse found, listed or only counted. */
 function totalErrors(result: ParseResult): number {

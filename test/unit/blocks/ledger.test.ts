@@ -6,12 +6,12 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { blockIds, digest, Ledger, recordState, type BlockRecord } from '../../../src/blocks/core/ledger.ts';
 import { parseAnswer } from '../../../src/blocks/core/parser.ts';
-import { tempDir } from './helpers.ts';
+import { tempDir } from '../../support/blocks/helpers.ts';
 
 let dir: string;
-let cleanup: () => Promise<void>;
+let cleanup: () => void;
 beforeEach(async () => {
-  ({ dir, cleanup } = await tempDir('belay-ledger-'));
+  ({ dir, remove: cleanup } = tempDir('belay-ledger-'));
 });
 afterEach(() => cleanup());
 

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseAnswer } from '../../../src/blocks/core/parser.ts';
 import { COMMAND_TYPES, TRIMMED_BODY, type ParseResult, type Range } from '../../../src/blocks/core/syntax.ts';
-import { fixture, lineStarts, slice } from './helpers.ts';
+import { fixture, lineStarts, slice } from '../../support/blocks/helpers.ts';
 
 /** A small seeded generator (xorshift32), so a failure can be replayed from its seed. */
 function random(seed: number): () => number {

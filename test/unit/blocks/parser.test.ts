@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseAnswer } from '../../../src/blocks/core/parser.ts';
 import { inOrder, type Command } from '../../../src/blocks/core/syntax.ts';
-import { fixture, slice } from './helpers.ts';
+import { fixture, slice } from '../../support/blocks/helpers.ts';
 
 function only(text: string): Command {
   const result = parseAnswer(text);

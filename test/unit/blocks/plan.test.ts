@@ -12,15 +12,15 @@ import { AnswerState, planAnswer, type PlannedBlock } from '../../../src/blocks/
 import { outcomeStatus } from '../../../src/blocks/core/results.ts';
 import { openWorkspace, resolveInWorkspace, type Workspace } from '../../../src/blocks/core/sandbox.ts';
 import { textDigest, writeSeen } from '../../../src/blocks/core/seen.ts';
-import { sessionWithChangedFile, tempDir } from './helpers.ts';
+import { sessionWithChangedFile, tempDir } from '../../support/blocks/helpers.ts';
 
 let base: string;
 let ws: string;
-let cleanup: () => Promise<void>;
+let cleanup: () => void;
 let workspace: Workspace;
 
 beforeEach(async () => {
-  ({ dir: base, cleanup } = await tempDir());
+  ({ dir: base, remove: cleanup } = tempDir());
   ws = path.join(base, 'ws');
   await mkdir(ws);
   workspace = await openWorkspace(ws);

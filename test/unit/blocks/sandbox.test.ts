@@ -6,16 +6,16 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { executeAnswer } from '../../../src/blocks/core/executor.ts';
 import { checkPathText, openWorkspace, resolveInWorkspace, type Workspace } from '../../../src/blocks/core/sandbox.ts';
-import { tempDir } from './helpers.ts';
+import { tempDir } from '../../support/blocks/helpers.ts';
 
 let base: string;
-let cleanup: () => Promise<void>;
+let cleanup: () => void;
 let ws: string;
 let outside: string;
 let workspace: Workspace;
 
 beforeEach(async () => {
-  ({ dir: base, cleanup } = await tempDir());
+  ({ dir: base, remove: cleanup } = tempDir());
   ws = path.join(base, 'ws');
   outside = path.join(base, 'outside');
   await mkdir(ws);

@@ -11,7 +11,7 @@ import type { CodeLens, CompletionItem, Diagnostic, DocumentSymbol, FoldingRange
 import { blockKeys } from '../../../src/blocks/core/blockKey.ts';
 import { parseAnswer } from '../../../src/blocks/core/parser.ts';
 import { startServer } from '../../../src/server/server.ts';
-import { sessionWithChangedFile, tempDir } from './helpers.ts';
+import { sessionWithChangedFile, tempDir } from '../../support/blocks/helpers.ts';
 
 /** A diagnostic's message as text (LSP allows Markdown there too). */
 const text_ = (message: string | { value: string }) => (typeof message === 'string' ? message : message.value);
@@ -77,10 +77,10 @@ const nextDiagnostics = (client: Client, uri: string) => client.next(uri);
 
 describe('CodingAgent language server', () => {
   let dir: string;
-  let cleanup: () => Promise<void>;
+  let cleanup: () => void;
   let client: Client;
   before(async () => {
-    ({ dir, cleanup } = await tempDir('belay-server-'));
+    ({ dir, remove: cleanup } = tempDir('belay-server-'));
     await mkdir(path.join(dir, 'src'));
     await writeFile(path.join(dir, 'src', 'app.py'), 'line 1\nline 2\nline 3\n');
     client = await startPair([dir]);

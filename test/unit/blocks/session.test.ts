@@ -19,12 +19,12 @@ import {
   updateSession,
   watchSession,
 } from '../../../src/blocks/core/session.ts';
-import { tempDir } from './helpers.ts';
+import { tempDir } from '../../support/blocks/helpers.ts';
 
 let root: string;
-let cleanup: () => Promise<void>;
+let cleanup: () => void;
 beforeEach(async () => {
-  ({ dir: root, cleanup } = await tempDir('belay-session-'));
+  ({ dir: root, remove: cleanup } = tempDir('belay-session-'));
 });
 afterEach(() => cleanup());
 

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { isIgnored, parseGitignore } from '../../../src/blocks/core/gitignore.ts';
 import { listWorkspace } from '../../../src/blocks/core/workspace.ts';
-import { tempDir } from './helpers.ts';
+import { tempDir } from '../../support/blocks/helpers.ts';
 
 describe('gitignore rules', () => {
   const rules = parseGitignore(
@@ -44,7 +44,7 @@ describe('gitignore rules', () => {
 
 describe('workspace listing', () => {
   it('is sorted, with sizes, without .git, node_modules, ignored files and linked folders', async () => {
-    const { dir, cleanup } = await tempDir();
+    const { dir, remove: cleanup } = tempDir();
     try {
       const put = async (file: string, text = 'x') => {
         await mkdir(path.dirname(path.join(dir, file)), { recursive: true });

@@ -5,7 +5,7 @@ import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { agentProgram, AgentFolderError, resolveAgentFolder, resolveMicroAgentFolder } from '../../../src/runner/core/agentFolder.ts';
-import { tempDir } from './helpers.ts';
+import { tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir('belay-agent-folder-');
 after(() => tmp.remove());

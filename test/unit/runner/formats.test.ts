@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { loadTask, TaskError } from '../../../src/runner/core/task.ts';
 import { parseTaskToml, parseTaskYaml } from '../../../src/runner/core/taskFormats.ts';
-import { tempDir } from './helpers.ts';
+import { tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir();
 after(() => tmp.remove());

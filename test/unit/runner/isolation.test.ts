@@ -13,7 +13,7 @@ import { parseEnvOptions } from '../../../src/runner/core/agents.ts';
 import { CappedLog, diskUsage } from '../../../src/runner/core/logs.ts';
 import { loadTask } from '../../../src/runner/core/task.ts';
 import { metricsFromJson, removeVerifierLeftovers, ruleOfRewards } from '../../../src/runner/core/verify.ts';
-import { tempDir } from './helpers.ts';
+import { tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir('belay-isolation-');
 after(() => tmp.remove());

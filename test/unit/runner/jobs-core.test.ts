@@ -15,8 +15,8 @@ import { writeRecords, type RunResult } from '../../../src/runner/core/records.t
 import { estimateEta, progressText } from '../../../src/runner/core/jobs/progress.ts';
 import { JobRecordSchema, readJob, type Trial } from '../../../src/runner/core/jobs/schema.ts';
 import { summarizeJob } from '../../../src/runner/core/jobs/summary.ts';
-import { exactPassAtK } from './jobs-helpers.ts';
-import { tempDir } from './helpers.ts';
+import { exactPassAtK } from '../../support/runner/jobs-helpers.ts';
+import { tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir('belay-jobs-core-');
 after(() => tmp.remove());

@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import { configFileName, instructionFile, TASK_FOLDER, TASK_MARKER_FILES, testScriptFile } from '../../../src/runner/core/layout.ts';
 import { isSecretName, secretNames, secretReference } from '../../../src/runner/core/secrets.ts';
 import { brokenTaskLabel, loadTask, TaskError } from '../../../src/runner/core/task.ts';
-import { taskDir } from './helpers.ts';
+import { taskDir } from '../../support/runner/helpers.ts';
 
 describe('task layouts', () => {
   it('name the instruction and the test script of real tasks in both layouts, and both exist', async () => {

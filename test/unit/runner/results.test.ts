@@ -6,7 +6,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import { createJob } from '../../../src/runner/core/jobs/job.ts';
 import type { Task } from '../../../src/runner/core/task.ts';
-import { tempDir } from './helpers.ts';
+import { tempDir } from '../../support/runner/helpers.ts';
 import { JOB_SCHEMA_VERSION, type JobRecord, type Trial } from '../../../src/runner/core/jobs/schema.ts';
 import { summarizeJob } from '../../../src/runner/core/jobs/summary.ts';
 import { compareJobs } from '../../../src/runner/core/results/compare.ts';

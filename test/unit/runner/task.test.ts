@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { discoverTasks, loadTask, seedWorkspace, stageTests, TaskError } from '../../../src/runner/core/task.ts';
-import { fixtures, taskDir, tempDir } from './helpers.ts';
+import { fixtures, taskDir, tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir();
 after(() => tmp.remove());

@@ -6,10 +6,9 @@ import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { repoRoot } from '../../../scripts/lib/paths.ts';
 import { DEMO_STEPS, demoStep, isDemoFolder, WALKTHROUGH_ID, WALKTHROUGH_TITLE } from '../../../src/walkthrough/core/demo.ts';
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const demo = path.join(repoRoot, 'demo');
 
 interface Walkthrough {

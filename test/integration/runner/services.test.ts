@@ -1,0 +1,147 @@
+import assert from 'node:assert/strict';
+import { existsSync, lstatSync, mkdirSync, symlinkSync } from 'node:fs';
+import * as http from 'node:http';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { runBounded } from '../../../src/shared/process.ts';
+import type { Backend, BackendSession, RunFolders } from '../../../src/runner/core/backend.ts';
+import { containerBackend } from '../../../src/runner/core/backends/container.ts';
+import { checkServices, connectablePath, insidePort, MAX_SOCKET_PATH, SERVICE_PORT_BASE, socketFolder, socketRoot } from '../../../src/runner/core/backends/services.ts';
+import { runFiles } from '../../../src/runner/core/records.ts';
+import { loadTask, type Task } from '../../../src/runner/core/task.ts';
+import { containerOrReason } from '../../support/runner/container-helpers.ts';
+import { backends, nodeDir, processesWith, tempDir } from '../../support/runner/helpers.ts';
+
+const tmp = tempDir('belay-services-');
+// Resolved before any test or hook is registered (node:test starts root hooks after a top-level await).
+const task: Task = await loadTask(tmp.writeTask('svc-task', { 'task.toml': '[agent]\ntimeout_sec = 60.0\n[verifier]\ntimeout_sec = 30.0\n', 'instruction.md': 'Nothing.\n', 'tests/test.sh': 'exit 0\n' }));
+const all: { name: string; get: () => Promise<Backend | Error> }[] = [
+  ...backends,
+  { name: 'container', get: containerOrReason },
+  // Images without python3: the forwarder in perl.
+  { name: 'container-perl', get: async () => ((await containerOrReason()) instanceof Error ? containerOrReason() : containerBackend({ servicesForwarder: 'perl' })) },
+];
+const available = await Promise.all(all.map(async (b) => ({ ...b, backend: await b.get() })));
+after(() => tmp.remove());
+
+/** A folder whose paths are far beyond a socket address's 107 bytes, as in a deep project. */
+const deep = path.join(tmp.dir, ...Array.from({ length: 8 }, (_, i) => `a-rather-long-project-folder-name-${i}`));
+mkdirSync(deep, { recursive: true });
+const serviceSocket = path.join(deep, 'gateway.sock');
+/** A service name no other test process uses, to find its processes by. */
+const serviceName = `svc${process.pid}`;
+
+let server: http.Server;
+before(async () => {
+  assert.ok(Buffer.byteLength(serviceSocket) > 107 && Buffer.byteLength(deep) > 200);
+  server = http.createServer((req, res) => res.end(`hello from the host: ${req.method} ${req.url}`));
+  // Node cannot listen on a path this long either: it listens through a short link, as Belay connects.
+  const shortDir = await socketFolder();
+  const link = await connectablePath(serviceSocket, shortDir.path, 'listen');
+  await new Promise<void>((resolve) => server.listen(path.join(shortDir.path, 'real.sock'), resolve));
+  // The long path is a symlink to the real socket: connecting through it reaches the server.
+  symlinkSync(path.join(shortDir.path, 'real.sock'), serviceSocket);
+  assert.ok(link.length < 100);
+});
+after(() => server.close());
+
+// A plain HTTP GET with bash alone (every backend here has bash): the answer, or why not.
+const GET = 'exec 3<>/dev/tcp/127.0.0.1/$0 || exit 7; printf "GET /ping HTTP/1.0\\r\\nHost: x\\r\\n\\r\\n" >&3; cat <&3';
+// The same with Node's http client where the agent's Node is shown.
+const NODE_GET = "require('http').get(process.env.URL+'/v1/models',(r)=>{let b='';r.on('data',(c)=>b+=c);r.on('end',()=>console.log(r.statusCode,b))}).on('error',(e)=>{console.log('error',e.message);process.exit(7)})";
+
+function folders(root: string): RunFolders {
+  const files = runFiles(path.join(root, 'run'));
+  mkdirSync(files.workspace, { recursive: true });
+  return { workspace: files.workspace, tests: files.tests, logs: files.logs, control: files.control, scratch: files.scratch, environmentLog: files.environmentLog };
+}
+
+async function run(session: BackendSession, argv: [string, ...string[]], env: Record<string, string> = {}) {
+  const host = session.command({ argv, env });
+  const result = await runBounded({ argv: host.argv, cwd: host.cwd, env: host.env, timeoutMs: 60_000, maxOutputChars: 10_000 });
+  return { code: result.exitCode, out: result.stdout.text(""), err: `${result.stderr.text("")} (signal ${result.signal}, timed out ${result.timedOut})` };
+}
+
+const port = (session: BackendSession) => new URL(session.serviceUrl(serviceName)).port;
+
+describe('host services: the parts', () => {
+  it('checks service names and gives each a fixed port inside, in order', () => {
+    const services = checkServices([{ name: 'llm', socketPath: '/run/a.sock' }, { name: 'other-1', socketPath: '/run/b.sock' }]);
+    assert.equal(insidePort(services, 'llm'), SERVICE_PORT_BASE);
+    assert.equal(insidePort(services, 'other-1'), SERVICE_PORT_BASE + 1);
+    assert.throws(() => insidePort(services, 'nope'), /no service named 'nope'/);
+    assert.throws(() => checkServices([{ name: '../x', socketPath: '/a' }]), /letters, digits/);
+    assert.throws(() => checkServices([{ name: 'a', socketPath: '/a' }, { name: 'a', socketPath: '/b' }]), /given twice/);
+    assert.throws(() => checkServices([{ name: 'a', socketPath: 'relative.sock' }]), /absolute/);
+  });
+
+  it('keeps sockets in a short folder of this user only, mode 0700, removed when done', async () => {
+    const root = socketRoot();
+    assert.ok(Buffer.byteLength(root) <= MAX_SOCKET_PATH - 40);
+    assert.equal(lstatSync(root).mode & 0o777, 0o700);
+    const folder = await socketFolder();
+    assert.equal(lstatSync(folder.path).mode & 0o777, 0o700);
+    await folder.remove();
+    assert.equal(existsSync(folder.path), false);
+    // A folder planted by someone else (here: group-writable) is never used.
+    const planted = path.join(tmp.dir, 'runtime');
+    mkdirSync(path.join(planted, 'belay'), { recursive: true, mode: 0o777 });
+    const other = socketRoot({ XDG_RUNTIME_DIR: planted });
+    assert.notEqual(other, path.join(planted, 'belay'));
+  });
+});
+
+
+for (const { name, backend } of available) {
+  describe(`host services (${name} backend)`, { skip: backend instanceof Error ? backend.message : false }, () => {
+    const be = backend as Backend;
+
+    it('the agent phase reaches the service over HTTP at serviceUrl; the verify phase cannot; nothing is left after close', async () => {
+      const root = path.join(deep, name);
+      const session = await be.open({ runId: `svc-${name}-${process.pid}`, task, folders: folders(root), agentFolders: [nodeDir], hidden: [], services: [{ name: serviceName, socketPath: serviceSocket }] });
+      let closed = false;
+      try {
+        assert.match(session.serviceUrl(serviceName), /^http:\/\/127\.0\.0\.1:\d+$/);
+        assert.throws(() => session.serviceUrl('llm'), /no service named 'llm'/);
+        const got = await run(session, ['/bin/bash', '-c', GET, port(session)]);
+        assert.equal(got.code, 0, got.err);
+        assert.match(got.out, /^HTTP\/1\.[01] 200/);
+        assert.match(got.out, /hello from the host: GET \/ping/);
+        const viaNode = await run(session, [process.execPath, '-e', NODE_GET], { URL: session.serviceUrl(serviceName) });
+        assert.equal(viaNode.out.trim(), '200 hello from the host: GET /v1/models', viaNode.err);
+        if (name !== 'local') {
+          // The agent phase of an isolated backend sees the relay's socket, never the host's own path.
+          const listed = await run(session, ['/bin/sh', '-c', `ls /run/belay; test -e '${serviceSocket}' && echo host-path-visible; true`]);
+          assert.equal(listed.out.trim(), `${serviceName}.sock`);
+        }
+
+        if (name === 'sandbox') {
+          // The bridge is the command's parent: killing it ends the sandbox, the agent with it.
+          const killed = await run(session, ['/bin/bash', '-c', 'kill -9 $PPID; sleep 3; echo survived']);
+          assert.doesNotMatch(killed.out, /survived/);
+          assert.notEqual(killed.code, 0);
+        }
+
+        await session.endAgentPhase();
+        await session.startVerifyPhase();
+        const refused = await run(session, ['/bin/bash', '-c', GET, port(session)]);
+        assert.notEqual(refused.code, 0);
+        assert.doesNotMatch(refused.out, /hello from the host/);
+        if (name !== 'local') {
+          const socket = await run(session, ['/bin/sh', '-c', 'ls -A /run/belay 2>/dev/null; true']);
+          assert.equal(socket.out.trim(), '', 'the verify phase finds no socket to reach');
+        }
+      } finally {
+        // The session's socket folder, found from where the SDK 2.0 socket would be.
+        const agentSocket = name === 'local' ? undefined : (session.endpoint(SERVICE_PORT_BASE + 99) as { socketPath: string }).socketPath;
+        const sockets = agentSocket === undefined ? undefined : name === 'sandbox' ? path.dirname(path.dirname(agentSocket)) : path.dirname(agentSocket);
+        await session.close();
+        closed = true;
+        if (sockets !== undefined) assert.equal(existsSync(sockets), false, `${sockets} is removed at close`);
+      }
+      assert.ok(closed);
+      assert.deepEqual(processesWith(`/run/belay/${serviceName}.sock`), [], 'no forwarder or bridge is left');
+      assert.deepEqual(processesWith('belay-forwarder-ready').filter((p) => p.includes(serviceName)), []);
+    });
+  });
+}
