@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { WebviewHost, type PageMessage } from '../ui/webviewHost.ts';
-import { safeHref, toHostSchema, type ToHost, type ToWebview } from '../webviews/cues/protocol.ts';
+import { safeHref, toHostSchema, type ToHost, type ToWebview } from '../contracts/cuesPage.ts';
 import type { CuesService } from './service.ts';
 
 // The Cues page: a message handler on the webview host that shows the service's snapshot and turns

@@ -12,7 +12,7 @@ import { compareJobs, type JobComparison } from './core/results/compare.ts';
 import { jobFolderKind, listJobFolders, readJobView, type JobFolder } from './core/results/discover.ts';
 import { buildMatrix, orderRows, type Matrix } from './core/results/matrix.ts';
 import type { JobView } from './core/results/model.ts';
-import { toHostSchema, type Query, type State, type ToHost, type ToWebview } from '../webviews/results/protocol.ts';
+import { toHostSchema, type Query, type State, type ToHost, type ToWebview } from '../contracts/resultsPage.ts';
 
 export interface ResultsActions {
   /** Opens a Belay run folder in the trajectory view. */

@@ -12,7 +12,7 @@ import { readBounded, readTrajectory, listRuns, type PastRun, type StepView } fr
 import { editorFix, suggestedProtocol } from './core/protocols/mismatch.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { WebviewHost, type PageMessage } from '../ui/webviewHost.ts';
-import { toHostSchema, type LlmUsageView, type RunSummary, type ToHost, type ToWebview, type TrajectoryStep } from '../webviews/trajectory/protocol.ts';
+import { toHostSchema, type LlmUsageView, type RunSummary, type ToHost, type ToWebview, type TrajectoryStep } from '../contracts/trajectoryPage.ts';
 
 /** Characters of each step's output sent to the view (the full output opens read-only). */
 const STEP_OUTPUT_CHARS = 20_000;
