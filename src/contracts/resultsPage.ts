@@ -59,6 +59,7 @@ export const jobChoiceSchema = z.object({
 });
 export type JobChoice = z.infer<typeof jobChoiceSchema>;
 
+/** How a task changed from one job to the other, in the order tasks are listed: changed ones first. */
 export const CHANGE_KINDS = ['broken', 'fixed', 'reward', 'added', 'removed', 'same'] as const;
 const outcome = z.enum(['passed', 'failed', 'flaky', 'missing']);
 
