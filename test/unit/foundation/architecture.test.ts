@@ -281,3 +281,41 @@ test('a contract that uses a DOM or a Node global fails; URL, which every side h
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test('a contract costs each side only what it uses: the language client bundles none of zod, and the pages no Node code', async () => {
+  const client = await esbuild.build({
+    entryPoints: ['src/blocks/languageClient.ts'],
+    absWorkingDir: repoRoot,
+    bundle: true,
+    write: false,
+    metafile: true,
+    platform: 'node',
+    format: 'cjs',
+    external: ['vscode'],
+    outdir: 'out/arch-check',
+    logLevel: 'silent',
+  });
+  const bundled = Object.values(client.metafile.outputs).flatMap((o) => Object.keys(o.inputs));
+  assert.ok(bundled.includes('src/contracts/languageServer.ts'), 'the client does not bundle its contract: the check is looking in the wrong place');
+  assert.deepEqual(bundled.filter((input) => input.includes('node_modules/zod/')), []);
+  const apps = readdirSync(path.join(repoRoot, 'src/webviews')).filter((d) => statSync(path.join(repoRoot, 'src/webviews', d, 'main.ts'), { throwIfNoEntry: false })?.isFile());
+  const pages = await esbuild.build({
+    entryPoints: apps.map((app) => `src/webviews/${app}/main.ts`),
+    absWorkingDir: repoRoot,
+    bundle: true,
+    write: false,
+    metafile: true,
+    platform: 'neutral',
+    mainFields: ['browser', 'module', 'main'],
+    // Seen, so that the assertion names them, rather than failing the build.
+    external: ['node:*', 'vscode'],
+    format: 'iife',
+    outdir: 'out/arch-check',
+    logLevel: 'silent',
+    loader: { '.css': 'empty' },
+  });
+  const inputs = Object.keys(pages.metafile.inputs);
+  assert.ok(inputs.filter((i) => i.startsWith('src/contracts/')).length >= 3, 'the pages bundle no contract: the check is looking in the wrong place');
+  const nodeImports = Object.entries(pages.metafile.inputs).flatMap(([file, input]) => input.imports.filter((i) => i.external).map((i) => `${file} -> ${i.path}`));
+  assert.deepEqual(nodeImports, []);
+});
