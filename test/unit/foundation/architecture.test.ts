@@ -52,22 +52,26 @@ function pureModules(): string[] {
   ];
 }
 
-/** Bundles the modules (dependencies external) and returns, per module, whether `vscode` is reached. */
-async function modulesReachingVscode(entries: string[], editorPackages: RegExp = /^vscode$/): Promise<string[]> {
+/** Bundles `entries` in memory and returns what esbuild says of it: each input's imports, each output's inputs. */
+async function metafileOf(entries: string[], options: esbuild.BuildOptions): Promise<esbuild.Metafile> {
   const result = await esbuild.build({
     entryPoints: entries,
     absWorkingDir: repoRoot,
     bundle: true,
     write: false,
     metafile: true,
-    platform: 'node',
-    format: 'esm',
-    packages: 'external',
     outdir: 'out/arch-check',
     logLevel: 'silent',
     loader: { '.css': 'empty' },
+    ...options,
   });
-  const inputs = result.metafile.inputs;
+  if (!result.metafile) throw new Error('esbuild returned no metafile');
+  return result.metafile;
+}
+
+/** Bundles the modules (dependencies external) and returns, per module, whether `vscode` is reached. */
+async function modulesReachingVscode(entries: string[], editorPackages: RegExp = /^vscode$/): Promise<string[]> {
+  const { inputs } = await metafileOf(entries, { platform: 'node', format: 'esm', packages: 'external' });
   const reaches = new Map<string, boolean>();
   const visit = (file: string, seen: Set<string>): boolean => {
     if (reaches.has(file)) return reaches.get(file)!;
@@ -283,39 +287,18 @@ test('a contract that uses a DOM or a Node global fails; URL, which every side h
 });
 
 test('a contract costs each side only what it uses: the language client bundles none of zod, and the pages no Node code', async () => {
-  const client = await esbuild.build({
-    entryPoints: ['src/blocks/languageClient.ts'],
-    absWorkingDir: repoRoot,
-    bundle: true,
-    write: false,
-    metafile: true,
-    platform: 'node',
-    format: 'cjs',
-    external: ['vscode'],
-    outdir: 'out/arch-check',
-    logLevel: 'silent',
-  });
-  const bundled = Object.values(client.metafile.outputs).flatMap((o) => Object.keys(o.inputs));
+  const client = await metafileOf(['src/blocks/languageClient.ts'], { platform: 'node', format: 'cjs', external: ['vscode'] });
+  const bundled = Object.values(client.outputs).flatMap((o) => Object.keys(o.inputs));
   assert.ok(bundled.includes('src/contracts/languageServer.ts'), 'the client does not bundle its contract: the check is looking in the wrong place');
   assert.deepEqual(bundled.filter((input) => input.includes('node_modules/zod/')), []);
   const apps = readdirSync(path.join(repoRoot, 'src/webviews')).filter((d) => statSync(path.join(repoRoot, 'src/webviews', d, 'main.ts'), { throwIfNoEntry: false })?.isFile());
-  const pages = await esbuild.build({
-    entryPoints: apps.map((app) => `src/webviews/${app}/main.ts`),
-    absWorkingDir: repoRoot,
-    bundle: true,
-    write: false,
-    metafile: true,
-    platform: 'neutral',
-    mainFields: ['browser', 'module', 'main'],
-    // Seen, so that the assertion names them, rather than failing the build.
-    external: ['node:*', 'vscode'],
-    format: 'iife',
-    outdir: 'out/arch-check',
-    logLevel: 'silent',
-    loader: { '.css': 'empty' },
-  });
-  const inputs = Object.keys(pages.metafile.inputs);
+  const pages = await metafileOf(
+    apps.map((app) => `src/webviews/${app}/main.ts`),
+    // Node modules kept outside, so that the assertion names them rather than the build failing.
+    { platform: 'neutral', mainFields: ['browser', 'module', 'main'], format: 'iife', external: ['node:*', 'vscode'] },
+  );
+  const inputs = Object.keys(pages.inputs);
   assert.ok(inputs.filter((i) => i.startsWith('src/contracts/')).length >= 3, 'the pages bundle no contract: the check is looking in the wrong place');
-  const nodeImports = Object.entries(pages.metafile.inputs).flatMap(([file, input]) => input.imports.filter((i) => i.external).map((i) => `${file} -> ${i.path}`));
+  const nodeImports = Object.entries(pages.inputs).flatMap(([file, input]) => input.imports.filter((i) => i.external).map((i) => `${file} -> ${i.path}`));
   assert.deepEqual(nodeImports, []);
 });
