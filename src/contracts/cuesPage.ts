@@ -1,6 +1,7 @@
 // The Cues webview's message protocol, shared by the extension host and the webview app.
 // Every message is parsed with these schemas where it arrives (host: toHostSchema; app:
-// toWebviewSchema). The app says `ready` first; the host holds what it sends until then.
+// toWebviewSchema). The app says `ready` first; the host holds what it sends until then. The
+// host's cue model (src/cues/core/model.ts) is made of these types.
 import * as z from 'zod';
 
 /** Largest pasted image the host accepts, in base64 characters (about 15 MB of image). */

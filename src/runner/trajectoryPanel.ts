@@ -1,7 +1,7 @@
 // The trajectory view: one webview panel per run, stepping through trajectory.json of runs made
 // by the editor or by `belay run`, and one per pair of runs compared side by side (steps aligned,
 // the first divergence highlighted). A message handler on the webview host (src/ui/webviewHost.ts);
-// messages follow src/webviews/trajectory/protocol.ts.
+// messages follow src/contracts/trajectoryPage.ts.
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
