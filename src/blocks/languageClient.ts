@@ -4,12 +4,12 @@
 // IPC. The CodeLenses come from the server; the client adds what only the editor knows: each
 // block's state (derived from the files and the records), and whether the workspace is trusted.
 import * as vscode from 'vscode';
-import { LanguageClient, TransportKind, type LanguageClientOptions } from 'vscode-languageclient/node';
+import { LanguageClient, NotificationType, NotificationType0, TransportKind, type LanguageClientOptions } from 'vscode-languageclient/node';
 import type { BelayContext } from '../context.ts';
 import { errorMessage } from '../shared/errors.ts';
 import type { BlockStates } from './states.ts';
 import { decorateLenses, LENS_COMMANDS, type LensState } from './core/lenses.ts';
-import { HandledBlocksNotification, RefreshLensesNotification, SettingsNotification, type ServerSettings } from './core/lsp.ts';
+import { HandledBlocksNotification, RefreshLensesNotification, SettingsNotification, type ClientNotification, type ServerSettings } from '../contracts/languageServer.ts';
 
 /** Starts the client and its server; disposing stops both. */
 export async function startLanguageClient(ctx: BelayContext, states: BlockStates): Promise<vscode.Disposable> {
@@ -69,18 +69,22 @@ export async function startLanguageClient(ctx: BelayContext, states: BlockStates
     throw error;
   }
   ctx.log.info('CodingAgent language server started');
-  const notify = (sent: Promise<void>) => void sent.catch((error: unknown) => ctx.log.warn(`notifying the language server failed: ${errorMessage(error)}`));
-  const sendSettings = () => notify(client.sendNotification(SettingsNotification, settings()));
+  /** Sends one of the contract's notifications, its parameters typed by it (none for a `void` one). */
+  const notify = <P>(notification: ClientNotification<P>, ...params: P extends void ? [] : [P]) => {
+    const sent = params.length === 0 ? client.sendNotification(new NotificationType0(notification.method)) : client.sendNotification(new NotificationType<unknown>(notification.method), params[0]);
+    void sent.catch((error: unknown) => ctx.log.warn(`notifying the language server failed: ${errorMessage(error)}`));
+  };
+  const sendSettings = () => notify(SettingsNotification, settings());
   subscriptions.push(
     states.onDidChange((uri) => {
       const document = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
       if (!document) return;
       void states.view(document).then((view) => {
         const settled = [...view.settled];
-        notify(client.sendNotification(HandledBlocksNotification, { uri: uri.toString(), keys: settled.map(([i]) => view.keys[i]!), replays: settled.map(([, s]) => s.replay ?? null) }));
+        notify(HandledBlocksNotification, { uri: uri.toString(), keys: settled.map(([i]) => view.keys[i]!), replays: settled.map(([, s]) => s.replay ?? null) });
       }, () => undefined);
     }),
-    ctx.trust.onDidGrant(() => notify(client.sendNotification(RefreshLensesNotification))),
+    ctx.trust.onDidGrant(() => notify(RefreshLensesNotification)),
     ctx.config.onDidChange('blocks.sessionRoot', sendSettings),
     vscode.workspace.onDidChangeWorkspaceFolders(sendSettings),
   );

@@ -97,7 +97,7 @@ function list(args: string[], io: CliIO): number {
   }
 }
 
-function splitField(value: string): readonly [string, string] {
+function splitField(value: string): [label: string, value: string] {
   const at = value.indexOf('=');
   if (at <= 0) throw new UsageError(`--field takes "Label=value", got "${value}"`);
   return [value.slice(0, at).trim(), value.slice(at + 1).trim()];

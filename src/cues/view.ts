@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { WebviewHost, type PageMessage } from '../ui/webviewHost.ts';
-import { safeHref, toHostSchema, type ToHost, type ToWebview } from '../webviews/cues/protocol.ts';
+import { safeHref, toHostSchema, type ToHost, type ToWebview } from '../contracts/cuesPage.ts';
 import type { CuesService } from './service.ts';
 
 // The Cues page: a message handler on the webview host that shows the service's snapshot and turns
@@ -65,10 +65,7 @@ export class CuesView implements vscode.Disposable {
     this.#host.post({ type: 'focus', requestId });
   }
 
-  /**
-   * The page's state from the service's snapshot. The host's model (core/model.ts) fits the
-   * protocol's types field for field: the compiler checks that here, the one place they meet.
-   */
+  /** The page's state from the service's snapshot, whose cues and agents are the contract's own types (core/model.ts). */
   #state(): ToWebview {
     const snapshot = this.#service.snapshot;
     const state: ToWebview = {

@@ -12,7 +12,7 @@ import { compareJobs, type JobComparison } from './core/results/compare.ts';
 import { jobFolderKind, listJobFolders, readJobView, type JobFolder } from './core/results/discover.ts';
 import { buildMatrix, orderRows, type Matrix } from './core/results/matrix.ts';
 import type { JobView } from './core/results/model.ts';
-import { toHostSchema, type Query, type State, type ToHost, type ToWebview } from '../webviews/results/protocol.ts';
+import { toHostSchema, type Query, type State, type ToHost, type ToWebview } from '../contracts/resultsPage.ts';
 
 export interface ResultsActions {
   /** Opens a Belay run folder in the trajectory view. */
@@ -241,23 +241,12 @@ export class ResultsPanel implements vscode.Disposable {
         flaky: r.flaky,
         finished: r.finished,
         passed: r.passed,
-        cells: r.cells.map((c) =>
-          c === null
-            ? null
-            : {
-                result: c.result,
-                trials: c.trials,
-                finished: c.finished,
-                passed: c.passed,
-                reward: c.reward,
-                metrics: c.metrics,
-                steps: c.steps,
-                durationSec: c.durationSec,
-                costUsd: c.costUsd,
-                failureCause: c.failureCause,
-                opens: c.open !== null && (c.open.runDir !== null || c.open.trajectoryFile !== null),
-              },
-        ),
+        // A matrix cell is the page's cell with the trial it opens: the page learns only whether it opens one.
+        cells: r.cells.map((c) => {
+          if (c === null) return null;
+          const { open, ...shown } = c;
+          return { ...shown, opens: open !== null && (open.runDir !== null || open.trajectoryFile !== null) };
+        }),
       })),
       order: orderRows(matrix.rows, this.#query),
       query: this.#query,

@@ -1,7 +1,7 @@
 // The trajectory view: one webview panel per run, stepping through trajectory.json of runs made
 // by the editor or by `belay run`, and one per pair of runs compared side by side (steps aligned,
 // the first divergence highlighted). A message handler on the webview host (src/ui/webviewHost.ts);
-// messages follow src/webviews/trajectory/protocol.ts.
+// messages follow src/contracts/trajectoryPage.ts.
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -12,7 +12,7 @@ import { readBounded, readTrajectory, listRuns, type PastRun, type StepView } fr
 import { editorFix, suggestedProtocol } from './core/protocols/mismatch.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { WebviewHost, type PageMessage } from '../ui/webviewHost.ts';
-import { toHostSchema, type LlmUsageView, type RunSummary, type ToHost, type ToWebview, type TrajectoryStep } from '../webviews/trajectory/protocol.ts';
+import { toHostSchema, type LlmUsageView, type RunSummary, type ToHost, type ToWebview, type TrajectoryStep } from '../contracts/trajectoryPage.ts';
 
 /** Characters of each step's output sent to the view (the full output opens read-only). */
 const STEP_OUTPUT_CHARS = 20_000;

@@ -7,7 +7,7 @@ import type { CodeLens, Diagnostic, DocumentSymbol, FoldingRange, Range } from '
 import { answerTarget, isOutboxDocument, type AnswerTarget } from '../blocks/core/answerTarget.ts';
 import { blockKeys, changesWorkspace } from '../blocks/core/blockKey.ts';
 import { LENS_COMMANDS } from '../blocks/core/lenses.ts';
-import type { ServerSettings } from '../blocks/core/lsp.ts';
+import type { ServerSettings } from '../contracts/languageServer.ts';
 import { parseAnswer } from '../blocks/core/parser.ts';
 import { AnswerState, planAnswer, type Replay } from '../blocks/core/plan.ts';
 import { SECTION } from '../blocks/core/protocol.ts';

@@ -11,9 +11,9 @@ import {
   RefreshLensesNotification,
   SettingsNotification,
   serverSettingsSchema,
+  type Replay,
   type ServerSettings,
-} from '../blocks/core/lsp.ts';
-import type { Replay } from '../blocks/core/plan.ts';
+} from '../contracts/languageServer.ts';
 
 /** How long after the last keystroke diagnostics are recomputed. */
 const SETTLE_MS = 150;
@@ -87,17 +87,17 @@ export function startServer(connection: Connection): void {
     };
   });
 
-  // Parameters are typed by their notification, but checked here, where they arrive.
-  connection.onNotification(SettingsNotification, (params: unknown) => {
+  // Parameters are typed by their notification (src/contracts/languageServer.ts), but checked here, where they arrive.
+  connection.onNotification(SettingsNotification.method, (params: unknown) => {
     const parsed = serverSettingsSchema.safeParse(params);
     if (!parsed.success) return;
     settings = parsed.data;
     reanalyseAll();
   });
-  connection.onNotification(RefreshLensesNotification, () => {
+  connection.onNotification(RefreshLensesNotification.method, () => {
     void connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
   });
-  connection.onNotification(HandledBlocksNotification, (params: unknown) => {
+  connection.onNotification(HandledBlocksNotification.method, (params: unknown) => {
     const parsed = handledBlocksSchema.safeParse(params);
     if (!parsed.success) return;
     const replays = parsed.data.replays;

@@ -8,7 +8,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import * as z from 'zod';
 import { writeFileAtomic } from '../../shared/atomic.ts';
-import { replaySchema } from './replay.ts';
+import { replaySchema } from '../../contracts/languageServer.ts';
 import { textDigest } from './seen.ts';
 import type { CommandResult } from './results.ts';
 import type { Command } from './syntax.ts';

@@ -4,6 +4,7 @@
 // answer: the language server's diagnostics, the editor's Apply, Apply All and Preview All, and
 // `belay blocks apply` (through executor.ts, which carries each plan out) all go through it.
 import { promises as fs } from 'node:fs';
+import type { AppliedEdit, Replay } from '../../contracts/languageServer.ts';
 import { repliedOutbox, type AnswerTarget } from './answerTarget.ts';
 import { diffLines, relocateThrough, type Hunk } from './diff.ts';
 import { entryAt, formatBytes, MAX_TEXT_BYTES, notRegularSummary, readFailureCode, readFileState as readFileOnDisk, type FileState } from './files.ts';
@@ -23,13 +24,9 @@ import {
   type TextCommand,
 } from './syntax.ts';
 
-/** An EDIT_FILE already applied in this answer, in the file's line numbers from before the answer. */
-export interface AppliedEdit {
-  start: number;
-  end: number;
-  /** Lines added (positive) or removed (negative). */
-  delta: number;
-}
+// An EDIT_FILE already applied in this answer, and what a carried-out block leaves for the blocks
+// after it: declared with their schemas, where the language server's notification carries them.
+export type { AppliedEdit, Replay };
 
 interface FileHistory {
   /** Lines the file had when this answer first edited it (or when this answer created it). */
@@ -94,21 +91,6 @@ export type Plan =
   | { kind: 'run'; command: TextCommand }
   | { kind: 'message' | 'done'; command: TextCommand; result: CommandResult }
   | { kind: 'fail'; command: Command; code: FailureCode; result: CommandResult };
-
-/**
- * What a block applied earlier leaves for the blocks after it to know (line shifts, queued reads,
- * DONE), without planning it again: how the editor resumes an answer whose blocks it applied in
- * earlier actions, derived from what it recorded then.
- */
-export type Replay =
-  /** CREATE_FILE: the file now has these lines; later edits count from them. */
-  | { kind: 'write'; real: string; lineCount: number }
-  /** `relocated`: the file had changed since the LLM read it, and the edit was carried over that change. */
-  | { kind: 'edit'; real: string; originalLineCount: number; applied: AppliedEdit; relocated?: boolean }
-  | { kind: 'delete'; real: string }
-  | { kind: 'read'; relative: string }
-  | { kind: 'run' }
-  | { kind: 'done' };
 
 /** How a carried-out plan is remembered (none for a failure or a message). */
 export function replayOf(plan: Plan): Replay | undefined {

@@ -1,3 +1,4 @@
+import type { UiSelection } from '../../contracts/cuesPage.ts';
 import { confirmLabel } from './labels.ts';
 import type { PayloadView } from './payload.ts';
 
@@ -6,17 +7,8 @@ import type { PayloadView } from './payload.ts';
 // lines (`Label: a, b` for several); confirm -> its confirm label. A pause's "Continue" is an
 // empty text, which cueme reports as "The user resumed the conversation."
 
-/** What the human picked or typed; which parts apply depends on the payload. */
-export interface Selection {
-  /** Free text: the whole answer of a plain prompt, or an extra line after a structured answer. */
-  text?: string;
-  /** choice: the labels picked. */
-  choices?: readonly string[];
-  /** confirm / pause: the confirm button. */
-  confirm?: boolean;
-  /** form: values per field label; several values for a multi-select field. */
-  fields?: ReadonlyArray<readonly [label: string, value: string]>;
-}
+/** What the human picked or typed, from the page or the command line; which parts apply depends on the payload. */
+export type Selection = UiSelection;
 
 /** A selection that does not fit the payload: a usage mistake, nothing is written. */
 export class SelectionError extends Error {

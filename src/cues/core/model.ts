@@ -1,7 +1,9 @@
 // What the editor shows of the mailbox (the Cues panel, its badge, the status bar, notifications,
-// quick picks) and what may be done, computed from mailbox entries. This is the host's own model;
-// src/cues/view.ts maps it onto the webview's protocol. Unit-tested: test/unit/cues/panel*.test.ts.
+// quick picks) and what may be done, computed from mailbox entries. Its cues and agents are the
+// page's (src/contracts/cuesPage.ts): src/cues/view.ts sends them as they are. Unit-tested:
+// test/unit/cues/panel*.test.ts.
 import * as path from 'node:path';
+import type { CueState, UiAgent, UiCue, UiPayload } from '../../contracts/cuesPage.ts';
 import { describeTimeout, expiresAtMs, isExpired } from './expiry.ts';
 import { cancelLabel, confirmLabel } from './labels.ts';
 import type { PayloadView } from './payload.ts';
@@ -14,53 +16,21 @@ const TIMEOUT_SLACK_MS = 2_000;
 export const HISTORY_LIMIT = 200;
 
 /** What a cue asks for, its labels resolved: what the panel, the quick picks and the notifications offer. */
-export type CueAsk =
-  | { kind: 'none' }
-  | { kind: 'invalid'; warning: string }
-  | { kind: 'choice'; options: string[]; multiple: boolean }
-  | { kind: 'confirm'; text: string; confirmLabel: string; cancelLabel: string }
-  | { kind: 'pause'; text: string; confirmLabel: string }
-  | { kind: 'form'; fields: Array<{ label: string; options: string[]; multiple: boolean }> };
+export type CueAsk = UiPayload;
 
-/**
- * pending: waiting for the human; expired: pending but its cueme stopped waiting (expiry.ts);
- * abandoned: pending but the process recorded as waiting is gone (waiters.ts): in both, nobody
- * reads an answer any more. answered / cancelled / timeout: has a response; closed: ended elsewhere.
- */
-export type ShownState = 'pending' | 'expired' | 'abandoned' | 'answered' | 'cancelled' | 'timeout' | 'closed';
+/** A cue's state as shown (see the contract's `cueStateSchema`; expiry.ts, waiters.ts decide expired and abandoned). */
+export type ShownState = CueState;
 
 /** Whether the process waiting for a cue is still there (waiters.ts; the store's `liveness`). */
 export type LivenessOf = (entry: CueEntry) => Liveness;
 /** Without a way to look at processes, nothing is known: the timeout alone decides. */
 const NOTHING_KNOWN: LivenessOf = () => 'unknown';
 
-export interface Cue {
-  requestId: string;
-  agentId: string;
-  prompt: string;
-  payload: CueAsk;
-  state: ShownState;
-  createdAtMs?: number;
-  /** When a pending cue expires (absent for pauses, which never do, and for ended cues). */
-  expiresAtMs?: number;
-  /** The process recorded as waiting (Belay's writers record it; the public tools do not). */
-  waiter?: { pid: number; host: string };
-  response?: { text: string; files: string[]; atMs?: number };
-}
+/** A cue as the editor shows it. */
+export type Cue = UiCue;
 
-export interface CueAgent {
-  agentId: string;
-  runtime?: string;
-  projectDir?: string;
-  terminal?: string;
-  lastActivityMs?: number;
-  /** Its cues waiting for the human (expired ones not counted). */
-  pendingCount: number;
-  /** A reply waiting for this agent's next cue. */
-  queued?: string;
-  /** Archived by the human and not heard from since: listed apart. */
-  archived?: boolean;
-}
+/** An agent of the mailbox as the editor lists it; `pendingCount` leaves expired cues out. */
+export type CueAgent = UiAgent;
 
 export function toAsk(view: PayloadView): CueAsk {
   switch (view.kind) {

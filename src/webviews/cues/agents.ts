@@ -3,7 +3,7 @@
 import '@vscode-elements/elements/dist/vscode-textfield/index.js';
 import type { VscodeTextfield } from '@vscode-elements/elements/dist/vscode-textfield/vscode-textfield.js';
 import { el } from '../shared/dom.ts';
-import type { ToHost, UiAgent, UiCue } from './protocol.ts';
+import type { ToHost, UiAgent, UiCue } from '../../contracts/cuesPage.ts';
 import { button, icon, markdown, timeLabel } from './render.ts';
 
 type Post = (message: Exclude<ToHost, { type: 'ready' }>) => void;

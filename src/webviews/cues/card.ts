@@ -12,7 +12,7 @@ import type { VscodeRadio } from '@vscode-elements/elements/dist/vscode-radio/vs
 import type { VscodeTextfield } from '@vscode-elements/elements/dist/vscode-textfield/vscode-textfield.js';
 import { el } from '../shared/dom.ts';
 import { firstMissingField, keyAction, type KeyFocus, type KeyNames } from './keys.ts';
-import type { ToHost, UiCue, UiSelection } from './protocol.ts';
+import type { ToHost, UiCue, UiSelection } from '../../contracts/cuesPage.ts';
 import { button, icon, kbd, markdown, timeLabel } from './render.ts';
 import { choiceClicked, confirmClicked, isEmptySelection, sendSelection } from './selection.ts';
 

@@ -5,7 +5,7 @@
 //   chord nobody types by accident; a number key or a plain Enter on a confirm only says so;
 // - Ctrl+Backspace (⌘⌫) ends the cue, outside text fields (where it deletes a word);
 // - a pause's Continue is harmless: Enter continues.
-import type { UiPayload } from './protocol.ts';
+import type { UiPayload } from '../../contracts/cuesPage.ts';
 import { optionIndexForKey } from './selection.ts';
 
 export interface KeyPress {

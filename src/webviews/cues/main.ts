@@ -8,7 +8,7 @@ import { el } from '../shared/dom.ts';
 import { agentTitle, newAgentItem, renderArchived, updateAgentItem, type AgentItem, type AgentsContext } from './agents.ts';
 import { buildCard, deadReason, type Card, type CardContext } from './card.ts';
 import { keyNames } from './keys.ts';
-import { toWebviewSchema, type ToHost, type ToWebview, type UiCue } from './protocol.ts';
+import { toWebviewSchema, type ToHost, type ToWebview, type UiCue } from '../../contracts/cuesPage.ts';
 import { button, icon, updateTimes } from './render.ts';
 import { idleAgents } from './selection.ts';
 import './style.css';

@@ -3,7 +3,7 @@
 // Supported: paragraphs (line breaks kept), headings, fenced code, bullet and numbered lists,
 // block quotes, pipe tables (GitHub's), **strong**, *em*/_em_, `code`, [links](https://…) and bare
 // http(s) URLs.
-import { safeHref } from './protocol.ts';
+import { safeHref } from '../../contracts/cuesPage.ts';
 
 export type Inline =
   | { t: 'text'; text: string }

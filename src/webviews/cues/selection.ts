@@ -1,6 +1,6 @@
 // What the payload UIs send, from what the human picked: pure, so the rules are unit-tested
 // (test/unit/cues/panel-selection.test.ts) and the host composes the answer text with the core.
-import type { UiAgent, UiPayload, UiSelection } from './protocol.ts';
+import type { UiAgent, UiPayload, UiSelection } from '../../contracts/cuesPage.ts';
 
 /** The reply box's text as the optional extra line (blank -> none). */
 function extra(text: string): Pick<UiSelection, 'text'> {

@@ -4,7 +4,7 @@
 // answers with the rows' order); a cell opens its trial. Names from files are set as text only.
 import { connect } from '../shared/connect.ts';
 import { el } from '../shared/dom.ts';
-import { toWebviewSchema, type Cell, type Comparison, type State, type ToHost, type ToWebview } from './protocol.ts';
+import { toWebviewSchema, type Cell, type Comparison, type State, type ToHost, type ToWebview } from '../../contracts/resultsPage.ts';
 import './style.css';
 
 const ROW_HEIGHT = 30;

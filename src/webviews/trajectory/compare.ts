@@ -3,7 +3,7 @@
 // the page opens scrolled to it, and a button jumps back to it. Text is set with textContent only.
 import { el } from '../shared/dom.ts';
 import { button, duration, failureReason, resultIcon, stepStatus, usage, type Post } from './parts.ts';
-import type { CompareRow, CompareSide, ToWebview, TrajectoryStep } from './protocol.ts';
+import type { CompareRow, CompareSide, ToWebview, TrajectoryStep } from '../../contracts/trajectoryPage.ts';
 
 type Comparison = Extract<ToWebview, { type: 'compare' }>;
 type Side = 'left' | 'right';

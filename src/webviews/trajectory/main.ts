@@ -5,7 +5,7 @@ import { connect } from '../shared/connect.ts';
 import { el } from '../shared/dom.ts';
 import { renderComparison } from './compare.ts';
 import { button, duration, failureReason, resultIcon, stepStatus, usage } from './parts.ts';
-import { toWebviewSchema, type RunSummary, type ToHost, type ToWebview, type TrajectoryStep } from './protocol.ts';
+import { toWebviewSchema, type RunSummary, type ToHost, type ToWebview, type TrajectoryStep } from '../../contracts/trajectoryPage.ts';
 import './style.css';
 
 /** Kept while the page is hidden and reloaded: the step shown, or how far a comparison was scrolled. */

@@ -1,7 +1,7 @@
 // Pieces both trajectory pages use (one run, two runs compared): buttons, durations, model-call
 // costs, and the failure reason a run leads with. Text is set with textContent only.
 import { el } from '../shared/dom.ts';
-import type { LlmUsageView, RunSummary, ToHost, TrajectoryStep } from './protocol.ts';
+import type { LlmUsageView, RunSummary, ToHost, TrajectoryStep } from '../../contracts/trajectoryPage.ts';
 
 export type Post = (message: Exclude<ToHost, { type: 'ready' }>) => void;
 

@@ -10,6 +10,7 @@ import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type
 import type { CodeLens, CompletionItem, Diagnostic, DocumentSymbol, FoldingRange, Hover, PublishDiagnosticsParams } from 'vscode-languageserver';
 import { blockKeys } from '../../../src/blocks/core/blockKey.ts';
 import { parseAnswer } from '../../../src/blocks/core/parser.ts';
+import { HandledBlocksNotification } from '../../../src/contracts/languageServer.ts';
 import { startServer } from '../../../src/server/server.ts';
 import { sessionWithChangedFile, tempDir } from '../../support/blocks/helpers.ts';
 
@@ -259,7 +260,7 @@ describe('CodingAgent language server', () => {
     await client.rpc.sendNotification('workspace/didChangeWatchedFiles', { changes: [{ uri: pathToFileURL(victim).href, type: 3 }] });
     assert.deepEqual((await missing).map((d) => text_(d.message)), ["File 'victim.txt' not found"]);
     const cleared = nextDiagnostics(client, uri);
-    await client.rpc.sendNotification('belay/handledBlocks', { uri, keys: blockKeys(parseAnswer(text).commands) });
+    await client.rpc.sendNotification(HandledBlocksNotification.method, { uri, keys: blockKeys(parseAnswer(text).commands) });
     assert.deepEqual(await cleared, []);
   });
 

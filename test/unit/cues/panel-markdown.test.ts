@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { parseInline, parseMarkdown, splitTableRow, type Block, type Inline } from '../../../src/webviews/cues/markdown.ts';
-import { safeHref } from '../../../src/webviews/cues/protocol.ts';
+import { safeHref } from '../../../src/contracts/cuesPage.ts';
 
 /** The text a tree shows. */
 function plainText(blocks: readonly Block[]): string {

@@ -8,7 +8,21 @@ import * as path from 'node:path';
 import { test } from 'node:test';
 import * as esbuild from 'esbuild';
 import { repoRoot } from '../../../scripts/lib/paths.ts';
-import { allowed, areaCycles, fileCycles, folderCycles, readGraph, scanImports, violations, WEBVIEW_OWNERS, zoneOf, type Graph } from './imports.ts';
+import {
+  allowed,
+  areaCycles,
+  CONTRACT_SIDES,
+  contractGlobalProblems,
+  fileCycles,
+  folderCycles,
+  packageViolations,
+  readGraph,
+  scanImports,
+  violations,
+  WEBVIEW_OWNERS,
+  zoneOf,
+  type Graph,
+} from './imports.ts';
 
 function tsFiles(dir: string): string[] {
   const abs = path.join(repoRoot, dir);
@@ -31,28 +45,33 @@ function pureModules(): string[] {
   return [
     ...features.flatMap((f) => tsFiles(path.join('src', f, 'core'))),
     ...tsFiles('src/webviews'),
+    ...tsFiles('src/contracts'),
     ...tsFiles('src/server'),
     ...tsFiles('src/cli'),
     ...tsFiles('src/shared'),
   ];
 }
 
-/** Bundles the modules (dependencies external) and returns, per module, whether `vscode` is reached. */
-async function modulesReachingVscode(entries: string[], editorPackages: RegExp = /^vscode$/): Promise<string[]> {
+/** Bundles `entries` in memory and returns what esbuild says of it: each input's imports, each output's inputs. */
+async function metafileOf(entries: string[], options: esbuild.BuildOptions): Promise<esbuild.Metafile> {
   const result = await esbuild.build({
     entryPoints: entries,
     absWorkingDir: repoRoot,
     bundle: true,
     write: false,
     metafile: true,
-    platform: 'node',
-    format: 'esm',
-    packages: 'external',
     outdir: 'out/arch-check',
     logLevel: 'silent',
     loader: { '.css': 'empty' },
+    ...options,
   });
-  const inputs = result.metafile.inputs;
+  if (!result.metafile) throw new Error('esbuild returned no metafile');
+  return result.metafile;
+}
+
+/** Bundles the modules (dependencies external) and returns, per module, whether `vscode` is reached. */
+async function modulesReachingVscode(entries: string[], editorPackages: RegExp = /^vscode$/): Promise<string[]> {
+  const { inputs } = await metafileOf(entries, { platform: 'node', format: 'esm', packages: 'external' });
   const reaches = new Map<string, boolean>();
   const visit = (file: string, seen: Set<string>): boolean => {
     if (reaches.has(file)) return reaches.get(file)!;
@@ -66,7 +85,7 @@ async function modulesReachingVscode(entries: string[], editorPackages: RegExp =
   return entries.filter((entry) => visit(entry, new Set()));
 }
 
-test('pure cores, webview apps, the language server and the CLIs never import vscode', async () => {
+test('pure cores, contracts, webview apps, the language server and the CLIs never import vscode', async () => {
   const modules = pureModules();
   assert.ok(modules.some((m) => m.startsWith('src/cli/')), 'found no CLI modules: the scan is looking in the wrong place');
   assert.ok(modules.some((m) => m.includes('/core/')), 'found no core modules: the scan is looking in the wrong place');
@@ -79,10 +98,19 @@ test('the check itself catches a vscode import reached through another module', 
 });
 
 test('every import follows the allowed edges between folders, and every import can be followed', () => {
-  const { graph, problems } = scanImports(repoRoot);
+  const { graph, packages, problems } = scanImports(repoRoot);
   assert.ok(graph.size > 50, `read only ${graph.size} modules: the scan is looking in the wrong place`);
   assert.deepEqual(problems, []);
   assert.deepEqual(violations(graph), []);
+  assert.deepEqual(packageViolations(packages), []);
+});
+
+test('every contract names its sides, and uses only what every side has (the ECMAScript library, URL and zod)', () => {
+  const contracts = tsFiles('src/contracts');
+  assert.ok(contracts.length >= 4, `found ${contracts.length} contracts`);
+  const named = contracts.map((file) => zoneOf(file).slice('contract:'.length)).sort();
+  assert.deepEqual(named, Object.keys(CONTRACT_SIDES).sort(), 'each file in src/contracts/ has a row in CONTRACT_SIDES, and each row a file');
+  assert.deepEqual(contractGlobalProblems(repoRoot, contracts), []);
 });
 
 test('every webview app belongs to a feature that exists', () => {
@@ -117,9 +145,9 @@ test('the scan sees imports written without .ts, type-only, dynamic and multi-li
     'src/runner/core/run.ts': "import type {\n  B,\n} from '../../cues/core/store.js';\nexport type T = typeof import('./types');\n",
     'src/runner/core/types.ts': 'export {};\n',
     'src/runner/core/lazy.ts': "const m = require('./missing.ts');\nconst n = await import(`./${name}.ts`);\nconst k = require(p) as typeof import('./types.ts');\n",
-    'src/webviews/cues/main.ts': "import './style.css';\nimport '../results/protocol.ts';\n",
+    'src/webviews/cues/main.ts': "import './style.css';\nimport '../../contracts/resultsPage.ts';\n",
     'src/webviews/cues/style.css': '',
-    'src/webviews/results/protocol.ts': 'export {};\n',
+    'src/contracts/resultsPage.ts': 'export {};\n',
   });
   assert.deepEqual(graph.get('src/runner/view.ts'), ['src/cues/service.ts']);
   assert.deepEqual(graph.get('src/runner/core/run.ts'), ['src/cues/core/store.ts', 'src/runner/core/types.ts']);
@@ -134,25 +162,34 @@ test('the scan sees imports written without .ts, type-only, dynamic and multi-li
   assert.deepEqual(violations(graph), [
     'src/runner/core/run.ts -> src/cues/core/store.ts (core:runner -> core:cues)',
     'src/runner/view.ts -> src/cues/service.ts (editor:runner -> editor:cues)',
-    'src/webviews/cues/main.ts -> src/webviews/results/protocol.ts (webview:cues -> webview-protocol:results)',
+    'src/webviews/cues/main.ts -> src/contracts/resultsPage.ts (webview:cues -> contract:resultsPage)',
   ]);
 });
 
-test('the rules keep the entry to the editor layers and each webview protocol to its feature', () => {
+test('the rules keep the entry to the editor layers and each page contract to its app and its feature', () => {
   assert.equal(allowed('entry', 'editor:cues'), true);
   assert.equal(allowed('entry', 'base'), true);
   assert.equal(allowed('entry', 'core:cues'), false);
   assert.equal(allowed('entry', 'shared'), false);
   assert.equal(allowed('entry', 'ui'), false);
-  assert.equal(allowed('editor:runner', 'webview-protocol:results'), true);
-  assert.equal(allowed('editor:runner', 'webview-protocol:cues'), false);
-  assert.equal(allowed('editor:cues', 'webview-protocol:cues'), true);
-  assert.equal(allowed('webview:trajectory', 'webview-protocol:trajectory'), true);
+  assert.equal(allowed('editor:runner', 'contract:resultsPage'), true);
+  assert.equal(allowed('core:runner', 'contract:resultsPage'), true);
+  assert.equal(allowed('editor:runner', 'contract:cuesPage'), false);
+  assert.equal(allowed('editor:cues', 'contract:cuesPage'), true);
+  assert.equal(allowed('core:cues', 'contract:cuesPage'), true);
+  assert.equal(allowed('webview:trajectory', 'contract:trajectoryPage'), true);
+  assert.equal(allowed('webview:trajectory', 'contract:resultsPage'), false);
+  assert.equal(allowed('server', 'contract:languageServer'), true);
+  assert.equal(allowed('editor:blocks', 'contract:languageServer'), true);
+  assert.equal(allowed('server', 'contract:cuesPage'), false);
+  assert.equal(allowed('cli', 'contract:cuesPage'), false);
+  assert.equal(allowed('entry', 'contract:cuesPage'), false);
   assert.equal(allowed('webview:trajectory', 'webview:results'), false);
   assert.equal(allowed('webview:trajectory', 'webviews'), true);
   assert.equal(allowed('webviews', 'webview:cues'), false);
   assert.equal(zoneOf('src/webviews/shared/dom.ts'), 'webviews');
-  assert.equal(zoneOf('src/webviews/results/protocol.ts'), 'webview-protocol:results');
+  assert.equal(zoneOf('src/webviews/results/main.ts'), 'webview:results');
+  assert.equal(zoneOf('src/contracts/resultsPage.ts'), 'contract:resultsPage');
 });
 
 test('there is no cycle between folders, nor between files', () => {
@@ -195,7 +232,73 @@ test('the rules catch an upward import, a cross-feature import and cycles', () =
   ]);
   assert.equal(allowed('server', 'core:blocks'), true);
   assert.equal(allowed('server', 'core:cues'), false);
-  assert.equal(allowed('editor:blocks', 'webview-protocol:cues'), false);
+  assert.equal(allowed('editor:blocks', 'contract:cuesPage'), false);
   assert.equal(allowed('editor:blocks', 'webviews'), false);
   assert.equal(allowed('core:blocks', 'base'), false);
+});
+
+test('the rules keep contracts to zod: a contract that imports a feature, another contract, node:fs or vscode fails, and so does a core that imports a page', () => {
+  const { graph, packages, problems } = scanTree({
+    'src/contracts/cuesPage.ts': "import * as z from 'zod';\nimport type { Entry } from '../cues/core/store.ts';\nimport { readFileSync } from 'node:fs';\nimport type * as vscode from 'vscode';\nimport { helper } from '../shared/text.ts';\nimport type { X } from './resultsPage.ts';\n",
+    'src/contracts/resultsPage.ts': "import * as z from 'zod';\nimport type { ZodType } from 'zod/v4';\nexport type X = 1;\n",
+    'src/cues/core/store.ts': "import type { UiCue } from '../../contracts/cuesPage.ts';\nimport { render } from '../../webviews/cues/render.ts';\nexport type Entry = 1;\n",
+    'src/cues/view.ts': "import '../contracts/cuesPage.ts';\n",
+    'src/runner/core/matrix.ts': "import '../../contracts/resultsPage.ts';\nimport '../../contracts/cuesPage.ts';\n",
+    'src/shared/text.ts': 'export const helper = 1;\n',
+    'src/webviews/cues/render.ts': "import '../../contracts/cuesPage.ts';\n",
+  });
+  assert.deepEqual(problems, []);
+  assert.deepEqual(violations(graph), [
+    'src/contracts/cuesPage.ts -> src/contracts/resultsPage.ts (contract:cuesPage -> contract:resultsPage)',
+    'src/contracts/cuesPage.ts -> src/cues/core/store.ts (contract:cuesPage -> core:cues)',
+    'src/contracts/cuesPage.ts -> src/shared/text.ts (contract:cuesPage -> shared)',
+    'src/cues/core/store.ts -> src/webviews/cues/render.ts (core:cues -> webview:cues)',
+    'src/runner/core/matrix.ts -> src/contracts/cuesPage.ts (core:runner -> contract:cuesPage)',
+  ]);
+  assert.deepEqual(packageViolations(packages), [
+    'src/contracts/cuesPage.ts -> node:fs (a contract may import zod only)',
+    'src/contracts/cuesPage.ts -> vscode (a contract may import zod only)',
+  ]);
+});
+
+test('a contract that uses a DOM or a Node global fails; URL, which every side has, does not', () => {
+  const root = mkdtempSync(path.join(tmpdir(), 'belay-contract-'));
+  try {
+    mkdirSync(path.join(root, 'src/contracts'), { recursive: true });
+    writeFileSync(
+      path.join(root, 'src/contracts/page.ts'),
+      [
+        'export const title = document.title;',
+        'export const width: number = window.innerWidth;',
+        "export const home = process.env['HOME'];",
+        "export const bytes = Buffer.from('x');",
+        "export const href = new URL('https://example.com/').href;",
+        '',
+      ].join('\n'),
+    );
+    const problems = contractGlobalProblems(root, ['src/contracts/page.ts']);
+    assert.equal(problems.length, 4, problems.join('\n'));
+    for (const [line, name] of [[1, 'document'], [2, 'window'], [3, 'process'], [4, 'Buffer']] as const) {
+      assert.ok(problems.some((p) => p.startsWith(`src/contracts/page.ts:${line}: Cannot find name '${name}'`)), `no problem for ${name}:\n${problems.join('\n')}`);
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a contract costs each side only what it uses: the language client bundles none of zod, and the pages no Node code', async () => {
+  const client = await metafileOf(['src/blocks/languageClient.ts'], { platform: 'node', format: 'cjs', external: ['vscode'] });
+  const bundled = Object.values(client.outputs).flatMap((o) => Object.keys(o.inputs));
+  assert.ok(bundled.includes('src/contracts/languageServer.ts'), 'the client does not bundle its contract: the check is looking in the wrong place');
+  assert.deepEqual(bundled.filter((input) => input.includes('node_modules/zod/')), []);
+  const apps = readdirSync(path.join(repoRoot, 'src/webviews')).filter((d) => statSync(path.join(repoRoot, 'src/webviews', d, 'main.ts'), { throwIfNoEntry: false })?.isFile());
+  const pages = await metafileOf(
+    apps.map((app) => `src/webviews/${app}/main.ts`),
+    // Node modules kept outside, so that the assertion names them rather than the build failing.
+    { platform: 'neutral', mainFields: ['browser', 'module', 'main'], format: 'iife', external: ['node:*', 'vscode'] },
+  );
+  const inputs = Object.keys(pages.inputs);
+  assert.ok(inputs.filter((i) => i.startsWith('src/contracts/')).length >= 3, 'the pages bundle no contract: the check is looking in the wrong place');
+  const nodeImports = Object.entries(pages.inputs).flatMap(([file, input]) => input.imports.filter((i) => i.external).map((i) => `${file} -> ${i.path}`));
+  assert.deepEqual(nodeImports, []);
 });

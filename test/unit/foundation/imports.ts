@@ -12,7 +12,7 @@ export type Zone =
   | 'cli' // the command lines
   | 'webviews' // page code every webview app shares (src/webviews/shared/)
   | `webview:${string}` // one webview app (a browser bundle)
-  | `webview-protocol:${string}` // an app's protocol.ts, shared with its feature's editor layer
+  | `contract:${string}` // one contract in src/contracts/: zod schemas both sides of a boundary import
   | 'base' // the editor's foundation: context, settings, trust
   | 'ui' // editor-side helpers shared by features
   | `editor:${string}` // a feature's editor layer
@@ -20,8 +20,29 @@ export type Zone =
 
 const BASE = new Set(['src/context.ts', 'src/config.ts', 'src/trust.ts']);
 
-/** The feature each webview app belongs to: only that feature's editor layer speaks its protocol. */
+/** The feature each webview app belongs to: only that feature speaks its page's contract. */
 export const WEBVIEW_OWNERS: Readonly<Record<string, string>> = { cues: 'cues', trajectory: 'runner', results: 'runner' };
+
+/** A page's contract is spoken by its app and by the feature it belongs to (core and editor layer). */
+function pageSides(app: string): Zone[] {
+  const feature = WEBVIEW_OWNERS[app]!;
+  return [`webview:${app}`, `core:${feature}`, `editor:${feature}`];
+}
+
+/**
+ * Each contract in src/contracts/ (by file name) and the zones on its two sides, which alone may
+ * import it. A contract imports zod and nothing else: no other module of ours, no `node:`, no
+ * `vscode`, no DOM (`contractGlobalProblems`), so that a page, the host and the server all run it.
+ */
+export const CONTRACT_SIDES: Readonly<Record<string, readonly Zone[]>> = {
+  cuesPage: pageSides('cues'),
+  resultsPage: pageSides('results'),
+  trajectoryPage: pageSides('trajectory'),
+  languageServer: ['core:blocks', 'editor:blocks', 'server'],
+};
+
+/** The only package a contract may import. */
+export const CONTRACT_PACKAGES: ReadonlySet<string> = new Set(['zod']);
 
 export function zoneOf(file: string): Zone {
   const parts = file.split('/');
@@ -32,10 +53,11 @@ export function zoneOf(file: string): Zone {
   if (top === 'server') return 'server';
   if (top === 'cli') return 'cli';
   if (top === 'ui') return 'ui';
+  if (top === 'contracts') return `contract:${parts.slice(2).join('/').replace(/\.ts$/, '')}`;
   if (top === 'webviews') {
     const app = parts[2]!;
     if (app === 'shared' || parts.length === 3) return 'webviews';
-    return parts.at(-1) === 'protocol.ts' ? `webview-protocol:${app}` : `webview:${app}`;
+    return `webview:${app}`;
   }
   return parts[2] === 'core' ? `core:${top}` : `editor:${top}`;
 }
@@ -43,6 +65,7 @@ export function zoneOf(file: string): Zone {
 /** May a module in `from` import one in `to`? Nothing imports upward; features stay apart. */
 export function allowed(from: Zone, to: Zone): boolean {
   if (from === to) return true;
+  if (to.startsWith('contract:')) return CONTRACT_SIDES[to.slice('contract:'.length)]?.includes(from) ?? false;
   const core = to.startsWith('core:');
   switch (true) {
     case from === 'shared':
@@ -55,19 +78,16 @@ export function allowed(from: Zone, to: Zone): boolean {
       return core || to === 'shared';
     case from === 'webviews':
       return false;
-    case from.startsWith('webview-protocol:'):
+    case from.startsWith('contract:'):
       return false;
-    case from.startsWith('webview:'): {
-      const app = from.slice('webview:'.length);
-      return to === 'webviews' || to === `webview-protocol:${app}`;
-    }
+    case from.startsWith('webview:'):
+      return to === 'webviews';
     case from === 'base':
       return to === 'shared';
     case from === 'ui':
       return to === 'shared' || to === 'base';
     case from.startsWith('editor:'): {
       const feature = from.slice('editor:'.length);
-      if (to.startsWith('webview-protocol:')) return WEBVIEW_OWNERS[to.slice('webview-protocol:'.length)] === feature;
       return to === `core:${feature}` || to === 'shared' || to === 'ui' || to === 'base';
     }
     case from === 'entry':
@@ -83,6 +103,8 @@ export type Graph = Map<string, string[]>;
 /** The import graph and what the reader could not follow: each problem is a reason the guard fails. */
 export interface ImportScan {
   graph: Graph;
+  /** The packages each module imports (`zod`, `node:fs`, `vscode`…), as written. */
+  packages: Map<string, string[]>;
   /** "file: what is wrong", for specifiers that resolve to nothing, lack `.ts`, or are computed. */
   problems: string[];
 }
@@ -134,6 +156,7 @@ export function specifiersOf(fileName: string, text: string): { specs: string[];
 /** Every import of every .ts file under src/ (type-only ones too), resolved to repo paths. */
 export function scanImports(repoRoot: string): ImportScan {
   const graph: Graph = new Map();
+  const packages = new Map<string, string[]>();
   const problems: string[] = [];
   const exists = (rel: string) => {
     try {
@@ -150,19 +173,24 @@ export function scanImports(repoRoot: string): ImportScan {
         const { specs, computed } = specifiersOf(rel, readFileSync(path.join(repoRoot, rel), 'utf8'));
         if (computed > 0) problems.push(`${rel}: ${computed} import(s) or require(s) with a computed specifier, which no check can follow`);
         const targets = new Set<string>();
+        const named = new Set<string>();
         for (const spec of specs) {
-          if (!spec.startsWith('./') && !spec.startsWith('../')) continue; // packages: the bundle checks reach those
+          if (!spec.startsWith('./') && !spec.startsWith('../')) {
+            named.add(spec); // packages: `packageViolations` and the bundle checks look at those
+            continue;
+          }
           const { target, exact } = resolveSpecifier(exists, rel, spec);
           if (!target) problems.push(`${rel}: '${spec}' resolves to no file`);
           else if (!exact) problems.push(`${rel}: '${spec}' has no .ts extension (Node cannot run it; write '${path.posix.relative(path.posix.dirname(rel), target).replace(/^(?!\.)/, './')}')`);
           if (target && !ASSET.test(target)) targets.add(target);
         }
         graph.set(rel, [...targets].sort());
+        packages.set(rel, [...named].sort());
       }
     }
   };
   walk('src');
-  return { graph, problems };
+  return { graph, packages, problems };
 }
 
 /** The import graph of src/ (see `scanImports`, which also says what could not be followed). */
@@ -185,6 +213,85 @@ export function violations(graph: Graph): string[] {
     }
   }
   return found;
+}
+
+/** A package's name from a specifier: `zod/v4` is zod, `@scope/name/sub` is @scope/name, `node:fs` stays. */
+export function packageName(spec: string): string {
+  const parts = spec.split('/');
+  return spec.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0]!;
+}
+
+/** Packages imported where the zone does not allow them: a contract imports zod and nothing else. */
+export function packageViolations(packages: ReadonlyMap<string, readonly string[]>): string[] {
+  const found: string[] = [];
+  for (const [file, specs] of packages) {
+    const zone = zoneOf(file);
+    if (!zone.startsWith('contract:')) continue;
+    for (const spec of specs) {
+      if (!CONTRACT_PACKAGES.has(packageName(spec))) found.push(`${file} -> ${spec} (a contract may import ${[...CONTRACT_PACKAGES].join(', ')} only)`);
+    }
+  }
+  return found;
+}
+
+/** The one web API both sides of every contract have (pages and Node alike), declared for `contractGlobalProblems`. */
+const SHARED_GLOBALS = `
+declare class URL {
+  constructor(url: string, base?: string | URL);
+  href: string;
+  readonly origin: string;
+  protocol: string;
+  username: string;
+  password: string;
+  host: string;
+  hostname: string;
+  port: string;
+  pathname: string;
+  search: string;
+  hash: string;
+  toString(): string;
+  toJSON(): string;
+}
+`;
+
+/**
+ * What contracts use that only one side has: the files are compiled with the ECMAScript library
+ * alone and URL (no DOM, no Node types), so a `document`, `window`, `process` or `Buffer` in a
+ * contract is a name the compiler cannot find. Returns "file:line: message" for each error in
+ * src/ (packages' own declarations are not checked).
+ */
+export function contractGlobalProblems(root: string, files: readonly string[]): string[] {
+  const sharedFile = path.join(root, '.contract-globals.d.ts');
+  const options: ts.CompilerOptions = {
+    target: ts.ScriptTarget.ES2023,
+    lib: ['lib.es2023.d.ts'],
+    types: [],
+    module: ts.ModuleKind.Preserve,
+    moduleResolution: ts.ModuleResolutionKind.Bundler,
+    allowImportingTsExtensions: true,
+    verbatimModuleSyntax: true,
+    noEmit: true,
+    strict: true,
+    noUncheckedIndexedAccess: true,
+    skipLibCheck: true,
+  };
+  const host = ts.createCompilerHost(options, true);
+  const { getSourceFile, fileExists, readFile } = host;
+  host.fileExists = (name) => name === sharedFile || fileExists.call(host, name);
+  host.readFile = (name) => (name === sharedFile ? SHARED_GLOBALS : readFile.call(host, name));
+  host.getSourceFile = (name, version, onError, create) =>
+    name === sharedFile ? ts.createSourceFile(name, SHARED_GLOBALS, version) : getSourceFile.call(host, name, version, onError, create);
+  const program = ts.createProgram([...files.map((f) => path.join(root, f)), sharedFile], options, host);
+  const inSrc = path.join(root, 'src') + path.sep;
+  return ts
+    .getPreEmitDiagnostics(program)
+    .filter((d) => d.file?.fileName.startsWith(inSrc) || d.file === undefined)
+    .map((d) => {
+      const text = ts.flattenDiagnosticMessageText(d.messageText, ' ');
+      if (!d.file || d.start === undefined) return text;
+      const { line } = d.file.getLineAndCharacterOfPosition(d.start);
+      return `${path.relative(root, d.file.fileName).split(path.sep).join('/')}:${line + 1}: ${text}`;
+    });
 }
 
 /** Cycles among the given nodes, each as its path closed on its first node (Tarjan's components). */

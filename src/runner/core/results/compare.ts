@@ -1,32 +1,22 @@
 // Two jobs side by side: which tasks changed outcome from the first to the second (pass → fail,
 // fail → pass, flaky, a different reward), with the pair of runs that shows the change best.
+// Kinds, outcomes and a task's change are the page's (src/contracts/resultsPage.ts).
+import { CHANGE_KINDS, type Comparison } from '../../../contracts/resultsPage.ts';
 import type { JobView, TrialView } from './model.ts';
 
-export type Outcome = 'passed' | 'failed' | 'flaky' | 'missing';
-export type ChangeKind = 'broken' | 'fixed' | 'reward' | 'added' | 'removed' | 'same';
+type PageChange = Comparison['tasks'][number];
+export type Outcome = PageChange['before'];
+export type ChangeKind = PageChange['kind'];
 
-export interface TaskChange {
-  task: string;
-  kind: ChangeKind;
-  before: Outcome;
-  after: Outcome;
-  /** Pass rates (passed / finished), null when the task has no finished trial in that job. */
-  passRateBefore: number | null;
-  passRateAfter: number | null;
-  rewardBefore: number | null;
-  rewardAfter: number | null;
+/** A task's change as the page shows it (pass rates are passed / finished, null without a finished trial), and the runs to compare. */
+export type TaskChange = Omit<PageChange, 'canCompare'> & {
   /** A run of each job to compare (Belay run folders), when both have one. */
   runBefore: string | null;
   runAfter: string | null;
-}
+};
 
-export interface JobComparison {
-  before: string;
-  after: string;
-  /** Changed tasks first (broken, fixed, reward, added, removed), then the unchanged. */
-  tasks: TaskChange[];
-  counts: Record<ChangeKind, number>;
-}
+/** Two jobs compared, as the page shows them: changed tasks first (broken, fixed, reward, added, removed), then the unchanged. */
+export type JobComparison = Omit<Comparison, 'tasks'> & { tasks: TaskChange[] };
 
 const EPSILON = 1e-9;
 
@@ -72,7 +62,8 @@ function pairOf(kind: ChangeKind, a: Side, b: Side): [string | null, string | nu
   return [pick(a, undefined), pick(b, undefined)];
 }
 
-const ORDER: ChangeKind[] = ['broken', 'fixed', 'reward', 'added', 'removed', 'same'];
+/** Changed tasks first, in the contract's order of kinds. */
+const ORDER: readonly ChangeKind[] = CHANGE_KINDS;
 
 /** What changed from job `before` to job `after`, task by task (matched by name). */
 export function compareJobs(before: JobView, after: JobView): JobComparison {

@@ -1,61 +1,47 @@
 // The Results view's matrix: tasks down, and across either the attempts of one job's agent or
 // one column per agent of every job shown. A cell sums up the trials it holds; a row knows what
 // the filters and sorts ask (failed, flaky, slowest, most expensive). Pure, so that the webview
-// only draws what it is given.
+// only draws what it is given. Cells, columns, filters and sorts are the page's
+// (src/contracts/resultsPage.ts), with what only the host knows beside them (the trial a cell opens).
+import type { Cell, Column, Query, Row, State } from '../../../contracts/resultsPage.ts';
 import { meanMetrics } from '../jobs/summary.ts';
 import type { AgentScore, JobView, TrialView } from './model.ts';
 
-export type CellResult = 'passed' | 'failed' | 'mixed' | 'running' | 'pending';
+export type CellResult = Cell['result'];
 
-export interface MatrixCell {
-  result: CellResult;
-  /** Trials in the cell, finished ones, passed ones. */
-  trials: number;
-  finished: number;
-  passed: number;
-  /** Means over the finished trials (a single trial's own values); the reward over those that gave one. */
-  reward: number | null;
-  /** Each metric's mean over the finished trials that wrote it; null when none did. */
-  metrics: Record<string, number> | null;
-  steps: number | null;
-  durationSec: number | null;
-  /** The sum over the finished trials. */
-  costUsd: number | null;
-  failureCause: string | null;
+/**
+ * A cell as the page shows it: means over the finished trials (a single trial's own values), the
+ * reward over those that gave one, each metric's mean over those that wrote it, the cost summed.
+ */
+export type MatrixCell = Omit<Cell, 'opens'> & {
   /** The trial a click opens: the first failed one (what people chase), else the first finished, else the running one. */
   open: TrialView | null;
-}
+};
 
-export interface MatrixColumn {
-  label: string;
-  /** The job (and agent) under the label. */
-  detail: string;
+/** A column as the page shows it (`detail`: the job and agent under the label), and what it holds. */
+export type MatrixColumn = Omit<Column, 'score'> & {
   agent: string;
   jobId: string;
   attempt: number | null;
   score: AgentScore | null;
-}
+};
 
-export interface MatrixRow {
+/** A row as the page shows it (`flaky`: some attempts passed and some failed), with what the filters and sorts ask. */
+export type MatrixRow = Omit<Row, 'cells'> & {
   key: string;
-  task: string;
   cells: (MatrixCell | null)[];
   trials: number;
-  finished: number;
-  passed: number;
   failed: number;
   running: number;
-  /** Some attempts passed and some failed. */
-  flaky: boolean;
   meanReward: number | null;
   /** The slowest finished trial's time. */
   maxDurationSec: number | null;
   /** Summed over the finished trials that reported it. */
   costUsd: number | null;
-}
+};
 
 export interface Matrix {
-  mode: 'attempts' | 'agents';
+  mode: State['mode'];
   columns: MatrixColumn[];
   rows: MatrixRow[];
 }
@@ -210,17 +196,11 @@ function group<T>(items: readonly T[], key: (item: T) => string): Map<string, T[
   return map;
 }
 
-export const ROW_FILTERS = ['all', 'failed', 'flaky', 'passed', 'unfinished'] as const;
-export type RowFilter = (typeof ROW_FILTERS)[number];
-export const ROW_SORTS = ['task', 'failed', 'slowest', 'cost', 'reward'] as const;
-export type RowSort = (typeof ROW_SORTS)[number];
+export type RowFilter = Query['filter'];
+export type RowSort = Query['sort'];
 
-export interface RowQuery {
-  filter: RowFilter;
-  sort: RowSort;
-  /** Part of a task's name, any case; empty for all. */
-  text?: string;
-}
+/** The page's query; `text`, part of a task's name in any case, may be left out for all. */
+export type RowQuery = Omit<Query, 'text'> & { text?: string };
 
 const FILTERS: Record<RowFilter, (row: MatrixRow) => boolean> = {
   all: () => true,

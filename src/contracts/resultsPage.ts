@@ -1,5 +1,5 @@
 // The Results view's message protocol, shared by the extension host and the webview app. The app
-// says `ready` first (shared/connect.ts); the host answers with the whole state, and sends it
+// says `ready` first (src/webviews/shared/connect.ts); the host answers with the whole state, and sends it
 // again whenever a job shown changes. Task and agent names come from files: plain strings here,
 // shown with textContent only. The page names cells and jobs by index or by the folder the host
 // offered; the host never opens a path the page made up.
@@ -59,6 +59,7 @@ export const jobChoiceSchema = z.object({
 });
 export type JobChoice = z.infer<typeof jobChoiceSchema>;
 
+/** How a task changed from one job to the other, in the order tasks are listed: changed ones first. */
 export const CHANGE_KINDS = ['broken', 'fixed', 'reward', 'added', 'removed', 'same'] as const;
 const outcome = z.enum(['passed', 'failed', 'flaky', 'missing']);
 

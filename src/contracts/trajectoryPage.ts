@@ -1,5 +1,5 @@
 // The trajectory view's message protocol, shared by the extension host and the webview app.
-// The app says `ready` first (shared/connect.ts); the host answers with the run. Everything an
+// The app says `ready` first (src/webviews/shared/connect.ts); the host answers with the run. Everything an
 // agent wrote is a plain string here and is shown with textContent only.
 import * as z from 'zod';
 

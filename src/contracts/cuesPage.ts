@@ -1,6 +1,7 @@
 // The Cues webview's message protocol, shared by the extension host and the webview app.
 // Every message is parsed with these schemas where it arrives (host: toHostSchema; app:
-// toWebviewSchema). The app says `ready` first; the host holds what it sends until then.
+// toWebviewSchema). The app says `ready` first; the host holds what it sends until then. The
+// host's cue model (src/cues/core/model.ts) is made of these types.
 import * as z from 'zod';
 
 /** Largest pasted image the host accepts, in base64 characters (about 15 MB of image). */
@@ -67,6 +68,7 @@ export const uiAgentSchema = z.object({
   projectDir: z.string().optional(),
   terminal: z.string().optional(),
   lastActivityMs: z.number().optional(),
+  /** Its cues waiting for the human (expired and abandoned ones not counted). */
   pendingCount: z.number(),
   /** A reply waiting for this agent's next cue. */
   queued: z.string().optional(),
@@ -77,9 +79,13 @@ export type UiAgent = z.infer<typeof uiAgentSchema>;
 
 /** The human's answer as the UI gathered it; the host turns it into the core's answer text. */
 export const selectionSchema = z.object({
+  /** Free text: the whole answer of a plain prompt, or an extra line after a structured answer. */
   text: z.string().optional(),
+  /** choice: the labels picked. */
   choices: z.array(z.string()).optional(),
+  /** confirm / pause: the confirm button. */
   confirm: z.boolean().optional(),
+  /** form: values per field label ([label, value]); several values for a multi-select field. */
   fields: z.array(z.tuple([z.string(), z.string()])).optional(),
 });
 export type UiSelection = z.infer<typeof selectionSchema>;
