@@ -40,7 +40,7 @@ const COMMANDS: Record<RunnerCommand, true> = {
 };
 
 export function registerRunner(ctx: BelayContext): void {
-  const terminals = new Terminals();
+  const terminals = ctx.own(new Terminals());
   const view = registerRunnerViews(ctx, () => parts());
   // The test controller (the dearest registration here) comes with the runner, which loads just
   // after activation anyway: Test Explorer has nothing to list before then.
