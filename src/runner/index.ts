@@ -55,12 +55,17 @@ export function registerRunner(ctx: BelayContext): void {
   });
   const parts = lazy(() => (require('./parts.ts') as typeof import('./parts.ts')).createRunnerParts(ctx, { terminals, controller: testController(), view }));
   const commands = lazy(() => (require('./commands.ts') as typeof import('./commands.ts')).runnerCommands);
-  for (const name of Object.keys(COMMANDS) as RunnerCommand[]) {
-    ctx.registerCommand(`belay.runner.${name}`, (...args) => {
-      const command: (parts: RunnerParts, ...args: unknown[]) => unknown = commands()[name];
-      return command(parts(), ...args);
-    });
-  }
+  ctx.registerCommands(
+    Object.fromEntries(
+      (Object.keys(COMMANDS) as RunnerCommand[]).map((name) => [
+        `belay.runner.${name}`,
+        (...args: unknown[]) => {
+          const command: (parts: RunnerParts, ...args: unknown[]) => unknown = commands()[name];
+          return command(parts(), ...args);
+        },
+      ]),
+    ),
+  );
   ctx.own(vscode.tasks.registerTaskProvider(TASK_TYPE, belayTaskProvider(() => parts().service)));
   ctx.own(vscode.window.registerTerminalLinkProvider(mediaLinkProvider((terminal) => terminals.isChat(terminal))));
   ctx.exposeForTests('runner', {
