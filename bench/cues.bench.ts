@@ -3,6 +3,7 @@
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 import * as esbuild from 'esbuild';
+import { embedPrograms } from '../scripts/build-plugins.ts';
 import { percentile, type BenchContext, type BenchFile, type Figure } from './lib.ts';
 import { loadSqlite, silenceSqliteExperimentalWarning } from '../src/cues/core/sqlite.ts';
 import { Mailbox } from '../src/cues/core/store.ts';
@@ -26,6 +27,7 @@ export async function bundleCli(ctx: BenchContext, name: string, entry: string):
     format: 'cjs',
     define: { BELAY_VERSION: '"bench"' },
     logLevel: 'warning',
+    plugins: [embedPrograms],
   });
   return path.join(ctx.tmpDir, `${name}.js`);
 }

@@ -4,7 +4,7 @@ import * as esbuild from 'esbuild';
 import { chmod, copyFile, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
-import { oneVscode } from './build-plugins.ts';
+import { embedPrograms, oneVscode } from './build-plugins.ts';
 import { repoRoot } from './lib/paths.ts';
 
 const argv = process.argv.slice(2);
@@ -30,6 +30,8 @@ const nodeCommon: esbuild.BuildOptions = {
   define,
   logLevel: 'warning',
   absWorkingDir: repoRoot,
+  // The programs Belay runs elsewhere (src/shared/programText.ts) go into the bundles as text.
+  plugins: [embedPrograms],
 };
 
 const shebang = { js: '#!/usr/bin/env node' };
@@ -80,7 +82,7 @@ async function buildFeatures(): Promise<void> {
     },
     outfile: path.join(dist, FEATURES),
     external: ['vscode'],
-    plugins: [oneVscode],
+    plugins: [embedPrograms, oneVscode],
   });
 }
 
@@ -96,7 +98,7 @@ const builds: esbuild.BuildOptions[] = [
     // one synchronous require, as for any CommonJS extension.
     outExtension: { '.js': '.cjs' },
     external: ['vscode'],
-    plugins: [splitFeatures, oneVscode],
+    plugins: [splitFeatures, embedPrograms, oneVscode],
     // When the bundle started loading, so the activation log can tell loading from activating.
     banner: { js: 'globalThis.__belayLoadStart = performance.now();' },
     footer: { js: 'globalThis.__belayLoadEnd = performance.now();' },

@@ -3,8 +3,8 @@ import type { BelayContext } from './context.ts';
 
 /** Commands that belong to no single feature. */
 export function registerCommands(ctx: BelayContext): void {
-  ctx.registerCommand('belay.showLog', () => ctx.log.show());
-  ctx.registerCommand('belay.openSettings', () =>
-    vscode.commands.executeCommand('workbench.action.openSettings', `@ext:${ctx.extension.extension.id}`),
-  );
+  ctx.registerCommands({
+    'belay.showLog': () => ctx.log.show(),
+    'belay.openSettings': () => vscode.commands.executeCommand('workbench.action.openSettings', `@ext:${ctx.extension.extension.id}`),
+  });
 }

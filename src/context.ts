@@ -32,23 +32,30 @@ export class BelayContext implements vscode.Disposable {
     return disposable;
   }
 
-  registerCommand(id: string, handler: (...args: unknown[]) => unknown): void {
-    this.own(
-      vscode.commands.registerCommand(id, async (...args: unknown[]) => {
-        try {
-          return await handler(...args);
-        } catch (error) {
-          // The person was already told why (with a way to manage trust): nothing more to report.
-          if (error instanceof UntrustedError) return undefined;
-          const message = errorMessage(error);
-          this.log.error(`${id} failed: ${message}`);
-          void vscode.window.showErrorMessage(`Belay: ${message}`, 'Show Log').then((choice) => {
-            if (choice) this.log.show();
-          });
-          return undefined;
-        }
-      }),
-    );
+  /**
+   * Registers a feature's commands: the one way Belay registers commands. Each is owned here
+   * (disposed with the extension) and runs inside one boundary: an error is logged and shown to
+   * the person once, with a way to the log; a refusal for lack of trust was already explained.
+   */
+  registerCommands(commands: CommandTable): void {
+    for (const [id, handler] of Object.entries(commands)) {
+      this.own(
+        vscode.commands.registerCommand(id, async (...args: unknown[]) => {
+          try {
+            return await handler(...args);
+          } catch (error) {
+            // The person was already told why (with a way to manage trust): nothing more to report.
+            if (error instanceof UntrustedError) return undefined;
+            const message = errorMessage(error);
+            this.log.error(`${id} failed: ${message}`);
+            void vscode.window.showErrorMessage(`Belay: ${message}`, 'Show Log').then((choice) => {
+              if (choice) this.log.show();
+            });
+            return undefined;
+          }
+        }),
+      );
+    }
   }
 
   /** Features call this when one of their views has shown content for the first time. */
@@ -83,6 +90,12 @@ export class BelayContext implements vscode.Disposable {
     }
   }
 }
+
+/** A command's handler: its arguments are whatever VS Code or the caller passes, to be checked. */
+export type CommandHandler = (...args: unknown[]) => unknown;
+
+/** A feature's commands by id (each id also in package.json's `contributes.commands`, or internal). */
+export type CommandTable = Readonly<Record<`belay.${string}`, CommandHandler>>;
 
 export interface BelayApi {
   resolvedViews(): string[];

@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
 import { errorMessage } from '../shared/errors.ts';
+import { BelayPseudoterminal, TerminalOpener } from '../ui/pseudoterminal.ts';
 import { changesWorkspace } from './core/blockKey.ts';
 import { applyHunks, diffLines, type Hunk } from './core/diff.ts';
 import { runCommand } from './core/executor.ts';
@@ -62,6 +63,8 @@ export class BlockApplier implements vscode.Disposable {
   private readonly ctx: BelayContext;
   private readonly previews: PlannedContents;
   private readonly states: BlockStates;
+  /** Where RUN_COMMAND's terminals open (tests may replace `terminals.create`); closed with the applier. */
+  readonly terminals = new TerminalOpener();
 
   constructor(ctx: BelayContext, previews: PlannedContents, states: BlockStates) {
     this.ctx = ctx;
@@ -71,6 +74,7 @@ export class BlockApplier implements vscode.Disposable {
 
   dispose(): void {
     // The states and previews have owners of their own.
+    this.terminals.dispose();
   }
 
   private async document(uriText: unknown): Promise<vscode.TextDocument> {
@@ -260,7 +264,7 @@ export class BlockApplier implements vscode.Disposable {
   }
 
   private async runConfirmed(view: AnswerView, index: number, command: TextCommand, batch: string): Promise<BlockOutcome> {
-    const outcome = await runInTerminal(view.workspace, command, this.timeoutSeconds(view.workspace.root) * 1000);
+    const outcome = await runInTerminal(this.terminals, view.workspace, command, this.timeoutSeconds(view.workspace.root) * 1000);
     await this.states.ledger.add([{ id: view.ids[index]!, files: [], replay: { kind: 'run' }, result: outcome.result, batch, at: Date.now() }], new Map());
     this.ctx.log.info(`${path.basename(view.document.uri.path)}: ${formatResult(outcome.result)}`);
     await this.settle();
@@ -703,34 +707,46 @@ async function applyAndSave(edit: vscode.WorkspaceEdit, reals: readonly string[]
   return true;
 }
 
-/** Runs the command with the core's bounded runner, its output shown in a terminal. */
-function runInTerminal(workspace: Workspace, command: TextCommand, timeoutMs: number): Promise<Outcome> {
+/**
+ * A RUN_COMMAND block's terminal: runs the command with the core's bounded runner once VS Code has
+ * opened it, shows its output and result, and closes (exit code 0 when the command succeeded, 1
+ * otherwise) at the next key press. Closing it before the command ends stops the command.
+ */
+class CommandTerminal extends BelayPseudoterminal {
+  readonly #abort = new AbortController();
+  readonly #run: () => Promise<Outcome>;
+  readonly #done: (outcome: Outcome) => void;
+  #finished: Outcome | undefined;
+
+  constructor(run: (signal: AbortSignal) => Promise<Outcome>, done: (outcome: Outcome) => void) {
+    super();
+    this.#run = () => run(this.#abort.signal);
+    this.#done = done;
+  }
+
+  protected override onOpen(): void {
+    void this.#run().then((outcome) => {
+      this.#finished = outcome;
+      const { result } = outcome;
+      this.write(`${result.output ? `${result.output}\n` : ''}\n${formatResult({ ...result, output: undefined })}\n\nPress any key to close.\n`);
+      this.#done(outcome);
+    });
+  }
+
+  protected override onClosedByPerson(): void {
+    if (!this.#finished) this.#abort.abort();
+  }
+
+  override handleInput(): void {
+    if (this.#finished) this.exit(this.#finished.result.success ? 0 : 1);
+  }
+}
+
+/** Runs the command in a terminal opened by `terminals`; resolves when the command has ended. */
+function runInTerminal(terminals: TerminalOpener, workspace: Workspace, command: TextCommand, timeoutMs: number): Promise<Outcome> {
   return new Promise((resolve) => {
-    const write = new vscode.EventEmitter<string>();
-    const close = new vscode.EventEmitter<number | void>();
-    const abort = new AbortController();
-    let finished = false;
-    const crlf = (text: string) => text.replace(/\r?\n/g, '\r\n');
-    const pty: vscode.Pseudoterminal = {
-      onDidWrite: write.event,
-      onDidClose: close.event,
-      open: () => {
-        write.fire(crlf(`$ ${command.body.text}\n`));
-        void runCommand(workspace, command.body.text, { runTimeoutMs: timeoutMs, signal: abort.signal }).then((outcome) => {
-          finished = true;
-          const { result } = outcome;
-          write.fire(crlf(`${result.output ? `${result.output}\n` : ''}\n${formatResult({ ...result, output: undefined })}\n\nPress any key to close.\n`));
-          resolve(outcome);
-        });
-      },
-      close: () => {
-        if (!finished) abort.abort();
-      },
-      handleInput: () => {
-        if (finished) close.fire();
-      },
-    };
-    const terminal = vscode.window.createTerminal({ name: 'Belay: RUN_COMMAND', pty, isTransient: true });
-    terminal.show(true);
+    const pty = new CommandTerminal((signal) => runCommand(workspace, command.body.text, { runTimeoutMs: timeoutMs, signal }), resolve);
+    pty.write(`$ ${command.body.text}\n`);
+    terminals.open('Belay: RUN_COMMAND', pty);
   });
 }

@@ -30,64 +30,66 @@ export function registerBlocks(ctx: BelayContext): void {
   const sessions = ctx.own(new SessionsView(ctx));
   ctx.own(vscode.window.createTreeView('belay.sessions', { treeDataProvider: sessions, showCollapseAll: true }));
 
-  ctx.registerCommand(LENS_COMMANDS.apply, (...args) => applier().apply(args));
-  ctx.registerCommand(LENS_COMMANDS.preview, (...args) => applier().preview(args));
-  ctx.registerCommand(LENS_COMMANDS.run, (...args) => applier().run(args));
-  ctx.registerCommand(LENS_COMMANDS.runAgain, (...args) => applier().run(args, true));
   // `{ confirmed: true }` skips the questions about shell commands and stale files: only for
   // Belay's own tests (the extension host runs them in test mode). Lenses never pass it.
   const testMode = ctx.extension.extensionMode === vscode.ExtensionMode.Test;
-  ctx.registerCommand(LENS_COMMANDS.applyAll, (uri, options) => applier().applyAll(uri, { confirmed: isConfirmed(options) && testMode, filesOnly: isFilesOnly(options) }));
-  ctx.registerCommand(LENS_COMMANDS.applyFilesOnly, (uri, options) => applier().applyAll(uri, { confirmed: isConfirmed(options) && testMode, filesOnly: true }));
-  ctx.registerCommand(LENS_COMMANDS.previewAll, (uri) => applier().previewAll(uri));
-  ctx.registerCommand(LENS_COMMANDS.open, async (...args) => {
-    const target = await applier().readTarget(args);
-    await vscode.window.showTextDocument(vscode.Uri.file(target), { preview: true });
-  });
-  ctx.registerCommand(LENS_COMMANDS.show, (...args) => applier().showMessage(args));
-  ctx.registerCommand(LENS_COMMANDS.problem, (...args) => applier().showProblem(args));
-  ctx.registerCommand(LENS_COMMANDS.openApplied, async (file) => {
-    if (typeof file === 'string') await vscode.window.showTextDocument(vscode.Uri.file(file), { preview: true });
-  });
-  ctx.registerCommand(LENS_COMMANDS.undo, (...args) => applier().undoBlock(args));
-  ctx.registerCommand(LENS_COMMANDS.undoAnswer, (uri) => applier().undoAnswer(uri));
-  ctx.registerCommand('belay.blocks.applyPreviewed', (uri) => applier().applyPreviewed(uri, 'all'));
-  ctx.registerCommand('belay.blocks.applyPreviewedChanges', (uri) => applier().applyPreviewed(uri, 'pick'));
-  ctx.registerCommand('belay.blocks.applyPreviewedChange', (uri) => applier().applyPreviewed(uri, 'cursor'));
-  // A locked lens: says why (the one wording per capability), with a way to manage trust.
-  ctx.registerCommand(EXPLAIN_UNTRUSTED, (action) => ctx.trust.require(action === 'runCommands' ? 'runCommands' : 'applyBlocks'));
-  ctx.registerCommand('belay.blocks.openFromClipboard', async () => {
-    const text = await readClipboard();
-    if (text === undefined) return undefined;
-    const document = await vscode.workspace.openTextDocument({ language: 'codingagent', content: text });
-    await vscode.window.showTextDocument(document, { preview: false });
-    return document.uri.toString();
-  });
   // Send to Model and its settings load on first use.
   const models = lazy(() => {
     const { ModelSender } = require('./models.ts') as typeof import('./models.ts');
     return new ModelSender(ctx, sessions, applier);
   });
-  ctx.registerCommand('belay.blocks.sendToModel', (session) => models().send(session));
-  ctx.registerCommand('belay.blocks.chooseModel', (session) => models().chooseModelFor(session));
-  ctx.registerCommand('belay.blocks.setModelKey', (key) => models().setKey(ctx.extension.extensionMode === vscode.ExtensionMode.Test ? key : undefined));
-  ctx.registerCommand('belay.blocks.toggleAutoApply', (session) => models().toggleAutoApply(session));
-  ctx.registerCommand('belay.blocks.continueSession', async (uri, options) => {
-    const outcome = await applier().continueSession(uri, isConfirmed(options) && testMode);
-    if (!outcome) return undefined;
-    // With a model chosen for the session the loop goes on by itself; otherwise the outbox is handed over.
-    if (outcome.outboxPath && outcome.state.model) {
-      sessions.refresh();
-      await models().send(outcome.state.sessionId);
-    } else {
-      await sessions.report(outcome);
-    }
-    return outcome;
+  ctx.registerCommands({
+    [LENS_COMMANDS.apply]: (...args) => applier().apply(args),
+    [LENS_COMMANDS.preview]: (...args) => applier().preview(args),
+    [LENS_COMMANDS.run]: (...args) => applier().run(args),
+    [LENS_COMMANDS.runAgain]: (...args) => applier().run(args, true),
+    [LENS_COMMANDS.applyAll]: (uri, options) => applier().applyAll(uri, { confirmed: isConfirmed(options) && testMode, filesOnly: isFilesOnly(options) }),
+    [LENS_COMMANDS.applyFilesOnly]: (uri, options) => applier().applyAll(uri, { confirmed: isConfirmed(options) && testMode, filesOnly: true }),
+    [LENS_COMMANDS.previewAll]: (uri) => applier().previewAll(uri),
+    [LENS_COMMANDS.open]: async (...args) => {
+      const target = await applier().readTarget(args);
+      await vscode.window.showTextDocument(vscode.Uri.file(target), { preview: true });
+    },
+    [LENS_COMMANDS.show]: (...args) => applier().showMessage(args),
+    [LENS_COMMANDS.problem]: (...args) => applier().showProblem(args),
+    [LENS_COMMANDS.openApplied]: async (file) => {
+      if (typeof file === 'string') await vscode.window.showTextDocument(vscode.Uri.file(file), { preview: true });
+    },
+    [LENS_COMMANDS.undo]: (...args) => applier().undoBlock(args),
+    [LENS_COMMANDS.undoAnswer]: (uri) => applier().undoAnswer(uri),
+    'belay.blocks.applyPreviewed': (uri) => applier().applyPreviewed(uri, 'all'),
+    'belay.blocks.applyPreviewedChanges': (uri) => applier().applyPreviewed(uri, 'pick'),
+    'belay.blocks.applyPreviewedChange': (uri) => applier().applyPreviewed(uri, 'cursor'),
+    // A locked lens: says why (the one wording per capability), with a way to manage trust.
+    [EXPLAIN_UNTRUSTED]: (action) => ctx.trust.require(action === 'runCommands' ? 'runCommands' : 'applyBlocks'),
+    'belay.blocks.openFromClipboard': async () => {
+      const text = await readClipboard();
+      if (text === undefined) return undefined;
+      const document = await vscode.workspace.openTextDocument({ language: 'codingagent', content: text });
+      await vscode.window.showTextDocument(document, { preview: false });
+      return document.uri.toString();
+    },
+    'belay.blocks.sendToModel': (session) => models().send(session),
+    'belay.blocks.chooseModel': (session) => models().chooseModelFor(session),
+    'belay.blocks.setModelKey': (key) => models().setKey(ctx.extension.extensionMode === vscode.ExtensionMode.Test ? key : undefined),
+    'belay.blocks.toggleAutoApply': (session) => models().toggleAutoApply(session),
+    'belay.blocks.continueSession': async (uri, options) => {
+      const outcome = await applier().continueSession(uri, isConfirmed(options) && testMode);
+      if (!outcome) return undefined;
+      // With a model chosen for the session the loop goes on by itself; otherwise the outbox is handed over.
+      if (outcome.outboxPath && outcome.state.model) {
+        sessions.refresh();
+        await models().send(outcome.state.sessionId);
+      } else {
+        await sessions.report(outcome);
+      }
+      return outcome;
+    },
+    'belay.blocks.startSession': (task) => sessions.startSession(task),
+    'belay.blocks.pasteAnswer': (text, options) => sessions.pasteAnswer(text, options),
+    'belay.blocks.openOutbox': (sessionId) => sessions.openOutbox(sessionId),
+    'belay.sessions.refresh': () => sessions.refresh(),
   });
-  ctx.registerCommand('belay.blocks.startSession', (task) => sessions.startSession(task));
-  ctx.registerCommand('belay.blocks.pasteAnswer', (text, options) => sessions.pasteAnswer(text, options));
-  ctx.registerCommand('belay.blocks.openOutbox', (sessionId) => sessions.openOutbox(sessionId));
-  ctx.registerCommand('belay.sessions.refresh', () => sessions.refresh());
 
   // The language client: its own bundle, loaded and started on the first CodingAgent document.
   let client: Promise<vscode.Disposable | undefined> | undefined;

@@ -47,45 +47,47 @@ export function registerCommandLines(ctx: BelayContext): void {
   const distDir = () => vscode.Uri.joinPath(ctx.extension.extensionUri, 'dist').fsPath;
   const defaultFolder = () => path.join(os.homedir(), '.local', 'bin');
 
-  ctx.registerCommand('belay.installCommandLines', async (arg?: unknown): Promise<InstallResult | undefined> => {
-    if (!ctx.trust.require('installCommands')) return undefined;
-    const folder = folderArgument(arg) ?? (await pickFolder(defaultFolder()));
-    if (!folder) return undefined;
-    let written: string[];
-    try {
-      written = installCommandLines(folder, process.execPath, distDir());
-    } catch (error) {
-      void vscode.window.showErrorMessage(`Belay could not install 'belay' and 'cueme' into ${folder}: ${errorMessage(error)}`);
-      return undefined;
-    }
-    await ctx.extension.globalState.update(FOLDER_KEY, folder);
-    ctx.log.info(`command lines: installed ${written.join(', ')} (runtime ${process.execPath})`);
-    const onPath = folderOnPath(folder, process.env.PATH);
-    if (onPath) {
-      void vscode.window.showInformationMessage(`Installed 'belay' and 'cueme' in ${folder}. In a new terminal: cueme --help; for Claude Code, Codex or Cursor: belay mcp.`);
-    } else {
-      const line = pathLine(folder, os.homedir());
-      void vscode.window.showWarningMessage(`Installed 'belay' and 'cueme' in ${folder}, which is not on your PATH. Add this line to your shell's profile: ${line}`, 'Copy Line').then((choice) => {
-        if (choice) void vscode.env.clipboard.writeText(line);
-      });
-    }
-    return { folder, written, onPath };
-  });
+  ctx.registerCommands({
+    'belay.installCommandLines': async (arg?: unknown): Promise<InstallResult | undefined> => {
+      if (!ctx.trust.require('installCommands')) return undefined;
+      const folder = folderArgument(arg) ?? (await pickFolder(defaultFolder()));
+      if (!folder) return undefined;
+      let written: string[];
+      try {
+        written = installCommandLines(folder, process.execPath, distDir());
+      } catch (error) {
+        void vscode.window.showErrorMessage(`Belay could not install 'belay' and 'cueme' into ${folder}: ${errorMessage(error)}`);
+        return undefined;
+      }
+      await ctx.extension.globalState.update(FOLDER_KEY, folder);
+      ctx.log.info(`command lines: installed ${written.join(', ')} (runtime ${process.execPath})`);
+      const onPath = folderOnPath(folder, process.env.PATH);
+      if (onPath) {
+        void vscode.window.showInformationMessage(`Installed 'belay' and 'cueme' in ${folder}. In a new terminal: cueme --help; for Claude Code, Codex or Cursor: belay mcp.`);
+      } else {
+        const line = pathLine(folder, os.homedir());
+        void vscode.window.showWarningMessage(`Installed 'belay' and 'cueme' in ${folder}, which is not on your PATH. Add this line to your shell's profile: ${line}`, 'Copy Line').then((choice) => {
+          if (choice) void vscode.env.clipboard.writeText(line);
+        });
+      }
+      return { folder, written, onPath };
+    },
 
-  ctx.registerCommand('belay.uninstallCommandLines', async (arg?: unknown) => {
-    const folder = folderArgument(arg) ?? ctx.extension.globalState.get<string>(FOLDER_KEY) ?? defaultFolder();
-    let result: { removed: string[]; kept: string[] };
-    try {
-      result = uninstallCommandLines(folder);
-    } catch (error) {
-      void vscode.window.showErrorMessage(`Belay could not remove 'belay' and 'cueme' from ${folder}: ${errorMessage(error)}`);
-      return undefined;
-    }
-    if (ctx.extension.globalState.get<string>(FOLDER_KEY) === folder) await ctx.extension.globalState.update(FOLDER_KEY, undefined);
-    const kept = result.kept.length > 0 ? ` Left ${result.kept.join(', ')}: not Belay's.` : '';
-    const message = result.removed.length > 0 ? `Removed Belay's 'belay' and 'cueme' from ${folder}.${kept}` : `Belay's 'belay' and 'cueme' are not in ${folder}.${kept}`;
-    void vscode.window.showInformationMessage(message);
-    return result;
+    'belay.uninstallCommandLines': async (arg?: unknown) => {
+      const folder = folderArgument(arg) ?? ctx.extension.globalState.get<string>(FOLDER_KEY) ?? defaultFolder();
+      let result: { removed: string[]; kept: string[] };
+      try {
+        result = uninstallCommandLines(folder);
+      } catch (error) {
+        void vscode.window.showErrorMessage(`Belay could not remove 'belay' and 'cueme' from ${folder}: ${errorMessage(error)}`);
+        return undefined;
+      }
+      if (ctx.extension.globalState.get<string>(FOLDER_KEY) === folder) await ctx.extension.globalState.update(FOLDER_KEY, undefined);
+      const kept = result.kept.length > 0 ? ` Left ${result.kept.join(', ')}: not Belay's.` : '';
+      const message = result.removed.length > 0 ? `Removed Belay's 'belay' and 'cueme' from ${folder}.${kept}` : `Belay's 'belay' and 'cueme' are not in ${folder}.${kept}`;
+      void vscode.window.showInformationMessage(message);
+      return result;
+    },
   });
 
   // After an update the extension's folder moves: rewrite launchers installed earlier (only Belay's own).

@@ -98,54 +98,56 @@ async function pickEditorTarget(service: CuesService): Promise<{ agentId: string
 export function registerCueCommands(ctx: BelayContext, service: CuesService): void {
   // The editor panels (and the page code they run) load on the first "Open in Editor".
   let panels: CuePanels | undefined;
-  ctx.registerCommand('belay.cues.openInEditor', async (arg?: unknown) => {
-    const target = editorTarget(arg) ?? (await pickEditorTarget(service));
-    if (!target) return;
-    const { CuePanels } = await import('./panels.ts');
-    panels ??= ctx.own(new CuePanels(ctx, service));
-    panels.open(target.agentId, target.requestId);
-  });
+  ctx.registerCommands({
+    'belay.cues.openInEditor': async (arg?: unknown) => {
+      const target = editorTarget(arg) ?? (await pickEditorTarget(service));
+      if (!target) return;
+      const { CuePanels } = await import('./panels.ts');
+      panels ??= ctx.own(new CuePanels(ctx, service));
+      panels.open(target.agentId, target.requestId);
+    },
 
-  ctx.registerCommand('belay.cues.answerNext', async () => {
-    const cue = service.readNow().pending.find((c) => c.state === 'pending');
-    if (!cue) {
-      void vscode.window.showInformationMessage('Belay: no agent is waiting for you.');
-      return;
-    }
-    const outcome = await askCue(cue);
-    if (!outcome) return;
-    if (outcome.kind === 'cancel') service.cancel(cue.requestId);
-    else await service.answer(cue.requestId, outcome.selection, []);
-    vscode.window.setStatusBarMessage(`Belay: answered ${cue.agentId}`, 3000);
-  });
-
-  ctx.registerCommand('belay.cues.copyInstructions', async () => {
-    await vscode.env.clipboard.writeText(HAP_INSTRUCTIONS);
-    void vscode.window.showInformationMessage('Belay: the HAP instructions are on the clipboard. Paste them into your agent\'s rules file (AGENTS.md, CLAUDE.md…).');
-  });
-
-  ctx.registerCommand('belay.cues.pauseAgent', async (arg?: unknown) => {
-    const agents = service.readNow().agents;
-    let agentId = typeof arg === 'string' ? arg : undefined;
-    if (!agentId) {
-      if (agents.length === 0) {
-        void vscode.window.showInformationMessage('Belay: no agent has joined the mailbox yet.');
+    'belay.cues.answerNext': async () => {
+      const cue = service.readNow().pending.find((c) => c.state === 'pending');
+      if (!cue) {
+        void vscode.window.showInformationMessage('Belay: no agent is waiting for you.');
         return;
       }
-      const picked = await vscode.window.showQuickPick(
-        agents.map((a) => ({ label: a.agentId, description: [a.runtime, a.projectDir].filter(Boolean).join(' · '), detail: a.pendingCount > 0 ? 'waiting for you: its cue is answered with the pause request' : 'the pause request is queued for its next cue' })),
-        { title: 'Belay: Pause Agent', placeHolder: 'Which agent should pause until you click Continue?' },
-      );
-      agentId = picked?.label;
-    }
-    if (!agentId) return;
-    const waiting = service.snapshot.pending.find((c) => c.agentId === agentId && c.state === 'pending');
-    if (waiting) {
-      await service.answer(waiting.requestId, { text: pauseInstruction(agentId) }, []);
-      void vscode.window.showInformationMessage(`Belay: asked ${agentId} to pause.`);
-    } else {
-      service.queueReply(agentId, pauseInstruction(agentId));
-      void vscode.window.showInformationMessage(`Belay: ${agentId} will be asked to pause at its next cue.`);
-    }
+      const outcome = await askCue(cue);
+      if (!outcome) return;
+      if (outcome.kind === 'cancel') service.cancel(cue.requestId);
+      else await service.answer(cue.requestId, outcome.selection, []);
+      vscode.window.setStatusBarMessage(`Belay: answered ${cue.agentId}`, 3000);
+    },
+
+    'belay.cues.copyInstructions': async () => {
+      await vscode.env.clipboard.writeText(HAP_INSTRUCTIONS);
+      void vscode.window.showInformationMessage('Belay: the HAP instructions are on the clipboard. Paste them into your agent\'s rules file (AGENTS.md, CLAUDE.md…).');
+    },
+
+    'belay.cues.pauseAgent': async (arg?: unknown) => {
+      const agents = service.readNow().agents;
+      let agentId = typeof arg === 'string' ? arg : undefined;
+      if (!agentId) {
+        if (agents.length === 0) {
+          void vscode.window.showInformationMessage('Belay: no agent has joined the mailbox yet.');
+          return;
+        }
+        const picked = await vscode.window.showQuickPick(
+          agents.map((a) => ({ label: a.agentId, description: [a.runtime, a.projectDir].filter(Boolean).join(' · '), detail: a.pendingCount > 0 ? 'waiting for you: its cue is answered with the pause request' : 'the pause request is queued for its next cue' })),
+          { title: 'Belay: Pause Agent', placeHolder: 'Which agent should pause until you click Continue?' },
+        );
+        agentId = picked?.label;
+      }
+      if (!agentId) return;
+      const waiting = service.snapshot.pending.find((c) => c.agentId === agentId && c.state === 'pending');
+      if (waiting) {
+        await service.answer(waiting.requestId, { text: pauseInstruction(agentId) }, []);
+        void vscode.window.showInformationMessage(`Belay: asked ${agentId} to pause.`);
+      } else {
+        service.queueReply(agentId, pauseInstruction(agentId));
+        void vscode.window.showInformationMessage(`Belay: ${agentId} will be asked to pause at its next cue.`);
+      }
+    },
   });
 }

@@ -6,10 +6,11 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { errorMessage } from '../shared/errors.ts';
+import { BelayPseudoterminal } from '../ui/pseudoterminal.ts';
 import { resolveDir, terminalConfig, type MicroAgent } from './core/agents.ts';
 import { ansi, sanitizeTerminalText } from './core/format.ts';
 import type { NanobotEvent, NanobotLauncher, NanobotSession } from './core/protocols/nanobot.ts';
-import { BufferedTerminalOutput, MEDIA_PREFIX } from './terminal.ts';
+import { MEDIA_PREFIX } from './terminal.ts';
 
 export interface ChatOptions {
   agent: MicroAgent;
@@ -32,11 +33,7 @@ const LOCAL_PLACE = 'locally, without isolation: it reaches your files and the n
 /** What a line typed while the micro-agent answers becomes. */
 const BUSY_PROMPT = ansi.cyan('you ↳');
 
-export class ChatTerminal implements vscode.Pseudoterminal {
-  readonly #output = new BufferedTerminalOutput(1_000_000);
-  readonly #close = new vscode.EventEmitter<number | void>();
-  readonly onDidWrite = this.#output.onDidWrite;
-  readonly onDidClose = this.#close.event;
+export class ChatTerminal extends BelayPseudoterminal {
   readonly #options: ChatOptions;
   #line = '';
   #busy: { controller: AbortController; session?: NanobotSession } | undefined;
@@ -46,15 +43,12 @@ export class ChatTerminal implements vscode.Pseudoterminal {
   #place: string | undefined;
 
   constructor(options: ChatOptions) {
+    // The transcript is what Belay's integration tests read.
+    super(1_000_000);
     this.#options = options;
   }
 
-  get transcript(): string {
-    return this.#output.transcript;
-  }
-
-  open(): void {
-    this.#output.open();
+  protected override onOpen(): void {
     const a = this.#options.agent;
     const injecting = a.protocol === 'rich' && a.allowInjection;
     this.#print(`${ansi.bold(`Chat with ${a.name}`)} ${ansi.dim(`(${a.protocol}, timeout ${a.timeout} s${injecting ? ', follow-up lines go to it while it runs' : ''})`)}\n`);
@@ -65,12 +59,12 @@ export class ChatTerminal implements vscode.Pseudoterminal {
     this.#prompt();
   }
 
-  close(): void {
+  protected override onClosedByPerson(): void {
     this.#busy?.controller.abort();
   }
 
   #print(text: string): void {
-    this.#output.write(text);
+    this.write(text);
   }
 
   /** Output while a line is being typed: above that line, which is drawn again below it. */
@@ -83,7 +77,7 @@ export class ChatTerminal implements vscode.Pseudoterminal {
     this.#print(`\n${ansi.cyan('you ›')} `);
   }
 
-  handleInput(data: string): void {
+  override handleInput(data: string): void {
     const busy = this.#busy;
     if (data === '\x03') {
       if (busy) {
@@ -97,7 +91,7 @@ export class ChatTerminal implements vscode.Pseudoterminal {
       return;
     }
     if (data === '\x04') {
-      if (!busy) this.#close.fire(0);
+      if (!busy) this.exit(0);
       else if (busy.session?.accepting) {
         busy.session.endInput();
         this.#printAbove(ansi.dim('(its input is closed: the micro-agent reads no more lines)\n'));
@@ -200,10 +194,5 @@ export class ChatTerminal implements vscode.Pseudoterminal {
       this.#inputShown = false;
       this.#print(`\n${ansi.cyan('you ›')} ${this.#line}`);
     }
-  }
-
-  dispose(): void {
-    this.#output.dispose();
-    this.#close.dispose();
   }
 }

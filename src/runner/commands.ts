@@ -1,5 +1,5 @@
 // The runner's commands (package.json `belay.runner.*`): each is a small function of the runner's
-// parts; errors reach the person through ctx.registerCommand's boundary.
+// parts; errors reach the person through ctx.registerCommands' boundary.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';

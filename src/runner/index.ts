@@ -40,7 +40,7 @@ const COMMANDS: Record<RunnerCommand, true> = {
 };
 
 export function registerRunner(ctx: BelayContext): void {
-  const terminals = new Terminals();
+  const terminals = ctx.own(new Terminals());
   const view = registerRunnerViews(ctx, () => parts());
   // The test controller (the dearest registration here) comes with the runner, which loads just
   // after activation anyway: Test Explorer has nothing to list before then.
@@ -55,12 +55,17 @@ export function registerRunner(ctx: BelayContext): void {
   });
   const parts = lazy(() => (require('./parts.ts') as typeof import('./parts.ts')).createRunnerParts(ctx, { terminals, controller: testController(), view }));
   const commands = lazy(() => (require('./commands.ts') as typeof import('./commands.ts')).runnerCommands);
-  for (const name of Object.keys(COMMANDS) as RunnerCommand[]) {
-    ctx.registerCommand(`belay.runner.${name}`, (...args) => {
-      const command: (parts: RunnerParts, ...args: unknown[]) => unknown = commands()[name];
-      return command(parts(), ...args);
-    });
-  }
+  ctx.registerCommands(
+    Object.fromEntries(
+      (Object.keys(COMMANDS) as RunnerCommand[]).map((name) => [
+        `belay.runner.${name}`,
+        (...args: unknown[]) => {
+          const command: (parts: RunnerParts, ...args: unknown[]) => unknown = commands()[name];
+          return command(parts(), ...args);
+        },
+      ]),
+    ),
+  );
   ctx.own(vscode.tasks.registerTaskProvider(TASK_TYPE, belayTaskProvider(() => parts().service)));
   ctx.own(vscode.window.registerTerminalLinkProvider(mediaLinkProvider((terminal) => terminals.isChat(terminal))));
   ctx.exposeForTests('runner', {

@@ -1,39 +1,30 @@
-// The live agent terminal: a Pseudoterminal that shows a run's events as they come. Writes are
-// buffered until VS Code opens it, `\n` becomes `\r\n`, and it closes with the run's exit code.
-// Ctrl+C (or closing the terminal) stops the run. Terminals are created through a factory that
-// tests replace to read what was written. Every entry point starts its run through here: in a
-// terminal (the commands, a repeat from the trajectory view, the `belay` task type) or, for Test
+// The live agent terminal: a pseudoterminal (src/ui/pseudoterminal.ts) that shows a run's events
+// as they come and closes with the run's exit code. Ctrl+C (or closing the terminal) stops the
+// run. Terminals are created through a factory that tests replace to read what was written.
+// Every entry point starts its run through here: in a terminal (the commands, a repeat from the trajectory view, the `belay` task type) or, for Test
 // Explorer, as the same text without a terminal. The media lines of chat terminals are links.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { errorMessage } from '../shared/errors.ts';
+import { BelayPseudoterminal, TerminalOpener } from '../ui/pseudoterminal.ts';
 import type { Agent } from './core/agents.ts';
-import { ansi, EventFormatter, toTerminalNewlines } from './core/format.ts';
+import { ansi, EventFormatter } from './core/format.ts';
 import { editorFix } from './core/protocols/mismatch.ts';
 import type { RunResult } from './core/records.ts';
 import type { Task } from './core/task.ts';
 import type { RunnerService } from './service.ts';
 
-export interface TerminalFactory {
-  (options: { name: string; pty: vscode.Pseudoterminal; iconPath?: vscode.ThemeIcon }): vscode.Terminal | undefined;
-}
-
-const createRealTerminal: TerminalFactory = ({ name, pty, iconPath }) => {
-  const terminal = vscode.window.createTerminal({ name, pty, iconPath, isTransient: true });
-  terminal.show(true);
-  return terminal;
-};
-
-/** Makes the runner's terminals (runs and chats) and knows which ones are chats. */
-export class Terminals {
-  /** Replaced by Belay's integration tests, which read the pseudoterminals instead. */
-  create: TerminalFactory = createRealTerminal;
+/**
+ * Makes the runner's terminals (runs and chats) and knows which ones are chats. Belay's
+ * integration tests replace `create` (TerminalOpener's) to read the pseudoterminals instead.
+ */
+export class Terminals extends TerminalOpener {
   readonly #chats = new WeakSet<vscode.Terminal>();
   /** The last terminal of each task, which its next run (with any agent) reuses once it is idle. */
   readonly #runs = new Map<string, { terminal: vscode.Terminal; pty: OutputTerminal }>();
 
-  openRun(name: string, pty: vscode.Pseudoterminal): vscode.Terminal | undefined {
-    return this.create({ name, pty, iconPath: new vscode.ThemeIcon('beaker') });
+  openRun(name: string, pty: BelayPseudoterminal): vscode.Terminal | undefined {
+    return this.open(name, pty, new vscode.ThemeIcon('beaker'));
   }
 
   /**
@@ -56,8 +47,8 @@ export class Terminals {
     return pty;
   }
 
-  openChat(name: string, pty: vscode.Pseudoterminal): vscode.Terminal | undefined {
-    const terminal = this.create({ name, pty, iconPath: new vscode.ThemeIcon('comment-discussion') });
+  openChat(name: string, pty: BelayPseudoterminal): vscode.Terminal | undefined {
+    const terminal = this.open(name, pty, new vscode.ThemeIcon('comment-discussion'));
     if (terminal) this.#chats.add(terminal);
     return terminal;
   }
@@ -85,47 +76,6 @@ export function mediaLinkProvider(isChat: (terminal: vscode.Terminal) => boolean
   };
 }
 
-/**
- * What a Pseudoterminal writes: held until VS Code opens the terminal, `\n` turned into `\r\n`,
- * and a transcript kept up to `transcriptLimit` characters (the chat's, which tests read).
- */
-export class BufferedTerminalOutput implements vscode.Disposable {
-  readonly #emitter = new vscode.EventEmitter<string>();
-  readonly onDidWrite = this.#emitter.event;
-  readonly #transcriptLimit: number;
-  #pending: string[] = [];
-  #opened = false;
-  #transcript = '';
-
-  constructor(transcriptLimit: number) {
-    this.#transcriptLimit = transcriptLimit;
-  }
-
-  get opened(): boolean {
-    return this.#opened;
-  }
-  get transcript(): string {
-    return this.#transcript;
-  }
-
-  /** VS Code opened the terminal: what was held is written now. */
-  open(): void {
-    this.#opened = true;
-    for (const text of this.#pending.splice(0)) this.#emitter.fire(text);
-  }
-
-  write(text: string): void {
-    if (this.#transcript.length < this.#transcriptLimit) this.#transcript += text;
-    const out = toTerminalNewlines(text);
-    if (this.#opened) this.#emitter.fire(out);
-    else this.#pending.push(out);
-  }
-
-  dispose(): void {
-    this.#emitter.dispose();
-  }
-}
-
 export interface OutputTerminalOptions {
   /** Called once when the person asks to stop (Ctrl+C, or closing the terminal while running); `onStop()` sets it per run. */
   onStop?: () => void;
@@ -133,26 +83,23 @@ export interface OutputTerminalOptions {
   closeWhenDone: boolean;
 }
 
-export class OutputTerminal implements vscode.Pseudoterminal {
-  /** No transcript: the run folder keeps everything, and tests read the pseudoterminal itself. */
-  readonly #output = new BufferedTerminalOutput(0);
-  readonly #close = new vscode.EventEmitter<number | void>();
-  readonly onDidWrite = this.#output.onDidWrite;
-  readonly onDidClose = this.#close.event;
+export class OutputTerminal extends BelayPseudoterminal {
   readonly #options: OutputTerminalOptions;
   #onStop: (() => void) | undefined;
+  /** The exit code of the run shown now, once it has ended. */
   #exitCode: number | undefined;
-  #closed = false;
   #stopAsked = false;
 
   constructor(options: OutputTerminalOptions) {
+    // No transcript: the run folder keeps everything, and tests read the pseudoterminal itself.
+    super();
     this.#options = options;
     this.#onStop = options.onStop;
   }
 
   /** Its run has ended and the terminal is still open: a new run may use it. */
   get idle(): boolean {
-    return this.#exitCode !== undefined && !this.#closed;
+    return this.#exitCode !== undefined && !this.closed;
   }
 
   /** What stops the run shown now. */
@@ -169,20 +116,14 @@ export class OutputTerminal implements vscode.Pseudoterminal {
     this.write(`\n${ansi.dim(`──────── run again · ${heading} · ${new Date().toLocaleTimeString()} ────────`)}\n\n`);
   }
 
-  open(): void {
-    this.#output.open();
-    if (this.#exitCode !== undefined && this.#options.closeWhenDone) this.#fireClose();
-  }
-
-  close(): void {
+  protected override onClosedByPerson(): void {
     // The person closed the terminal: a run still going is stopped, not left behind unseen.
-    this.#closed = true;
     if (this.#exitCode === undefined) this.#stop();
   }
 
-  handleInput(data: string): void {
+  override handleInput(data: string): void {
     if (this.#exitCode !== undefined) {
-      this.#fireClose();
+      this.exit(this.#exitCode);
       return;
     }
     if (data === '\x03') this.#stop();
@@ -195,29 +136,12 @@ export class OutputTerminal implements vscode.Pseudoterminal {
     this.#onStop?.();
   }
 
-  write(text: string): void {
-    if (text === '') return;
-    this.#output.write(text);
-  }
-
   /** Marks the end: closes now (tasks) or after the next key press. */
   end(exitCode: number): void {
     if (this.#exitCode !== undefined) return;
     this.#exitCode = exitCode;
-    if (this.#options.closeWhenDone) {
-      if (this.#output.opened) this.#fireClose();
-    } else this.write('\n\x1b[2mPress any key to close this terminal.\x1b[0m\n');
-  }
-
-  #fireClose(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#close.fire(this.#exitCode ?? 0);
-  }
-
-  dispose(): void {
-    this.#output.dispose();
-    this.#close.dispose();
+    if (this.#options.closeWhenDone) this.exit(exitCode);
+    else this.write('\n\x1b[2mPress any key to close this terminal.\x1b[0m\n');
   }
 }
 

@@ -14,8 +14,10 @@ import { isWelcomeLabel, openWhileUntouched } from './core/firstOpen.ts';
 const SHOWN_KEY = 'belay.walkthrough.shown';
 
 export function registerWalkthrough(ctx: BelayContext): void {
-  ctx.registerCommand('belay.walkthrough.open', () => openWalkthrough(ctx));
-  ctx.registerCommand('belay.walkthrough.try', (step) => tryStep(ctx, step));
+  ctx.registerCommands({
+    'belay.walkthrough.open': () => openWalkthrough(ctx),
+    'belay.walkthrough.try': (step) => tryStep(ctx, step),
+  });
   // After activation, not during it: reading the folder and opening an editor can wait a tick.
   const soon = setTimeout(() => {
     void firstStart(ctx).catch((error: unknown) => ctx.log.error(`walkthrough: ${errorMessage(error)}`));

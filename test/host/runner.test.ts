@@ -9,7 +9,7 @@ import type { ChatTerminal } from '../../src/runner/chat.ts';
 import type { JobRecord } from '../../src/runner/core/jobs/schema.ts';
 import type { RunResult } from '../../src/runner/core/records.ts';
 import type { RunnerTestApi } from '../../src/runner/index.ts';
-import type { TerminalFactory } from '../../src/runner/terminal.ts';
+import type { TerminalFactory } from '../../src/ui/pseudoterminal.ts';
 import type { TaskTestReport } from '../../src/runner/testing.ts';
 import { activateBelay, waitFor } from './helpers.ts';
 import { processesWith } from '../support/processes.ts';

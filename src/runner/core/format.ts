@@ -27,11 +27,6 @@ export function sanitizeTerminalText(text: string): string {
   return neutraliseControls(text, { keepColours: true });
 }
 
-/** Converts bare `\n` to `\r\n`, as a Pseudoterminal needs. */
-export function toTerminalNewlines(text: string): string {
-  return text.replace(/\r?\n/g, '\r\n');
-}
-
 function indent(text: string, prefix: string): string {
   return text
     .replace(/\n$/, '')

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, afterEach, before, beforeEach } from 'node:test';
 import * as esbuild from 'esbuild';
+import { embedPrograms } from '../../../scripts/build-plugins.ts';
 import { Mailbox } from '../../../src/cues/core/store.ts';
 import { waitForChange } from '../../../src/cues/core/watch.ts';
 import { repoRoot } from '../../../scripts/lib/paths.ts';
@@ -35,6 +36,7 @@ export async function buildBundles(): Promise<Bundles> {
     define: { BELAY_VERSION: JSON.stringify('0.0.0-test') },
     banner: { js: '#!/usr/bin/env node' },
     logLevel: 'warning',
+    plugins: [embedPrograms],
   });
   return { dir, cueme: path.join(dir, 'cueme.js'), belay: path.join(dir, 'cli.js') };
 }

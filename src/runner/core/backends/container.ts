@@ -22,6 +22,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { startChild, type RunningChild } from '../../../shared/process.ts';
+import { programText } from '../../../shared/programText.ts';
 import { BackendUnavailableError, programEnvironment, type Backend, type BackendSession, type CommandSpec, type HostCommand, type Phase, type ServiceSpec, type SessionSpec } from '../backend.ts';
 import { formatBytes } from '../logs.ts';
 import type { TaskEnvironment } from '../task.ts';
@@ -132,101 +133,18 @@ export function execEnvironment(clientEnv: Record<string, string>, env: Record<s
 
 // Forwards one connection between stdin/stdout and 127.0.0.1:$0 inside the container: bash's
 // /dev/tcp where bash is (cat copies both ways; the reply ends the exchange), else python3.
-const BRIDGE_SCRIPT = `p=$0
-if command -v bash >/dev/null 2>&1; then exec bash -c 'exec 3<>/dev/tcp/127.0.0.1/$0 || exit 111; exec 4<&0; cat <&4 >&3 & cat <&3; kill $! 2>/dev/null' "$p"; fi
-if command -v python3 >/dev/null 2>&1; then exec python3 -c '
-import socket,sys,threading
-s=socket.create_connection(("127.0.0.1",int(sys.argv[1])))
-def up():
-  while True:
-    d=sys.stdin.buffer.read1(65536)
-    if not d: break
-    s.sendall(d)
-threading.Thread(target=up,daemon=True).start()
-while True:
-  d=s.recv(65536)
-  if not d: break
-  sys.stdout.buffer.write(d); sys.stdout.buffer.flush()
-' "$p"; fi
-echo "neither bash nor python3 in the image: Belay cannot reach the agent's port" >&2; exit 127`;
+const BRIDGE_SCRIPT = programText(import.meta.url, './programs/container-bridge.sh');
 
 // The services' forwarder inside: listens on 127.0.0.1:<port> for each [port, socket] and pipes
 // each connection to the socket; says it is ready once every port listens. In python3 (argv[1]:
 // the plan as JSON), or perl where the image has no python3 (perl-base is in every Debian and
 // Ubuntu image; arguments: port=socket pairs).
-const FORWARDER_PYTHON = `import json,socket,sys,threading
-def pump(a,b):
-  try:
-    while True:
-      d=a.recv(65536)
-      if not d: break
-      b.sendall(d)
-  except OSError: pass
-  try: b.shutdown(socket.SHUT_WR)
-  except OSError: pass
-def handle(c,path):
-  u=socket.socket(socket.AF_UNIX)
-  try: u.connect(path)
-  except OSError:
-    c.close(); u.close(); return
-  t=threading.Thread(target=pump,args=(u,c),daemon=True); t.start()
-  pump(c,u); t.join(); c.close(); u.close()
-def serve(l,path):
-  while True:
-    c,_=l.accept()
-    threading.Thread(target=handle,args=(c,path),daemon=True).start()
-listeners=[]
-for port,path in json.loads(sys.argv[1]):
-  l=socket.socket(); l.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1); l.bind(("127.0.0.1",port)); l.listen(128)
-  listeners.append((l,path))
-for l,path in listeners: threading.Thread(target=serve,args=(l,path),daemon=True).start()
-print("belay-forwarder-ready",flush=True)
-threading.Event().wait()`;
+const FORWARDER_PYTHON = programText(import.meta.url, './programs/forwarder.py');
 
-const FORWARDER_PERL = `use strict; use warnings; use IO::Socket::INET; use IO::Socket::UNIX; use IO::Select;
-$SIG{CHLD} = 'IGNORE';
-my @listeners;
-for my $pair (@ARGV) {
-  my ($port, $path) = split /=/, $pair, 2;
-  my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $port, Listen => 128, ReuseAddr => 1) or die "port $port: $!\\n";
-  push @listeners, [$s, $path];
-}
-sub pump {
-  my ($c, $path) = @_;
-  my $u = IO::Socket::UNIX->new(Peer => $path) or exit 0;
-  my $sel = IO::Select->new($c, $u);
-  my $open = 2;
-  while ($open > 0) {
-    for my $h ($sel->can_read) {
-      my $o = $h == $c ? $u : $c;
-      my $n = sysread($h, my $buf, 65536);
-      if (!$n) { $sel->remove($h); shutdown($o, 1); $open--; next; }
-      my $off = 0;
-      while ($off < $n) { my $w = syswrite($o, $buf, $n - $off, $off); exit 0 unless defined $w; $off += $w; }
-    }
-  }
-  exit 0;
-}
-for my $l (@listeners) {
-  my $pid = fork;
-  die "fork: $!\\n" unless defined $pid;
-  next if $pid;
-  my ($s, $path) = @$l;
-  while (1) {
-    my $c = $s->accept or next;
-    my $k = fork;
-    if (defined $k && $k == 0) { close $s; pump($c, $path); }
-    close $c;
-  }
-}
-$| = 1; print "belay-forwarder-ready\\n";
-1 while sleep 3600;`;
+const FORWARDER_PERL = programText(import.meta.url, './programs/forwarder.pl');
 
 /** Picks the forwarder's interpreter: $3 is 'auto', 'python3' or 'perl'. */
-const FORWARDER_LAUNCH = `py=$0 pl=$1 plan=$2 choice=$3; shift 3
-if [ "$choice" != perl ] && command -v python3 >/dev/null 2>&1; then exec python3 -c "$py" "$plan"; fi
-if [ "$choice" != python3 ] && command -v perl >/dev/null 2>&1; then exec perl -e "$pl" "$@"; fi
-echo "belay: the image has no python3 (nor perl)" >&2; exit 127`;
+const FORWARDER_LAUNCH = programText(import.meta.url, './programs/forwarder-launch.sh');
 
 /** Where the container shows the host services' sockets. */
 const SERVICES_INSIDE = '/run/belay';

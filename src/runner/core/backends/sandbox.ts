@@ -16,7 +16,8 @@ import { mkdir, rm } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { runBounded } from '../../../shared/process.ts';
-import { BackendUnavailableError, BELAY_HELPER_MARK, programEnvironment, type Backend, type BaseEnvironment, type Phase, type RunFolders } from '../backend.ts';
+import { programText } from '../../../shared/programText.ts';
+import { BackendUnavailableError, programEnvironment, type Backend, type BaseEnvironment, type Phase, type RunFolders } from '../backend.ts';
 import { limitFileSize } from './file-size.ts';
 import { checkServices, insidePort, ServiceRelay, socketFolder } from './services.ts';
 import { killMarked } from './sweep.ts';
@@ -171,20 +172,7 @@ export interface BridgePlan {
 // passes on termination signals, and ends as the program ends (same code, same signal). It is in
 // the agent's process group: its program starts with BELAY_HELPER_MARK, so that the protocol hints
 // never take its listeners (the services' ports) for the agent's.
-const BRIDGE_SOURCE = `${BELAY_HELPER_MARK}const net=require('node:net'),fs=require('node:fs'),cp=require('node:child_process');
-const plan=JSON.parse(process.argv[1]),argv=process.argv.slice(2);
-const pipe=(a,b)=>{a.on('error',()=>b.destroy());b.on('error',()=>a.destroy());a.pipe(b).pipe(a);};
-let waiting=1;const ready=()=>{if(--waiting===0)start();};
-const serve=(handler,...address)=>{waiting++;const s=net.createServer(handler);
-s.on('error',(e)=>{process.stderr.write('belay bridge: '+e.message+'\\n');process.exit(70);});s.listen(...address,ready);};
-for(const [sock,port] of plan.in){fs.rmSync(sock,{force:true});serve((c)=>pipe(c,net.connect(port,'127.0.0.1')),sock);}
-for(const [port,sock] of plan.out)serve((c)=>pipe(c,net.connect(sock)),port,'127.0.0.1');
-function start(){const env={...process.env};delete env.ELECTRON_RUN_AS_NODE;
-const child=cp.spawn(argv[0],argv.slice(1),{stdio:'inherit',env});
-for(const s of ['SIGTERM','SIGINT','SIGHUP'])process.on(s,()=>child.kill(s));
-child.on('error',(e)=>{process.stderr.write(argv[0]+': '+e.message+'\\n');process.exit(127);});
-child.on('exit',(code,signal)=>{if(signal){process.removeAllListeners(signal);process.kill(process.pid,signal);}process.exit(code??1);});}
-ready();`;
+const BRIDGE_SOURCE = programText(import.meta.url, './programs/sandbox-bridge.cjs');
 
 /** The command line that runs `argv` under the bridge with Belay's Node (`node`). */
 export function bridgedArgv(node: string, plan: BridgePlan, argv: readonly string[]): string[] {
