@@ -5,11 +5,11 @@ import { shellQuote } from '../shared/shell.ts';
 import { neutraliseControls } from '../shared/terminalText.ts';
 import { UsageError, type CliIO } from './io.ts';
 import { existingFolder } from './paths.ts';
-import { BackendUnavailableError, type Backend } from '../runner/core/backend.ts';
+import { BackendUnavailableError, type Backend } from '../runner/core/backends/backend.ts';
 import { localBackend } from '../runner/core/backends/local.ts';
 import { sandboxBackend } from '../runner/core/backends/sandbox.ts';
 import { diagnoseAgent, PROTOCOL_TITLES, type DoctorReport } from '../runner/core/protocols/doctor.ts';
-import { AgentFolderError, resolveAgentFolder } from '../runner/core/agentFolder.ts';
+import { AgentFolderError, resolveAgentFolder } from '../runner/core/agents/agentFolder.ts';
 
 /** Printed by `belay agent --help` (and when no action is given). */
 export const usage = `Usage: belay agent doctor --agent "COMMAND" [--cwd DIR] [--timeout S] [--unsafe-local] [--json]

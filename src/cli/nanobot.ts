@@ -7,11 +7,11 @@ import { errorMessage } from '../shared/errors.ts';
 import { UsageError, type CliIO } from './io.ts';
 import { existingFile, existingFolder } from './paths.ts';
 import { startNanobot, TerminalConfigSchema, type NanobotEvent, type NanobotSession, type TerminalConfig } from '../runner/core/protocols/nanobot.ts';
-import { BackendUnavailableError } from '../runner/core/backend.ts';
+import { BackendUnavailableError } from '../runner/core/backends/backend.ts';
 import { isBackendName } from '../runner/core/backends/choose.ts';
 import { microAgentLauncher } from '../runner/core/backends/nanobot-launch.ts';
 import { BASE_IMAGE } from '../runner/core/backends/image-base.ts';
-import { AgentFolderError, resolveMicroAgentFolder } from '../runner/core/agentFolder.ts';
+import { AgentFolderError, resolveMicroAgentFolder } from '../runner/core/agents/agentFolder.ts';
 
 /** Printed by `belay nanobot --help` (and when no action is given). */
 export const usage = `Usage: belay nanobot --command "COMMAND" --text TEXT [options]

@@ -3,10 +3,10 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
-import { AgentSchema, expandCommand, MicroAgentSchema, microAgentSecretTexts } from './core/agents.ts';
+import { AgentSchema, expandCommand, MicroAgentSchema, microAgentSecretTexts } from './core/agents/agents.ts';
 import type { DoctorReport } from './core/protocols/doctor.ts';
 import type { Prompts } from './prompts.ts';
-import { isSecretName, SECRET_NAME_RULE, secretNames, secretReference } from './core/secrets.ts';
+import { isSecretName, SECRET_NAME_RULE, secretNames, secretReference } from './core/agents/secrets.ts';
 import type { RunnerService } from './service.ts';
 
 /** What each protocol of `belay.agents` is, for the pick. */
@@ -101,7 +101,7 @@ function doctorNote(report: DoctorReport): string {
  */
 async function runDoctor(ctx: BelayContext, prompts: Prompts, name: string, command: string): Promise<DoctorReport | undefined> {
   if (!ctx.trust.require('runAgents')) return undefined;
-  const { BackendUnavailableError } = await import('./core/backend.ts');
+  const { BackendUnavailableError } = await import('./core/backends/backend.ts');
   const { sandboxBackend } = await import('./core/backends/sandbox.ts');
   let backend;
   try {
@@ -118,7 +118,7 @@ async function runDoctor(ctx: BelayContext, prompts: Prompts, name: string, comm
   }
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? process.cwd();
   // The agent's folder as a run finds it: its program's folder (named from the workspace folder), never the home folder or /.
-  const { AgentFolderError, resolveAgentFolder } = await import('./core/agentFolder.ts');
+  const { AgentFolderError, resolveAgentFolder } = await import('./core/agents/agentFolder.ts');
   let agentFolder;
   try {
     agentFolder = resolveAgentFolder({ command: expandCommand(command, process.execPath, folder), base: folder, option: `"cwd" in agent '${name}'`, isolated: backend.isolated });

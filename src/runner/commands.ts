@@ -6,13 +6,13 @@ import type { BelayContext } from '../context.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { addAgent, openAgentSetting, setSecret } from './agentSettings.ts';
 import { ChatTerminal } from './chat.ts';
-import { microAgentSecretTexts, type Agent, type MicroAgent } from './core/agents.ts';
-import { CAUSE_WORDS } from './core/format.ts';
-import type { PastRun } from './core/history.ts';
+import { microAgentSecretTexts, type Agent, type MicroAgent } from './core/agents/agents.ts';
+import { CAUSE_WORDS } from './core/records/format.ts';
+import type { PastRun } from './core/records/history.ts';
 import { editorFix, suggestedProtocol } from './core/protocols/mismatch.ts';
-import { instructionFile } from './core/layout.ts';
-import type { RunResult } from './core/records.ts';
-import type { Task } from './core/task.ts';
+import { instructionFile } from './core/tasks/layout.ts';
+import type { RunResult } from './core/records/records.ts';
+import type { Task } from './core/tasks/task.ts';
 import { runInTerminal } from './terminal.ts';
 import { pickAgent, pickRun, taskFromArg } from './pickers.ts';
 import type { Prompts } from './prompts.ts';
@@ -209,8 +209,8 @@ async function openChat(parts: RunnerParts, arg: unknown): Promise<ChatTerminal 
     // Isolated like task agents: a container, else the sandbox; on the host only when chosen.
     launcher: async () => {
       const { microAgentLauncher } = await import('./core/backends/nanobot-launch.ts');
-      const { AgentFolderError, resolveMicroAgentFolder } = await import('./core/agentFolder.ts');
-      const { expandCommand } = await import('./core/agents.ts');
+      const { AgentFolderError, resolveMicroAgentFolder } = await import('./core/agents/agentFolder.ts');
+      const { expandCommand } = await import('./core/agents/agents.ts');
       const backend = ctx.config.get('runner.backend');
       let folder;
       try {

@@ -2,12 +2,12 @@
 // node, a file in a task, `{ task, agent }` from tasks.json, keybindings or tests) or asked for.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { Agent } from './core/agents.ts';
-import { formatDuration, rewardWords } from './core/format.ts';
-import type { PastRun } from './core/history.ts';
+import type { Agent } from './core/agents/agents.ts';
+import { formatDuration, rewardWords } from './core/records/format.ts';
+import type { PastRun } from './core/records/history.ts';
 import { trialWords, type RunOrTrial } from './core/results/jobRuns.ts';
-import { TASK_FOLDER } from './core/layout.ts';
-import type { Task } from './core/task.ts';
+import { TASK_FOLDER } from './core/tasks/layout.ts';
+import type { Task } from './core/tasks/task.ts';
 import type { RunnerService } from './service.ts';
 
 async function pickTask(service: RunnerService): Promise<Task | undefined> {

@@ -5,7 +5,7 @@
 // phase started is dead; then the staged tests and a fresh logs folder become visible. Protocols
 // and the verifier never know which backend they use.
 import { existsSync } from 'node:fs';
-import type { Task } from './task.ts';
+import type { Task } from '../tasks/task.ts';
 
 /** The host folders of one run. */
 export interface RunFolders {

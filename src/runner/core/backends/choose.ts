@@ -1,6 +1,6 @@
 // Which backend a run uses: the one named, or the best this machine has. The room for a new
 // backend is here (its factory) and beside this file (its implementation).
-import { BackendUnavailableError, type Backend } from '../backend.ts';
+import { BackendUnavailableError, type Backend } from './backend.ts';
 import { containerBackend, type ContainerBackendOptions } from './container.ts';
 import { localBackend } from './local.ts';
 import { sandboxBackend } from './sandbox.ts';

@@ -1,7 +1,7 @@
 // Where a nanobot micro-agent runs, chosen as a run's backend is: in a container when an engine
 // works here (and has the base image), else in the bubblewrap sandbox, never on the host unless
 // the person chose `local` by name. The chat and `belay nanobot` both come through here.
-import { BackendUnavailableError } from '../backend.ts';
+import { BackendUnavailableError } from './backend.ts';
 import type { BackendName } from './choose.ts';
 import { containerLauncher, type MicroAgentLauncher } from './container-nanobot.ts';
 import { detectEngine, EngineUnavailableError, type EngineName } from './engine.ts';

@@ -16,7 +16,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { runBounded } from '../../../shared/process.ts';
-import { BackendUnavailableError, BELAY_HELPER_MARK, programEnvironment, type Backend, type BaseEnvironment, type Phase, type RunFolders } from '../backend.ts';
+import { BackendUnavailableError, BELAY_HELPER_MARK, programEnvironment, type Backend, type BaseEnvironment, type Phase, type RunFolders } from './backend.ts';
 import { limitFileSize } from './file-size.ts';
 import { checkServices, insidePort, ServiceRelay, socketFolder } from './services.ts';
 import { killMarked } from './sweep.ts';

@@ -11,13 +11,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { errorMessage } from '../../../shared/errors.ts';
 import { shellQuote } from '../../../shared/shell.ts';
-import { shellPath, type Backend, type BackendSession, type CommandSpec, type RunFolders } from '../backend.ts';
+import { shellPath, type Backend, type BackendSession, type CommandSpec, type RunFolders } from '../backends/backend.ts';
 import { AgentProcess, type ExitInfo, type LineResult } from './agent-process.ts';
 import { firstJsonObject, listeningPorts, looksLikeSdk1Response } from './mismatch.ts';
 import { buildCommand, logLevel, parseFrame, type Envelope } from './nanobot.ts';
 import { parseSdk1Response } from './sdk1.ts';
 import { freePort, httpRequest, StatusSchema } from './sdk2.ts';
-import { loadTask, type Task } from '../task.ts';
+import { loadTask, type Task } from '../tasks/task.ts';
 
 /** What the doctor can tell apart, in the order a clear answer is preferred. */
 export const DOCTOR_PROTOCOLS = ['sdk2', 'sdk1', 'sdk3', 'nanobot-rich', 'nanobot-plain'] as const;
