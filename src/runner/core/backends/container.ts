@@ -328,6 +328,7 @@ export async function containerBackend(options: ContainerBackendOptions = {}): P
     name: 'container',
     label: `container (${engine.label}: the task's image, no network, no capabilities)`,
     isolated: true,
+    keepsWorkBetweenSessions: (task) => !task.environment.dockerfile,
     open: (spec) => openSession(engine, owner, options, spec, images),
   };
 }

@@ -37,6 +37,7 @@ export function localBackend(): Backend {
     name: 'local',
     label: 'local (no isolation: agents can reach the whole filesystem and network)',
     isolated: false,
+    keepsWorkBetweenSessions: () => true,
     async open(spec) {
       const { folders } = spec;
       await mkdir(folders.control, { recursive: true });

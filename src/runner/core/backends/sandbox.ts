@@ -257,6 +257,7 @@ export async function sandboxBackend(options: SandboxOptions = {}): Promise<Back
     name: 'sandbox',
     label: 'sandbox (bubblewrap: only /app writable, no network, no capabilities)',
     isolated: true,
+    keepsWorkBetweenSessions: () => true,
     async open(spec) {
       const { folders } = spec;
       // Shown where the agent names them, read from where they really are (through symlinks).

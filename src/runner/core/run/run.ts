@@ -191,7 +191,7 @@ async function openEnvironment(
   bound: Pick<SessionSpec, 'diskBudgetBytes' | 'onLimit'>,
 ): Promise<BackendSession> {
   try {
-    if (part.step && part.first && options.backend.name === 'container' && options.task.environment.dockerfile) {
+    if (part.step && part.first && !options.backend.keepsWorkBetweenSessions(options.task)) {
       // Each step opens a fresh container from the task's image, whose /app would undo the steps before.
       throw new Error(`a multi-step task with its own image keeps its work between steps only on the sandbox or local backend`);
     }
