@@ -20,7 +20,7 @@ import type { RunnerService } from './service.ts';
 import type { Terminals } from './terminal.ts';
 import type { TaskTests } from './testing.ts';
 import { resumeJobCommand, runJobCommand } from './jobs.ts';
-import type { ResultsPanel } from './resultsPanel.ts';
+import type { ResultsActions, ResultsPanel } from './resultsPanel.ts';
 import type { TrajectoryPanels } from './trajectoryPanel.ts';
 import type { TaskNode, TasksTree } from './tree.ts';
 import { openRunFile } from './views.ts';
@@ -182,9 +182,21 @@ async function compareRuns(parts: RunnerParts, first: unknown, second: unknown):
     right = await pickRun(parts.service, runsDir, { title: 'Belay: Compare Runs (2/2)', placeHolder: 'The run to compare it with (B)', ...(besides ? { besides } : {}) });
     if (!right) return;
   }
+  await compareRunFolders(parts, left, right);
+}
+
+/** Two run folders side by side: the end of Compare Runs, and the Results panel's pair of runs. */
+export async function compareRunFolders(parts: RunnerParts, left: string, right: string): Promise<void> {
   if (left === right) throw new Error('choose two different runs to compare');
   await parts.trajectories.compare(left, right);
 }
+
+/** The Results panel's buttons: the functions their commands run, called typed from the panel. */
+export const resultsCommands: Record<Parameters<ResultsActions['command']>[0], (parts: RunnerParts) => Promise<unknown>> = {
+  runJob: (parts) => runJobCommand(parts),
+  resumeJob: (parts) => resumeJobCommand(parts),
+  openJobFolder: (parts) => openJobFolder(parts, undefined),
+};
 
 /** Opens a chat terminal with a micro-agent (named, or picked). */
 async function openChat(parts: RunnerParts, arg: unknown): Promise<ChatTerminal | undefined> {
