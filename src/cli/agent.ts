@@ -9,6 +9,7 @@ import { BackendUnavailableError, type Backend } from '../runner/core/backends/b
 import { localBackend } from '../runner/core/backends/local.ts';
 import { sandboxBackend } from '../runner/core/backends/sandbox.ts';
 import { diagnoseAgent, PROTOCOL_TITLES, type DoctorReport } from '../runner/core/protocols/doctor.ts';
+import { protocolDescriptors } from '../runner/core/protocols/descriptors.ts';
 import { AgentFolderError, resolveAgentFolder } from '../runner/core/agents/agentFolder.ts';
 
 /** Printed by `belay agent --help` (and when no action is given). */
@@ -16,10 +17,7 @@ export const usage = `Usage: belay agent doctor --agent "COMMAND" [--cwd DIR] [-
 
 Starts the agent once per protocol, each time in a fresh sandbox (bubblewrap: no network, only
 its own folder readable, a scratch /app), and says which protocol it speaks and what it does wrong:
-  SDK 1.x   a first request on its stdin; a JSON answer with command/task_complete on stdout
-  SDK 2.0   an HTTP server on AGENT_PORT answering /health, then /start and /status
-  SDK 3.0   run as COMMAND --instruction "<text>"; prints [DONE] when finished
-  nanobot   an envelope on its stdin; JSON frames with a type mean rich, plain text plain
+${protocolDescriptors().map((d) => `  ${d.title.padEnd(10)}${d.probeUsage}\n`).join('')}  nanobot   an envelope on its stdin; JSON frames with a type mean rich, plain text plain
 Each probe is bounded in time and everything it started is killed when it ends. No model can
 be reached from a probe: an agent that needs one may fail its task, which is not held against it.
 
