@@ -221,13 +221,14 @@ async function openChat(parts: RunnerParts, arg: unknown): Promise<ChatTerminal 
     // Isolated like task agents: a container, else the sandbox; on the host only when chosen.
     launcher: async () => {
       const { microAgentLauncher } = await import('./core/backends/nanobot-launch.ts');
+      const { isolates } = await import('./core/backends/choose.ts');
       const { AgentFolderError, resolveMicroAgentFolder } = await import('./core/agents/agentFolder.ts');
       const { expandCommand } = await import('./core/agents/agents.ts');
       const backend = ctx.config.get('runner.backend');
       let folder;
       try {
         // Its program's folder (the command named from where it was declared), else that folder; never the home folder or /.
-        folder = resolveMicroAgentFolder({ command: expandCommand(chosen.command, process.execPath, chosen.baseDir), workspace: chosen.baseDir, cwd: chosen.baseDir, isolated: backend !== 'local', option: `a folder of its own for micro-agent '${chosen.name}'` });
+        folder = resolveMicroAgentFolder({ command: expandCommand(chosen.command, process.execPath, chosen.baseDir), workspace: chosen.baseDir, cwd: chosen.baseDir, isolated: isolates(backend), option: `a folder of its own for micro-agent '${chosen.name}'` });
       } catch (error) {
         if (error instanceof AgentFolderError) throw new Error(error.message);
         throw error;
