@@ -8,7 +8,7 @@ import { existingFolder } from './paths.ts';
 import { BackendUnavailableError, type Backend } from '../runner/core/backends/backend.ts';
 import { localBackend } from '../runner/core/backends/local.ts';
 import { sandboxBackend } from '../runner/core/backends/sandbox.ts';
-import { diagnoseAgent, PROTOCOL_TITLES, type DoctorReport } from '../runner/core/protocols/doctor.ts';
+import { diagnoseAgent, PROTOCOL_TITLES, type DoctorReport, type ProbeName } from '../runner/core/protocols/doctor.ts';
 import { protocolDescriptors } from '../runner/core/protocols/descriptors.ts';
 import { AgentFolderError, resolveAgentFolder } from '../runner/core/agents/agentFolder.ts';
 
@@ -87,7 +87,8 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   return report.clear ? 0 : 1;
 }
 
-const PROBE_TITLES = { sdk1: 'SDK 1.x', sdk2: 'SDK 2.0', sdk3: 'SDK 3.0', nanobot: 'nanobot' } as const;
+/** Each probe's title: a protocol's (its descriptor), and nanobot's. */
+const PROBE_TITLES: Record<ProbeName, string> = { ...Object.fromEntries(protocolDescriptors().map((d) => [d.probe, d.title])), nanobot: 'nanobot' } as Record<ProbeName, string>;
 
 /** The report as a person reads it; the agent's words are neutralised (no control sequences). */
 export function describeReport(report: DoctorReport, command: string): string {
