@@ -9,12 +9,12 @@
 // figure otherwise.
 import { mkdir, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import type { Backend } from '../src/runner/core/backend.ts';
+import type { Backend } from '../src/runner/core/backends/backend.ts';
 import { containerBackend } from '../src/runner/core/backends/container.ts';
 import { detectEngine, type Engine } from '../src/runner/core/backends/engine.ts';
 import { BASE_IMAGE } from '../src/runner/core/backends/image-base.ts';
 import { imageSource, taskImage } from '../src/runner/core/backends/image-task.ts';
-import { loadTask, type Task } from '../src/runner/core/task.ts';
+import { loadTask, type Task } from '../src/runner/core/tasks/task.ts';
 import { runBounded } from '../src/shared/process.ts';
 import { harnessSteps } from './harness-steps.ts';
 import { alternatingMedians, percentile, type BenchFile, type Figure } from './lib.ts';

@@ -2,10 +2,10 @@
 // response, command, records), step-started to step-started, with a scripted agent running `true`.
 import { realpathSync } from 'node:fs';
 import * as path from 'node:path';
-import type { Backend } from '../src/runner/core/backend.ts';
+import type { Backend } from '../src/runner/core/backends/backend.ts';
 import { sdk1 } from '../src/runner/core/protocols/sdk1.ts';
-import { runTask } from '../src/runner/core/run.ts';
-import type { Task } from '../src/runner/core/task.ts';
+import { runTask } from '../src/runner/core/run/run.ts';
+import type { Task } from '../src/runner/core/tasks/task.ts';
 import type { BenchContext } from './lib.ts';
 
 export async function harnessSteps(ctx: BenchContext, options: { backend: Backend; runsDir: string; task: Task; agentCwd: string; steps: number }): Promise<number[]> {

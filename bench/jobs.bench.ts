@@ -8,8 +8,8 @@ import * as path from 'node:path';
 import { localBackend } from '../src/runner/core/backends/local.ts';
 import { createJob, runJob } from '../src/runner/core/jobs/job.ts';
 import { sdk1 } from '../src/runner/core/protocols/sdk1.ts';
-import { runTask, type RunTaskOptions } from '../src/runner/core/run.ts';
-import { loadTask } from '../src/runner/core/task.ts';
+import { runTask, type RunTaskOptions } from '../src/runner/core/run/run.ts';
+import { loadTask } from '../src/runner/core/tasks/task.ts';
 import { alternatingMedians, type BenchFile } from './lib.ts';
 
 const TRIALS = 40;

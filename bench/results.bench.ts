@@ -8,7 +8,7 @@ import { percentile, type BenchContext, type BenchFile, type Figure } from './li
 import { createJob } from '../src/runner/core/jobs/job.ts';
 import { readJob, writeJob } from '../src/runner/core/jobs/schema.ts';
 import { summarizeJob } from '../src/runner/core/jobs/summary.ts';
-import type { Task } from '../src/runner/core/task.ts';
+import type { Task } from '../src/runner/core/tasks/task.ts';
 import { runPaletteCommand } from '../scripts/lib/workbench.ts';
 import { openWorkbench } from '../test/support/workbench.ts';
 

@@ -5,10 +5,10 @@
 // of load from other processes on the machine does not decide the ratio.
 import { mkdir } from 'node:fs/promises';
 import * as path from 'node:path';
-import type { Backend } from '../src/runner/core/backend.ts';
+import type { Backend } from '../src/runner/core/backends/backend.ts';
 import { localBackend } from '../src/runner/core/backends/local.ts';
 import { sandboxBackend } from '../src/runner/core/backends/sandbox.ts';
-import { loadTask, type Task } from '../src/runner/core/task.ts';
+import { loadTask, type Task } from '../src/runner/core/tasks/task.ts';
 import { runBounded } from '../src/shared/process.ts';
 import { harnessSteps } from './harness-steps.ts';
 import { percentile, type BenchFile, type Figure } from './lib.ts';

@@ -5,21 +5,19 @@ import { shellQuote } from '../shared/shell.ts';
 import { neutraliseControls } from '../shared/terminalText.ts';
 import { UsageError, type CliIO } from './io.ts';
 import { existingFolder } from './paths.ts';
-import { BackendUnavailableError, type Backend } from '../runner/core/backend.ts';
+import { BackendUnavailableError, type Backend } from '../runner/core/backends/backend.ts';
 import { localBackend } from '../runner/core/backends/local.ts';
 import { sandboxBackend } from '../runner/core/backends/sandbox.ts';
-import { diagnoseAgent, PROTOCOL_TITLES, type DoctorReport } from '../runner/core/protocols/doctor.ts';
-import { AgentFolderError, resolveAgentFolder } from '../runner/core/agentFolder.ts';
+import { diagnoseAgent, PROTOCOL_TITLES, type DoctorReport, type ProbeName } from '../runner/core/protocols/doctor.ts';
+import { protocolDescriptors } from '../runner/core/protocols/descriptors.ts';
+import { AgentFolderError, resolveAgentFolder } from '../runner/core/agents/agentFolder.ts';
 
 /** Printed by `belay agent --help` (and when no action is given). */
 export const usage = `Usage: belay agent doctor --agent "COMMAND" [--cwd DIR] [--timeout S] [--unsafe-local] [--json]
 
 Starts the agent once per protocol, each time in a fresh sandbox (bubblewrap: no network, only
 its own folder readable, a scratch /app), and says which protocol it speaks and what it does wrong:
-  SDK 1.x   a first request on its stdin; a JSON answer with command/task_complete on stdout
-  SDK 2.0   an HTTP server on AGENT_PORT answering /health, then /start and /status
-  SDK 3.0   run as COMMAND --instruction "<text>"; prints [DONE] when finished
-  nanobot   an envelope on its stdin; JSON frames with a type mean rich, plain text plain
+${protocolDescriptors().map((d) => `  ${d.title.padEnd(10)}${d.probeUsage}\n`).join('')}  nanobot   an envelope on its stdin; JSON frames with a type mean rich, plain text plain
 Each probe is bounded in time and everything it started is killed when it ends. No model can
 be reached from a probe: an agent that needs one may fail its task, which is not held against it.
 
@@ -89,7 +87,8 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   return report.clear ? 0 : 1;
 }
 
-const PROBE_TITLES = { sdk1: 'SDK 1.x', sdk2: 'SDK 2.0', sdk3: 'SDK 3.0', nanobot: 'nanobot' } as const;
+/** Each probe's title: a protocol's (its descriptor), and nanobot's. */
+const PROBE_TITLES: Record<ProbeName, string> = { ...Object.fromEntries(protocolDescriptors().map((d) => [d.probe, d.title])), nanobot: 'nanobot' } as Record<ProbeName, string>;
 
 /** The report as a person reads it; the agent's words are neutralised (no control sequences). */
 export function describeReport(report: DoctorReport, command: string): string {

@@ -1,9 +1,9 @@
 // `belay run`'s model flags: which upstream the agent may call through Belay's gateway, the
 // environment variable of this shell that holds the real key (read here, never passed on), the
 // run's budget and prices. The agent gets a per-run token instead of the key.
-import { isHttpUrl, LLM_APIS, type LlmApi } from '../runner/core/llmSettings.ts';
+import { isHttpUrl, LLM_APIS, type LlmApi } from '../runner/core/agents/llmSettings.ts';
 import type { ModelPrice } from '../runner/core/gateway/index.ts';
-import { hostGateway, type HostedGateway, type RunLlmOptions } from '../runner/core/runLlm.ts';
+import { hostGateway, type HostedGateway, type RunLlmOptions } from '../runner/core/run/runLlm.ts';
 import { UsageError } from './io.ts';
 
 export const LLM_FLAGS = {

@@ -7,11 +7,11 @@ import { errorMessage } from '../shared/errors.ts';
 import { UsageError, type CliIO } from './io.ts';
 import { existingFile, existingFolder } from './paths.ts';
 import { startNanobot, TerminalConfigSchema, type NanobotEvent, type NanobotSession, type TerminalConfig } from '../runner/core/protocols/nanobot.ts';
-import { BackendUnavailableError } from '../runner/core/backend.ts';
-import { isBackendName } from '../runner/core/backends/choose.ts';
+import { BackendUnavailableError } from '../runner/core/backends/backend.ts';
+import { BACKEND_NAMES, isBackendName, isolates } from '../runner/core/backends/choose.ts';
 import { microAgentLauncher } from '../runner/core/backends/nanobot-launch.ts';
 import { BASE_IMAGE } from '../runner/core/backends/image-base.ts';
-import { AgentFolderError, resolveMicroAgentFolder } from '../runner/core/agentFolder.ts';
+import { AgentFolderError, resolveMicroAgentFolder } from '../runner/core/agents/agentFolder.ts';
 
 /** Printed by `belay nanobot --help` (and when no action is given). */
 export const usage = `Usage: belay nanobot --command "COMMAND" --text TEXT [options]
@@ -34,7 +34,7 @@ Options:
                          stdin goes to it as an inject frame, and the end of this stdin ends its input
   --config FILE          a nanobot config.json; its "terminal" section (env, providers, ...) is used,
                          the options above override it
-  --backend auto|container|sandbox|local
+  --backend auto|${BACKEND_NAMES.join('|')}
                          where the micro-agent runs (default auto: a fresh container of
                          ${BASE_IMAGE} per message where podman or docker works, else the
                          bubblewrap sandbox); isolated, it sees its workspace (writable) and its
@@ -102,12 +102,12 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   if (terminal.command.trim() === '') throw new UsageError('--command "COMMAND" is required');
   if (values.text === undefined) throw new UsageError('--text TEXT is required');
   const backend = values.backend ?? 'auto';
-  if (backend !== 'auto' && !isBackendName(backend)) throw new UsageError(`--backend must be auto, container, sandbox or local (got '${backend}')`);
+  if (backend !== 'auto' && !isBackendName(backend)) throw new UsageError(`--backend must be ${['auto', ...BACKEND_NAMES].join(', ').replace(/, (?=[^,]*$)/, ' or ')} (got '${backend}')`);
   if (values.engine !== undefined && values.engine !== 'podman' && values.engine !== 'docker') throw new UsageError(`--engine must be podman or docker (got '${values.engine}')`);
   let folder;
   try {
     // The bot runs in its workspace: a relative program is named from there.
-    folder = resolveMicroAgentFolder({ command: terminal.command, workspace, cwd: io.cwd, given: values['agent-dir'], isolated: backend !== 'local' });
+    folder = resolveMicroAgentFolder({ command: terminal.command, workspace, cwd: io.cwd, given: values['agent-dir'], isolated: isolates(backend) });
   } catch (error) {
     if (error instanceof AgentFolderError) throw new UsageError(error.message);
     throw error;

@@ -5,24 +5,28 @@ import * as path from 'node:path';
 import { parseCommandLine } from '../shared/args.ts';
 import { onSignals, UsageError, type CliIO } from './io.ts';
 import { errorMessage } from '../shared/errors.ts';
-import { parseEnvOptions } from '../runner/core/agents.ts';
-import { BackendUnavailableError, type Backend } from '../runner/core/backend.ts';
-import { BACKEND_NAMES, isBackendName, pickBackend } from '../runner/core/backends/choose.ts';
-import type { Protocol, RunEvent } from '../runner/core/events.ts';
+import { parseEnvOptions } from '../runner/core/agents/agents.ts';
+import { BackendUnavailableError, type Backend } from '../runner/core/backends/backend.ts';
+import { BACKEND_NAMES, BACKENDS, isBackendName, pickBackend } from '../runner/core/backends/choose.ts';
+import { protocolDescriptors } from '../runner/core/protocols/descriptors.ts';
+import { helpLines } from './help.ts';
+import type { Protocol, RunEvent } from '../runner/core/records/events.ts';
 import { isProtocol, protocolNamed } from '../runner/core/protocols/index.ts';
-import type { RunLimits } from '../runner/core/protocol.ts';
-import { formatTokens, formatUsd, llmLine, rewardWords } from '../runner/core/format.ts';
+import type { RunLimits } from '../runner/core/protocols/agentProtocol.ts';
+import { formatTokens, formatUsd, llmLine, rewardWords } from '../runner/core/records/format.ts';
 import { neutraliseControls } from '../shared/terminalText.ts';
-import { budgetWords } from '../runner/core/runLlm.ts';
+import { budgetWords } from '../runner/core/run/runLlm.ts';
 import { checkLlmKey, LLM_FLAGS, LLM_USAGE, parseLlmFlags, startLlm, type LlmFlags } from './llm.ts';
-import { addLlmUsage, type RunResult } from '../runner/core/records.ts';
-import { runTask } from '../runner/core/run.ts';
-import { discoverTasks } from '../runner/core/task.ts';
-import { AgentFolderError, resolveAgentFolder } from '../runner/core/agentFolder.ts';
+import { addLlmUsage, type RunResult } from '../runner/core/records/records.ts';
+import { runTask } from '../runner/core/run/run.ts';
+import { discoverTasks } from '../runner/core/tasks/task.ts';
+import { AgentFolderError, resolveAgentFolder } from '../runner/core/agents/agentFolder.ts';
 import { existingFile, existingFolder, folderToMake } from './paths.ts';
 
+const PROTOCOL_NAMES = protocolDescriptors().map((d) => d.name);
+
 /** Printed by `belay run --help` (and when no action is given). */
-export const usage = `Usage: belay run TASK_DIR... --agent "COMMAND" --protocol sdk1|sdk2|sdk3 [options]
+export const usage = `Usage: belay run TASK_DIR... --agent "COMMAND" --protocol ${PROTOCOL_NAMES.join('|')} [options]
 
 Runs an agent on each task found under the TASK_DIRs (task.toml or task.yaml layouts), then
 the task's tests. Live progress goes to stderr; a summary table (or JSON) to stdout.
@@ -35,18 +39,11 @@ Options:
                            names, else the current folder; never the home folder or /); an
                            isolating backend shows it read-only, without the task folders or
                            run records
-  --protocol sdk1|sdk2|sdk3
-                           sdk1: JSON lines on stdin/stdout; sdk2: HTTP server on AGENT_PORT;
-                           sdk3: run once as COMMAND --instruction "TEXT" in the task's working
-                           folder (/app when isolated: name the agent's files by absolute path),
-                           prints [DONE] when finished
-  --backend container|sandbox|local
-                           container: a container of the task's image (podman or docker), /app,
-                           no network, no capabilities, bounded CPUs, memory and processes;
-                           sandbox: bubblewrap, only /app writable, no network, no capabilities;
-                           local: plain child processes, no isolation (only when asked for);
-                           default: the best isolating backend that works here (container, else
-                           sandbox)
+  --protocol ${PROTOCOL_NAMES.join('|')}
+${helpLines(protocolDescriptors().map((d) => `${d.name}: ${d.usage}`).join('; '))}
+  --backend ${BACKEND_NAMES.join('|')}
+${BACKENDS.map((b) => helpLines(`${b.name}: ${b.usage};`)).join('\n')}
+${helpLines(`default: the best isolating backend that works here (${BACKENDS.filter((b) => b.automatic).map((b) => b.name).join(', else ')})`)}
   --engine podman|docker   the container backend's engine (default: podman, else docker)
   --env KEY=VALUE          a variable for the agent (repeatable); KEY alone passes it on from
                            this shell. The agent gets these and PATH, HOME, LANG, TERM: nothing
@@ -121,7 +118,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   if (positionals.length === 0) throw new UsageError('no TASK_DIR given: name at least one folder holding tasks');
   if (!values.agent?.trim()) throw new UsageError('--agent "COMMAND" is required');
   if (!isProtocol(values.protocol)) {
-    throw new UsageError(`--protocol must be sdk1, sdk2 or sdk3 (got ${values.protocol === undefined ? 'nothing' : `'${values.protocol}'`}): the protocol is never guessed (belay agent doctor finds it)`);
+    throw new UsageError(`--protocol must be ${PROTOCOL_NAMES.join(', ').replace(/, (?=[^,]*$)/, ' or ')} (got ${values.protocol === undefined ? 'nothing' : `'${values.protocol}'`}): the protocol is never guessed (belay agent doctor finds it)`);
   }
   const protocol: Protocol = values.protocol;
   const backendName = values.backend;

@@ -3,18 +3,12 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
-import { AgentSchema, expandCommand, MicroAgentSchema, microAgentSecretTexts } from './core/agents.ts';
+import { AgentSchema, expandCommand, MicroAgentSchema, microAgentSecretTexts } from './core/agents/agents.ts';
 import type { DoctorReport } from './core/protocols/doctor.ts';
+import { PROTOCOL_DESCRIPTORS } from './core/protocols/descriptors.ts';
 import type { Prompts } from './prompts.ts';
-import { isSecretName, SECRET_NAME_RULE, secretNames, secretReference } from './core/secrets.ts';
+import { isSecretName, SECRET_NAME_RULE, secretNames, secretReference } from './core/agents/secrets.ts';
 import type { RunnerService } from './service.ts';
-
-/** What each protocol of `belay.agents` is, for the pick. */
-const PROTOCOL_WORDS: Record<string, { description: string; detail: string }> = {
-  sdk1: { description: 'SDK 1.x', detail: 'The agent reads one JSON request per line on stdin and answers with one JSON line; Belay runs its commands.' },
-  sdk2: { description: 'SDK 2.0', detail: 'The agent is an HTTP server on AGENT_PORT (/health, /start, /status) and runs its own commands.' },
-  sdk3: { description: 'SDK 3.0', detail: 'The agent runs as COMMAND --instruction "<task>", runs its own commands and prints [DONE] when finished.' },
-};
 
 type ProtocolItem = vscode.QuickPickItem & { protocol?: string; doctor?: true };
 
@@ -34,13 +28,14 @@ export async function addAgent(ctx: BelayContext, service: RunnerService, prompt
   });
   if (!command?.trim()) return undefined;
   const protocols = AgentSchema.shape.protocol.options as readonly string[];
+  const words = PROTOCOL_DESCRIPTORS as Readonly<Record<string, { title: string; detail: string } | undefined>>;
   const manual = (first?: { protocol: string; note: string }): ProtocolItem[] =>
     [...protocols]
       .sort((a, b) => (a === first?.protocol ? -1 : b === first?.protocol ? 1 : 0))
       .map((p) => ({
         label: p,
-        description: `${PROTOCOL_WORDS[p]?.description ?? p}${p === first?.protocol ? ' · found by the agent doctor' : ''}`,
-        detail: p === first?.protocol ? first.note : PROTOCOL_WORDS[p]?.detail,
+        description: `${words[p]?.title ?? p}${p === first?.protocol ? ' · found by the agent doctor' : ''}`,
+        detail: p === first?.protocol ? first.note : words[p]?.detail,
         protocol: p,
       }));
   let chosen = await prompts.pick<ProtocolItem>(
@@ -101,7 +96,7 @@ function doctorNote(report: DoctorReport): string {
  */
 async function runDoctor(ctx: BelayContext, prompts: Prompts, name: string, command: string): Promise<DoctorReport | undefined> {
   if (!ctx.trust.require('runAgents')) return undefined;
-  const { BackendUnavailableError } = await import('./core/backend.ts');
+  const { BackendUnavailableError } = await import('./core/backends/backend.ts');
   const { sandboxBackend } = await import('./core/backends/sandbox.ts');
   let backend;
   try {
@@ -118,7 +113,7 @@ async function runDoctor(ctx: BelayContext, prompts: Prompts, name: string, comm
   }
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? process.cwd();
   // The agent's folder as a run finds it: its program's folder (named from the workspace folder), never the home folder or /.
-  const { AgentFolderError, resolveAgentFolder } = await import('./core/agentFolder.ts');
+  const { AgentFolderError, resolveAgentFolder } = await import('./core/agents/agentFolder.ts');
   let agentFolder;
   try {
     agentFolder = resolveAgentFolder({ command: expandCommand(command, process.execPath, folder), base: folder, option: `"cwd" in agent '${name}'`, isolated: backend.isolated });

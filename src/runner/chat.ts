@@ -7,8 +7,8 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { errorMessage } from '../shared/errors.ts';
 import { BelayPseudoterminal } from '../ui/pseudoterminal.ts';
-import { resolveDir, terminalConfig, type MicroAgent } from './core/agents.ts';
-import { ansi, sanitizeTerminalText } from './core/format.ts';
+import { resolveDir, terminalConfig, type MicroAgent } from './core/agents/agents.ts';
+import { ansi, sanitizeTerminalText } from './core/records/format.ts';
 import type { NanobotEvent, NanobotLauncher, NanobotSession } from './core/protocols/nanobot.ts';
 import { MEDIA_PREFIX } from './terminal.ts';
 

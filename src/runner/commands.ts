@@ -6,13 +6,13 @@ import type { BelayContext } from '../context.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { addAgent, openAgentSetting, setSecret } from './agentSettings.ts';
 import { ChatTerminal } from './chat.ts';
-import { microAgentSecretTexts, type Agent, type MicroAgent } from './core/agents.ts';
-import { CAUSE_WORDS } from './core/format.ts';
-import type { PastRun } from './core/history.ts';
+import { microAgentSecretTexts, type Agent, type MicroAgent } from './core/agents/agents.ts';
+import { CAUSE_WORDS } from './core/records/format.ts';
+import type { PastRun } from './core/records/history.ts';
 import { editorFix, suggestedProtocol } from './core/protocols/mismatch.ts';
-import { instructionFile } from './core/layout.ts';
-import type { RunResult } from './core/records.ts';
-import type { Task } from './core/task.ts';
+import { instructionFile } from './core/tasks/layout.ts';
+import type { RunResult } from './core/records/records.ts';
+import type { Task } from './core/tasks/task.ts';
 import { runInTerminal } from './terminal.ts';
 import { pickAgent, pickRun, taskFromArg } from './pickers.ts';
 import type { Prompts } from './prompts.ts';
@@ -20,7 +20,7 @@ import type { RunnerService } from './service.ts';
 import type { Terminals } from './terminal.ts';
 import type { TaskTests } from './testing.ts';
 import { resumeJobCommand, runJobCommand } from './jobs.ts';
-import type { ResultsPanel } from './resultsPanel.ts';
+import type { ResultsActions, ResultsPanel } from './resultsPanel.ts';
 import type { TrajectoryPanels } from './trajectoryPanel.ts';
 import type { TaskNode, TasksTree } from './tree.ts';
 import { openRunFile } from './views.ts';
@@ -182,9 +182,21 @@ async function compareRuns(parts: RunnerParts, first: unknown, second: unknown):
     right = await pickRun(parts.service, runsDir, { title: 'Belay: Compare Runs (2/2)', placeHolder: 'The run to compare it with (B)', ...(besides ? { besides } : {}) });
     if (!right) return;
   }
+  await compareRunFolders(parts, left, right);
+}
+
+/** Two run folders side by side: the end of Compare Runs, and the Results panel's pair of runs. */
+export async function compareRunFolders(parts: RunnerParts, left: string, right: string): Promise<void> {
   if (left === right) throw new Error('choose two different runs to compare');
   await parts.trajectories.compare(left, right);
 }
+
+/** The Results panel's buttons: the functions their commands run, called typed from the panel. */
+export const resultsCommands: Record<Parameters<ResultsActions['command']>[0], (parts: RunnerParts) => Promise<unknown>> = {
+  runJob: (parts) => runJobCommand(parts),
+  resumeJob: (parts) => resumeJobCommand(parts),
+  openJobFolder: (parts) => openJobFolder(parts, undefined),
+};
 
 /** Opens a chat terminal with a micro-agent (named, or picked). */
 async function openChat(parts: RunnerParts, arg: unknown): Promise<ChatTerminal | undefined> {
@@ -209,13 +221,14 @@ async function openChat(parts: RunnerParts, arg: unknown): Promise<ChatTerminal 
     // Isolated like task agents: a container, else the sandbox; on the host only when chosen.
     launcher: async () => {
       const { microAgentLauncher } = await import('./core/backends/nanobot-launch.ts');
-      const { AgentFolderError, resolveMicroAgentFolder } = await import('./core/agentFolder.ts');
-      const { expandCommand } = await import('./core/agents.ts');
+      const { isolates } = await import('./core/backends/choose.ts');
+      const { AgentFolderError, resolveMicroAgentFolder } = await import('./core/agents/agentFolder.ts');
+      const { expandCommand } = await import('./core/agents/agents.ts');
       const backend = ctx.config.get('runner.backend');
       let folder;
       try {
         // Its program's folder (the command named from where it was declared), else that folder; never the home folder or /.
-        folder = resolveMicroAgentFolder({ command: expandCommand(chosen.command, process.execPath, chosen.baseDir), workspace: chosen.baseDir, cwd: chosen.baseDir, isolated: backend !== 'local', option: `a folder of its own for micro-agent '${chosen.name}'` });
+        folder = resolveMicroAgentFolder({ command: expandCommand(chosen.command, process.execPath, chosen.baseDir), workspace: chosen.baseDir, cwd: chosen.baseDir, isolated: isolates(backend), option: `a folder of its own for micro-agent '${chosen.name}'` });
       } catch (error) {
         if (error instanceof AgentFolderError) throw new Error(error.message);
         throw error;

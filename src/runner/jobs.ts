@@ -6,9 +6,9 @@ import * as vscode from 'vscode';
 import { errorMessage } from '../shared/errors.ts';
 import { addAgent } from './agentSettings.ts';
 import type { BelayContext } from '../context.ts';
-import type { Agent } from './core/agents.ts';
+import type { Agent } from './core/agents/agents.ts';
 import type { JobRecord } from './core/jobs/schema.ts';
-import type { Task } from './core/task.ts';
+import type { Task } from './core/tasks/task.ts';
 import { pickAgent } from './pickers.ts';
 import type { Prompts } from './prompts.ts';
 import type { ResultsPanel } from './resultsPanel.ts';
@@ -123,7 +123,7 @@ export async function resumeJobCommand(parts: RunnerParts, arg?: unknown): Promi
         : `the job's agent '${name}' is no longer configured: add it again under that name to resume the job`,
     );
   }
-  const { loadTask } = await import('./core/task.ts');
+  const { loadTask } = await import('./core/tasks/task.ts');
   const tasks: Task[] = [];
   for (const ref of job.settings.tasks) {
     if (job.trials.every((t) => t.task_key !== ref.key || t.status === 'finished')) continue;

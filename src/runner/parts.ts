@@ -4,7 +4,7 @@
 import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
 import { openAgentSetting } from './agentSettings.ts';
-import { repeatRun, type RunnerParts } from './commands.ts';
+import { compareRunFolders, repeatRun, resultsCommands, type RunnerParts } from './commands.ts';
 import { Prompts } from './prompts.ts';
 import { RunnerService } from './service.ts';
 import type { Terminals } from './terminal.ts';
@@ -41,16 +41,15 @@ export function createRunnerParts(ctx: BelayContext, shell: RunnerShell): Runner
   const results = ctx.own(
     // Belay's jobs folders, and `jobs/` where Harbor writes its jobs by default.
     new ResultsPanel(ctx.extension.extensionUri, ctx.log, () => [...service.jobsDirs, ...(vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => vscode.Uri.joinPath(f.uri, 'jobs').fsPath)], {
+      // The same functions the palette's commands run, called directly: the panel's errors reach
+      // the person through its webview host.
       openRun: async (runDir) => {
-        await vscode.commands.executeCommand('belay.runner.openTrajectory', runDir);
+        await parts.trajectories.show(runDir);
       },
       openFile: openRunFile,
-      // The run comparison is its own command (it takes the two run folders).
-      compareRuns: async (a, b) => {
-        await vscode.commands.executeCommand('belay.runner.compareRuns', a, b);
-      },
+      compareRuns: (a, b) => compareRunFolders(parts, a, b),
       command: async (name) => {
-        await vscode.commands.executeCommand(`belay.runner.${name}`);
+        await resultsCommands[name](parts);
       },
     }),
   );

@@ -2,12 +2,13 @@
 // node, a file in a task, `{ task, agent }` from tasks.json, keybindings or tests) or asked for.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { Agent } from './core/agents.ts';
-import { formatDuration, rewardWords } from './core/format.ts';
-import type { PastRun } from './core/history.ts';
+import type { Agent } from './core/agents/agents.ts';
+import { PROTOCOL_DESCRIPTORS } from './core/protocols/descriptors.ts';
+import { formatDuration, rewardWords } from './core/records/format.ts';
+import type { PastRun } from './core/records/history.ts';
 import { trialWords, type RunOrTrial } from './core/results/jobRuns.ts';
-import { TASK_FOLDER } from './core/layout.ts';
-import type { Task } from './core/task.ts';
+import { TASK_FOLDER } from './core/tasks/layout.ts';
+import type { Task } from './core/tasks/task.ts';
 import type { RunnerService } from './service.ts';
 
 async function pickTask(service: RunnerService): Promise<Task | undefined> {
@@ -47,15 +48,20 @@ function lastRunOf(service: RunnerService, task: Task | undefined, agent: Agent)
   return `last run: ${last.passed ? 'passed' : `failed (${last.failure_cause ?? 'unknown'})`}`;
 }
 
+/** "SDK 1.x (JSON lines)": an agent's protocol in a pick. */
+function protocolWords(agent: Agent): string {
+  const descriptor = PROTOCOL_DESCRIPTORS[agent.protocol];
+  return descriptor ? `${descriptor.title} (${descriptor.manner})` : agent.protocol;
+}
+
 /** Asks for an agent (with how its last run of `task` ended); the last entry adds one (`addAgent` returns its name). */
 export async function pickAgent(service: RunnerService, title: string, addAgent: () => Promise<string | undefined>, task?: Task): Promise<Agent | undefined> {
   const agents = service.agents;
   const add = { label: '$(add) Add Agent…', description: 'configure a command and its protocol', agent: undefined };
-  const protocolWords: Record<string, string> = { sdk1: 'SDK 1.x (JSON lines)', sdk2: 'SDK 2.0 (HTTP)', sdk3: 'SDK 3.0 (instruction)' };
   const items = [
     ...agents.map((agent) => ({
       label: agent.name,
-      description: [protocolWords[agent.protocol] ?? agent.protocol, lastRunOf(service, task, agent)].filter(Boolean).join(' · '),
+      description: [protocolWords(agent), lastRunOf(service, task, agent)].filter(Boolean).join(' · '),
       detail: agent.command,
       agent,
     })),

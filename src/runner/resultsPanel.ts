@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { errorMessage } from '../shared/errors.ts';
 import { WebviewHost, type PageMessage } from '../ui/webviewHost.ts';
-import { compareJobs, type JobComparison } from './core/results/compare.ts';
+import { compareJobs, type JobComparison } from './core/results/compareJobs.ts';
 import { jobFolderKind, listJobFolders, readJobView, type JobFolder } from './core/results/discover.ts';
 import { buildMatrix, orderRows, type Matrix } from './core/results/matrix.ts';
 import type { JobView } from './core/results/model.ts';

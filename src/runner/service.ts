@@ -16,17 +16,17 @@ import {
   uniqueByName,
   type Agent,
   type MicroAgent,
-} from './core/agents.ts';
-import type { Backend } from './core/backend.ts';
-import type { RunEvent } from './core/events.ts';
-import { listRuns, runsByTask } from './core/history.ts';
+} from './core/agents/agents.ts';
+import type { Backend } from './core/backends/backend.ts';
+import type { RunEvent } from './core/records/events.ts';
+import { listRuns, runsByTask } from './core/records/history.ts';
 import { listJobRuns, newestFirst, type RunOrTrial } from './core/results/jobRuns.ts';
-import { TASK_MARKER_FILES } from './core/layout.ts';
-import type { RunResult } from './core/records.ts';
-import { RunsFolderWatcher } from './core/runsWatcher.ts';
-import type { HostedGateway, RunLlmOptions } from './core/runLlm.ts';
-import { fillEnv, MissingSecretError, secretNames } from './core/secrets.ts';
-import { discoverTasks, type Task, type TaskError } from './core/task.ts';
+import { TASK_MARKER_FILES } from './core/tasks/layout.ts';
+import type { RunResult } from './core/records/records.ts';
+import { RunsFolderWatcher } from './core/records/runsWatcher.ts';
+import type { HostedGateway, RunLlmOptions } from './core/run/runLlm.ts';
+import { fillEnv, MissingSecretError, secretNames } from './core/agents/secrets.ts';
+import { discoverTasks, type Task, type TaskError } from './core/tasks/task.ts';
 
 /** Where SecretStorage keeps agent secrets: this prefix, then the name settings refer to. */
 const SECRET_PREFIX = 'belay.secret.';
@@ -304,7 +304,7 @@ export class RunnerService implements vscode.Disposable {
   async #backend(): Promise<Backend> {
     // The backends (and the process layer under them) load with the first run, not at activation.
     const { pickBackend, isBackendName } = await import('./core/backends/choose.ts');
-    const { BackendUnavailableError } = await import('./core/backend.ts');
+    const { BackendUnavailableError } = await import('./core/backends/backend.ts');
     const setting = this.#ctx.config.get('runner.backend');
     const engine = this.#ctx.config.get('runner.containerEngine');
     const container = { ...(engine !== 'auto' ? { engine } : {}), cpus: this.#ctx.config.get('runner.containerCpus'), memoryMb: this.#ctx.config.get('runner.containerMemoryMB') };
@@ -326,7 +326,7 @@ export class RunnerService implements vscode.Disposable {
    * run of the window (started with the first that needs it), so their 429 backoff is shared.
    */
   async #llm(agent: Agent): Promise<RunLlmOptions | undefined> {
-    const { chooseLlm, parsePrices } = await import('./core/llmSettings.ts');
+    const { chooseLlm, parsePrices } = await import('./core/agents/llmSettings.ts');
     const owner = `agent '${agent.name}'`;
     let choice: ReturnType<typeof chooseLlm>;
     let prices: ReturnType<typeof parsePrices>;
@@ -342,7 +342,7 @@ export class RunnerService implements vscode.Disposable {
       key = (await this.#ctx.extension.secrets.get(SECRET_PREFIX + choice.keySecret)) ?? '';
       if (key === '') throw new RunRefusedError(new MissingSecretError(choice.keySecret, owner).message);
     }
-    const { hostGateway } = await import('./core/runLlm.ts');
+    const { hostGateway } = await import('./core/run/runLlm.ts');
     this.#gateway ??= hostGateway().catch((error: unknown) => {
       this.#gateway = undefined;
       throw new RunRefusedError(`Belay's LLM gateway could not start: ${errorMessage(error)}`);
@@ -362,7 +362,7 @@ export class RunnerService implements vscode.Disposable {
     // Every task of the workspace stays out of the agent's sight, not only this one.
     const hidden = [...this.#tasks.map((t) => t.dir), ...this.#taskErrors.map((e) => path.dirname(e.file)), ...this.#folders().flatMap((f) => [this.#runsDirOf(f), this.#jobsDirOf(f)])];
     // The agent's folder: its cwd setting, else its program's folder, else where it was declared; never the home folder or /.
-    const { AgentFolderError, resolveAgentFolder } = await import('./core/agentFolder.ts');
+    const { AgentFolderError, resolveAgentFolder } = await import('./core/agents/agentFolder.ts');
     let folder;
     try {
       folder = resolveAgentFolder({
@@ -377,7 +377,7 @@ export class RunnerService implements vscode.Disposable {
       if (error instanceof AgentFolderError) throw new RunRefusedError(error.message);
       throw error;
     }
-    const { newRunId, runTask } = await import('./core/run.ts');
+    const { newRunId, runTask } = await import('./core/run/run.ts');
     const { protocolNamed } = await import('./core/protocols/index.ts');
     const runId = options.runId ?? newRunId(task.name);
     const controller = new AbortController();

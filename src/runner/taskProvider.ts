@@ -3,7 +3,7 @@
 // The task's terminal shows the run live and closes with exit code 0 (passed) or 1.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { TASK_FOLDER } from './core/layout.ts';
+import { TASK_FOLDER } from './core/tasks/layout.ts';
 import { failedTerminal, runInTerminal } from './terminal.ts';
 import type { RunnerService } from './service.ts';
 

@@ -7,11 +7,11 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { errorMessage } from '../shared/errors.ts';
 import { BelayPseudoterminal, TerminalOpener } from '../ui/pseudoterminal.ts';
-import type { Agent } from './core/agents.ts';
-import { ansi, EventFormatter } from './core/format.ts';
+import type { Agent } from './core/agents/agents.ts';
+import { ansi, EventFormatter } from './core/records/format.ts';
 import { editorFix } from './core/protocols/mismatch.ts';
-import type { RunResult } from './core/records.ts';
-import type { Task } from './core/task.ts';
+import type { RunResult } from './core/records/records.ts';
+import type { Task } from './core/tasks/task.ts';
 import type { RunnerService } from './service.ts';
 
 /**

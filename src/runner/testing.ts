@@ -8,14 +8,14 @@ import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { toTerminalNewlines } from '../shared/terminalOutput.ts';
-import type { Agent } from './core/agents.ts';
-import { failureMessage, rewardWords } from './core/format.ts';
-import type { RunResult, Verification } from './core/records.ts';
-import { configFileName, instructionFile, testScriptFile } from './core/layout.ts';
-import { brokenTaskLabel, type Task } from './core/task.ts';
+import type { Agent } from './core/agents/agents.ts';
+import { failureMessage, rewardWords } from './core/records/format.ts';
+import type { RunResult, Verification } from './core/records/records.ts';
+import { configFileName, instructionFile, testScriptFile } from './core/tasks/layout.ts';
+import { brokenTaskLabel, type Task } from './core/tasks/task.ts';
 import type { RunnerService } from './service.ts';
 import { runWithOutput } from './terminal.ts';
-import { LineOutput } from './core/lineOutput.ts';
+import { LineOutput } from './core/records/lineOutput.ts';
 import { editorFix } from './core/protocols/mismatch.ts';
 
 /** What one task's test ended as (the Test API gives extensions no way to read results back). */

@@ -5,10 +5,10 @@
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { compareSteps, countsWords, differenceWords, differencesWords, type DifferenceReason } from './core/compare.ts';
-import { CAUSE_WORDS, rewardWords } from './core/format.ts';
-import { runFiles, type LlmUsage } from './core/records.ts';
-import { readBounded, readTrajectory, listRuns, type PastRun, type StepView } from './core/history.ts';
+import { compareSteps, countsWords, differenceWords, differencesWords, type DifferenceReason } from './core/records/compareRuns.ts';
+import { CAUSE_WORDS, rewardWords } from './core/records/format.ts';
+import { runFiles, type LlmUsage } from './core/records/records.ts';
+import { readBounded, readTrajectory, listRuns, type PastRun, type StepView } from './core/records/history.ts';
 import { editorFix, suggestedProtocol } from './core/protocols/mismatch.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { WebviewHost, type PageMessage } from '../ui/webviewHost.ts';

@@ -4,14 +4,14 @@
 import * as vscode from 'vscode';
 import { errorMessage } from '../shared/errors.ts';
 import type { Trust } from '../trust.ts';
-import { formatDuration, formatTokens, formatUsd, llmLine, rewardWords, round } from './core/format.ts';
-import { readTrajectory, type PastRun, type StepView } from './core/history.ts';
+import { formatDuration, formatTokens, formatUsd, llmLine, rewardWords, round } from './core/records/format.ts';
+import { readTrajectory, type PastRun, type StepView } from './core/records/history.ts';
 import { latestOutcome, outcomeWords, trialWords, type RunOrTrial, type TaskOutcome } from './core/results/jobRuns.ts';
-import { configFileName } from './core/layout.ts';
+import { configFileName } from './core/tasks/layout.ts';
 import { editorFix } from './core/protocols/mismatch.ts';
-import type { RunResult, TaskStepResult } from './core/records.ts';
-import { brokenTaskLabel, type Task, type TaskError } from './core/task.ts';
-import type { TaskStep } from './core/taskSteps.ts';
+import type { RunResult, TaskStepResult } from './core/records/records.ts';
+import { brokenTaskLabel, type Task, type TaskError } from './core/tasks/task.ts';
+import type { TaskStep } from './core/tasks/taskSteps.ts';
 import type { RunnerService } from './service.ts';
 
 export type TaskNode =

@@ -40,7 +40,7 @@ export function registerRunnerViews(ctx: BelayContext, runner: () => { readonly 
     }),
   );
   // The reader of run files comes with the run records' schemas: it loads with the first document.
-  const history = lazy(() => require('./core/history.ts') as typeof import('./core/history.ts'));
+  const history = lazy(() => require('./core/records/history.ts') as typeof import('./core/records/history.ts'));
   ctx.own(
     vscode.workspace.registerTextDocumentContentProvider(OUTPUT_SCHEME, {
       provideTextDocumentContent: async (uri) => (await history().readBounded(uri.path, 5_000_000)) || '(empty output)',

@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { ChatTerminal } from '../../src/runner/chat.ts';
 import type { JobRecord } from '../../src/runner/core/jobs/schema.ts';
-import type { RunResult } from '../../src/runner/core/records.ts';
+import type { RunResult } from '../../src/runner/core/records/records.ts';
 import type { RunnerTestApi } from '../../src/runner/index.ts';
 import type { TerminalFactory } from '../../src/ui/pseudoterminal.ts';
 import type { TaskTestReport } from '../../src/runner/testing.ts';

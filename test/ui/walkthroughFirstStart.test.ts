@@ -4,7 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { openWorkbench, type Workbench } from './lib.ts';
+import { openWorkbench, type Workbench } from '../support/workbench.ts';
 
 let wb: Workbench;
 

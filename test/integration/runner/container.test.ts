@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { PassThrough } from 'node:stream';
 import { run as runCommandModule } from '../../../src/cli/run.ts';
-import { BackendUnavailableError, type Backend } from '../../../src/runner/core/backend.ts';
+import { BackendUnavailableError, type Backend } from '../../../src/runner/core/backends/backend.ts';
 import { pickBackend } from '../../../src/runner/core/backends/choose.ts';
 import {
   agentMounts,
@@ -24,8 +24,8 @@ import {
 } from '../../../src/runner/core/backends/container.ts';
 import type { Engine } from '../../../src/runner/core/backends/engine.ts';
 import { BASE_IMAGE } from '../../../src/runner/core/backends/image-base.ts';
-import { runFiles } from '../../../src/runner/core/records.ts';
-import { loadTask } from '../../../src/runner/core/task.ts';
+import { runFiles } from '../../../src/runner/core/records/records.ts';
+import { loadTask } from '../../../src/runner/core/tasks/task.ts';
 import { engineWithBase, removeTestImages, uniqueName } from '../../support/runner/container-helpers.ts';
 import { agentFile, nodeAgent, nodeDir, repoRoot, runFixture, taskDir, tempDir } from '../../support/runner/helpers.ts';
 
@@ -305,7 +305,7 @@ describe('container backend: lifetimes', { skip }, () => {
     writeFileSync(
       script,
       `import { containerBackend } from ${JSON.stringify(path.join(repoRoot, 'src/runner/core/backends/container.ts'))};
-import { loadTask } from ${JSON.stringify(path.join(repoRoot, 'src/runner/core/task.ts'))};
+import { loadTask } from ${JSON.stringify(path.join(repoRoot, 'src/runner/core/tasks/task.ts'))};
 const base = process.argv[2];
 const backend = await containerBackend();
 const folders = { workspace: base + '/app', tests: base + '/tests', logs: base + '/logs', control: base + '/control', scratch: base + '/scratch', environmentLog: base + '/environment.log' };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import type { Backend } from '../../../src/runner/core/backend.ts';
+import type { Backend } from '../../../src/runner/core/backends/backend.ts';
 import { localBackend } from '../../../src/runner/core/backends/local.ts';
 import { decide, diagnoseAgent, type DoctorReport } from '../../../src/runner/core/protocols/doctor.ts';
 import { agentFile, fixtures, nodeDir, processesWith, sandboxOrReason, tempDir } from '../../support/runner/helpers.ts';

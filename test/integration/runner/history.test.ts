@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { agentTextOf, listRuns, readBounded, readTrajectory, runsByTask } from '../../../src/runner/core/history.ts';
+import { agentTextOf, listRuns, readBounded, readTrajectory, runsByTask } from '../../../src/runner/core/records/history.ts';
 import { localBackend } from '../../../src/runner/core/backends/local.ts';
 import { sdk1 } from '../../../src/runner/core/protocols/sdk1.ts';
-import { runTask } from '../../../src/runner/core/run.ts';
-import { loadTask } from '../../../src/runner/core/task.ts';
+import { runTask } from '../../../src/runner/core/run/run.ts';
+import { loadTask } from '../../../src/runner/core/tasks/task.ts';
 import { nodeAgent, taskDir, tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir();
@@ -61,7 +61,7 @@ describe('run history', () => {
 
 describe('watching a runs folder', () => {
   it('reports a run whose result.json appears (written atomically, as the core does), and nothing before', async () => {
-    const { RunsFolderWatcher } = await import('../../../src/runner/core/runsWatcher.ts');
+    const { RunsFolderWatcher } = await import('../../../src/runner/core/records/runsWatcher.ts');
     const { writeFileAtomic } = await import('../../../src/shared/atomic.ts');
     const runsDir = path.join(tmp.dir, 'watched-runs');
     let reported = 0;

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { cpSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { listRuns } from '../../../src/runner/core/history.ts';
+import { listRuns } from '../../../src/runner/core/records/history.ts';
 import { latestOutcome, listJobRuns, newestFirst, outcomeWords, trialWords, type RunOrTrial } from '../../../src/runner/core/results/jobRuns.ts';
 import { readJob } from '../../../src/runner/core/jobs/schema.ts';
 import { runCli } from '../../support/cli-process.ts';

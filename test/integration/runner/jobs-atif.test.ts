@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { ATIF_FILE, ATIF_VERSION, AtifTrajectorySchema, toAtif, type AtifSource } from '../../../src/runner/core/atif.ts';
+import { ATIF_FILE, ATIF_VERSION, AtifTrajectorySchema, toAtif, type AtifSource } from '../../../src/runner/core/records/atif.ts';
 import { localBackend } from '../../../src/runner/core/backends/local.ts';
 import { nodeAgent, runFixture, tempDir } from '../../support/runner/helpers.ts';
 

@@ -5,9 +5,9 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Backend } from '../../../src/runner/core/backend.ts';
-import { hostGateway, type HostedGateway, type RunLlmOptions } from '../../../src/runner/core/runLlm.ts';
-import { readTrajectory } from '../../../src/runner/core/history.ts';
+import type { Backend } from '../../../src/runner/core/backends/backend.ts';
+import { hostGateway, type HostedGateway, type RunLlmOptions } from '../../../src/runner/core/run/runLlm.ts';
+import { readTrajectory } from '../../../src/runner/core/records/history.ts';
 import { containerOrReason } from '../../support/runner/container-helpers.ts';
 import { chatAnswer, sse, chatChunk, startUpstream, type FakeUpstream, type Reply } from '../../support/runner/gateway-upstream.ts';
 import { backends, nodeAgent, processesWith, runFixture, tempDir, type TempDir } from '../../support/runner/helpers.ts';
@@ -177,7 +177,7 @@ describe('an agent calling a model through Belay’s gateway', () => {
       // The agent saved its variables in seen-env.txt: the tests try the gateway's port it was given.
       'tests/test.sh': `#!/bin/bash\n[ -n "$LLM_PROXY_URL$OPENAI_BASE_URL$OPENAI_API_KEY" ] && echo "tests were given the gateway" && exit 0\nport=$(sed -n 's|^OPENAI_BASE_URL=http://127.0.0.1:\\([0-9]*\\)/v1$|\\1|p' seen-env.txt)\n[ -n "$port" ] || { echo "no port in seen-env.txt"; exit 2; }\n(exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && echo "port $port answered" && exit 0\necho "port $port is closed to the tests"; exit 1\n`,
     });
-    const { loadTask } = await import('../../../src/runner/core/task.ts');
+    const { loadTask } = await import('../../../src/runner/core/tasks/task.ts');
     const { result } = await runFixture(backend, tmp.dir, `${nodeAgent('llm-sdk1.mjs')} chat`, { task: await loadTask(task), llm: llm() });
     assert.equal(result.verification?.exit_code, 1, result.verification?.output);
     assert.match(result.verification?.output ?? '', /port \d+ is closed to the tests/);

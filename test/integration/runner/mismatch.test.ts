@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { spawn } from 'node:child_process';
-import { BELAY_HELPER_MARK, isBelayHelper } from '../../../src/runner/core/backend.ts';
+import { BELAY_HELPER_MARK, isBelayHelper } from '../../../src/runner/core/backends/backend.ts';
 import { agentListeners, editorFix, listeningPorts, suggestedProtocol } from '../../../src/runner/core/protocols/mismatch.ts';
 
 const sdk1Mismatch = 'protocol mismatch: the agent listens on TCP port 18765 and has not answered the SDK 1.x request on stdin; it looks like an SDK 2.0 (HTTP) agent: run it with --protocol sdk2';

@@ -8,7 +8,7 @@ import { lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from '
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { BackendUnavailableError } from '../../../src/runner/core/backend.ts';
+import { BackendUnavailableError } from '../../../src/runner/core/backends/backend.ts';
 import { microAgentLauncher } from '../../../src/runner/core/backends/nanobot-launch.ts';
 import { runNanobot, TerminalConfigSchema } from '../../../src/runner/core/protocols/nanobot.ts';
 import { engineWithBase } from '../../support/runner/container-helpers.ts';

@@ -3,10 +3,10 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { BackendUnavailableError } from '../../../src/runner/core/backend.ts';
+import { BackendUnavailableError } from '../../../src/runner/core/backends/backend.ts';
 import { localBackend } from '../../../src/runner/core/backends/local.ts';
 import { sandboxBackend } from '../../../src/runner/core/backends/sandbox.ts';
-import { runFiles } from '../../../src/runner/core/records.ts';
+import { runFiles } from '../../../src/runner/core/records/records.ts';
 import { fixtures, nodeAgent, runFixture, sandboxOrReason, tempDir } from '../../support/runner/helpers.ts';
 
 // Resolved before any test is registered: node:test runs root hooks early after a top-level await.

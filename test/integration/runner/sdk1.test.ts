@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import type { RunEvent } from '../../../src/runner/core/events.ts';
+import type { RunEvent } from '../../../src/runner/core/records/events.ts';
 import { firstJsonObject, suggestedProtocol } from '../../../src/runner/core/protocols/mismatch.ts';
 import { freePort } from '../../../src/runner/core/protocols/sdk2.ts';
-import { readResult, runFiles } from '../../../src/runner/core/records.ts';
+import { readResult, runFiles } from '../../../src/runner/core/records/records.ts';
 import { parseSdk1Response, Sdk1RequestSchema } from '../../../src/runner/core/protocols/sdk1.ts';
 import { backends, nodeAgent, processesWith, runFixture, tempDir } from '../../support/runner/helpers.ts';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { runFiles } from '../../../src/runner/core/records.ts';
+import { runFiles } from '../../../src/runner/core/records/records.ts';
 import { freePort, httpRequest, StatusSchema } from '../../../src/runner/core/protocols/sdk2.ts';
 import { containerOrReason } from '../../support/runner/container-helpers.ts';
 import { backends, nodeAgent, runFixture, tempDir } from '../../support/runner/helpers.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { runFiles } from '../../../src/runner/core/records.ts';
+import { runFiles } from '../../../src/runner/core/records/records.ts';
 import { DoneMarker, sdk3Script } from '../../../src/runner/core/protocols/sdk3.ts';
 import { freePort } from '../../../src/runner/core/protocols/sdk2.ts';
 import { containerOrReason } from '../../support/runner/container-helpers.ts';

@@ -4,11 +4,11 @@ import * as http from 'node:http';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { runBounded } from '../../../src/shared/process.ts';
-import type { Backend, BackendSession, RunFolders } from '../../../src/runner/core/backend.ts';
+import type { Backend, BackendSession, RunFolders } from '../../../src/runner/core/backends/backend.ts';
 import { containerBackend } from '../../../src/runner/core/backends/container.ts';
 import { checkServices, connectablePath, insidePort, MAX_SOCKET_PATH, SERVICE_PORT_BASE, socketFolder, socketRoot } from '../../../src/runner/core/backends/services.ts';
-import { runFiles } from '../../../src/runner/core/records.ts';
-import { loadTask, type Task } from '../../../src/runner/core/task.ts';
+import { runFiles } from '../../../src/runner/core/records/records.ts';
+import { loadTask, type Task } from '../../../src/runner/core/tasks/task.ts';
 import { containerOrReason } from '../../support/runner/container-helpers.ts';
 import { backends, nodeDir, processesWith, tempDir } from '../../support/runner/helpers.ts';
 

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { runFiles } from '../../../src/runner/core/records.ts';
-import { loadTask } from '../../../src/runner/core/task.ts';
+import { runFiles } from '../../../src/runner/core/records/records.ts';
+import { loadTask } from '../../../src/runner/core/tasks/task.ts';
 import { containerOrReason } from '../../support/runner/container-helpers.ts';
 import { fixtures, nodeAgent, runFixture, tempDir } from '../../support/runner/helpers.ts';
 

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { readResult, runFiles, type TrajectoryEntry } from '../../../src/runner/core/records.ts';
-import { loadTask, stageTests, TaskError } from '../../../src/runner/core/task.ts';
-import { combineMetrics, minRewardMiss } from '../../../src/runner/core/taskSteps.ts';
+import { readResult, runFiles, type TrajectoryEntry } from '../../../src/runner/core/records/records.ts';
+import { loadTask, stageTests, TaskError } from '../../../src/runner/core/tasks/task.ts';
+import { combineMetrics, minRewardMiss } from '../../../src/runner/core/tasks/taskSteps.ts';
 import { backends, fixtures, nodeAgent, processesWith, runFixture, taskDir, tempDir } from '../../support/runner/helpers.ts';
 
 /** The multi-step fixtures live apart from tasks/, which the command line's tests run whole. */

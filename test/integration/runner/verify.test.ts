@@ -3,9 +3,9 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { localBackend } from '../../../src/runner/core/backends/local.ts';
-import { runFiles } from '../../../src/runner/core/records.ts';
-import { loadTask } from '../../../src/runner/core/task.ts';
-import { metricsFromJson, ruleOfRewards } from '../../../src/runner/core/verify.ts';
+import { runFiles } from '../../../src/runner/core/records/records.ts';
+import { loadTask } from '../../../src/runner/core/tasks/task.ts';
+import { metricsFromJson, ruleOfRewards } from '../../../src/runner/core/run/verify.ts';
 import { nodeAgent, runFixture, tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir();

@@ -1,7 +1,7 @@
 // Shared by the container tests: the real engine and the base image (built once from the cache
 // under .cache/belay, as CI does), or the reason they cannot be had here.
 import * as path from 'node:path';
-import type { Backend } from '../../../src/runner/core/backend.ts';
+import type { Backend } from '../../../src/runner/core/backends/backend.ts';
 import { containerBackend } from '../../../src/runner/core/backends/container.ts';
 import { detectEngine, type Engine } from '../../../src/runner/core/backends/engine.ts';
 import { buildBaseImage } from '../../../src/runner/core/backends/image-base.ts';

@@ -1,14 +1,14 @@
 // Shared by the runner tests: fixture paths, temporary folders, the backends, orphan checks.
 import { realpathSync } from 'node:fs';
 import * as path from 'node:path';
-import type { Backend } from '../../../src/runner/core/backend.ts';
+import type { Backend } from '../../../src/runner/core/backends/backend.ts';
 import { localBackend } from '../../../src/runner/core/backends/local.ts';
 import { sandboxBackend } from '../../../src/runner/core/backends/sandbox.ts';
-import type { Protocol, RunEvent } from '../../../src/runner/core/events.ts';
+import type { Protocol, RunEvent } from '../../../src/runner/core/records/events.ts';
 import { protocolNamed } from '../../../src/runner/core/protocols/index.ts';
-import type { RunLimits } from '../../../src/runner/core/protocol.ts';
-import { runTask, type RunTaskOptions } from '../../../src/runner/core/run.ts';
-import { loadTask } from '../../../src/runner/core/task.ts';
+import type { RunLimits } from '../../../src/runner/core/protocols/agentProtocol.ts';
+import { runTask, type RunTaskOptions } from '../../../src/runner/core/run/run.ts';
+import { loadTask } from '../../../src/runner/core/tasks/task.ts';
 import { repoRoot } from '../../../scripts/lib/paths.ts';
 
 export { repoRoot } from '../../../scripts/lib/paths.ts';

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { agentProgram, AgentFolderError, resolveAgentFolder, resolveMicroAgentFolder } from '../../../src/runner/core/agentFolder.ts';
+import { agentProgram, AgentFolderError, resolveAgentFolder, resolveMicroAgentFolder } from '../../../src/runner/core/agents/agentFolder.ts';
 import { tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir('belay-agent-folder-');

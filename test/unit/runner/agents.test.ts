@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { AgentSchema, expandCommand, MicroAgentSchema, nodeInvocation, parseAgentsFile, parseList, terminalConfig, uniqueByName } from '../../../src/runner/core/agents.ts';
-import { fillEnv, MissingSecretError, secretNames } from '../../../src/runner/core/secrets.ts';
+import { AgentSchema, expandCommand, MicroAgentSchema, nodeInvocation, parseAgentsFile, parseList, terminalConfig, uniqueByName } from '../../../src/runner/core/agents/agents.ts';
+import { fillEnv, MissingSecretError, secretNames } from '../../../src/runner/core/agents/secrets.ts';
 
 describe('agent configuration', () => {
   it('keeps good entries and reports each bad one with where it is and what is wrong', () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { compareSteps, countsWords, differencesWords, differenceWords, stepDifference, stepDifferences, type ComparableStep } from '../../../src/runner/core/compare.ts';
+import { compareSteps, countsWords, differencesWords, differenceWords, stepDifference, stepDifferences, type ComparableStep } from '../../../src/runner/core/records/compareRuns.ts';
 
 interface Step extends ComparableStep {
   step: number;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { RunResult } from '../../../src/runner/core/records.ts';
-import { EventFormatter, failureMessage, formatEvent, formatTokens, formatUsd, llmLine, resultLine, sanitizeTerminalText } from '../../../src/runner/core/format.ts';
+import type { RunResult } from '../../../src/runner/core/records/records.ts';
+import { EventFormatter, failureMessage, formatEvent, formatTokens, formatUsd, llmLine, resultLine, sanitizeTerminalText } from '../../../src/runner/core/records/format.ts';
 import { toTerminalNewlines } from '../../../src/shared/terminalOutput.ts';
 
 const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '');

@@ -3,8 +3,8 @@
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { loadTask, TaskError } from '../../../src/runner/core/task.ts';
-import { parseTaskToml, parseTaskYaml } from '../../../src/runner/core/taskFormats.ts';
+import { loadTask, TaskError } from '../../../src/runner/core/tasks/task.ts';
+import { parseTaskToml, parseTaskYaml } from '../../../src/runner/core/tasks/taskFormats.ts';
 import { tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir();

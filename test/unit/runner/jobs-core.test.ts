@@ -11,7 +11,7 @@ import { Engine, type EngineRunOptions } from '../../../src/runner/core/backends
 import { imageSource, taskImage } from '../../../src/runner/core/backends/image-task.ts';
 import { createJob, jobHolder, JobLockedError, runJob } from '../../../src/runner/core/jobs/job.ts';
 import { passAtK, passAtKs } from '../../../src/runner/core/jobs/passAtK.ts';
-import { writeRecords, type RunResult } from '../../../src/runner/core/records.ts';
+import { writeRecords, type RunResult } from '../../../src/runner/core/records/records.ts';
 import { estimateEta, progressText } from '../../../src/runner/core/jobs/progress.ts';
 import { JobRecordSchema, readJob, type Trial } from '../../../src/runner/core/jobs/schema.ts';
 import { summarizeJob } from '../../../src/runner/core/jobs/summary.ts';
@@ -156,7 +156,7 @@ describe('locks', () => {
 });
 
 describe('runJob without processes (a scripted trial runner)', () => {
-  const fakeTask = (name: string) => ({ name, dir: path.join(tmp.dir, 'tasks', name), layout: 'current', instruction: 'do it', agentTimeoutSec: 10, testTimeoutSec: 10 }) as unknown as import('../../../src/runner/core/task.ts').Task;
+  const fakeTask = (name: string) => ({ name, dir: path.join(tmp.dir, 'tasks', name), layout: 'current', instruction: 'do it', agentTimeoutSec: 10, testTimeoutSec: 10 }) as unknown as import('../../../src/runner/core/tasks/task.ts').Task;
   const resultOf = (runDir: string, runId: string, task: string, passed: boolean, cause: RunResult['failure_cause'] = passed ? null : 'tests_failed'): RunResult => ({
     run_id: runId, task_name: task, task_dir: '/t', protocol: 'sdk1', backend: 'local', started_at: new Date().toISOString(), ended_at: new Date().toISOString(),
     duration_sec: 0.1, steps: 1, agent_completed: true, verification: null, passed, reward: passed ? 1 : 0, failure_cause: cause, error: null, run_dir: runDir,

@@ -4,9 +4,9 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { configFileName, instructionFile, TASK_FOLDER, TASK_MARKER_FILES, testScriptFile } from '../../../src/runner/core/layout.ts';
-import { isSecretName, secretNames, secretReference } from '../../../src/runner/core/secrets.ts';
-import { brokenTaskLabel, loadTask, TaskError } from '../../../src/runner/core/task.ts';
+import { configFileName, instructionFile, TASK_FOLDER, TASK_MARKER_FILES, testScriptFile } from '../../../src/runner/core/tasks/layout.ts';
+import { isSecretName, secretNames, secretReference } from '../../../src/runner/core/agents/secrets.ts';
+import { brokenTaskLabel, loadTask, TaskError } from '../../../src/runner/core/tasks/task.ts';
 import { taskDir } from '../../support/runner/helpers.ts';
 
 describe('task layouts', () => {

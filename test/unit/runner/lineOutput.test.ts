@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { LineOutput } from '../../../src/runner/core/lineOutput.ts';
+import { LineOutput } from '../../../src/runner/core/records/lineOutput.ts';
 
 const DIM = (name: string) => `\x1b[2m[${name}]\x1b[0m `;
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { chooseLlm, parsePrices } from '../../../src/runner/core/llmSettings.ts';
-import { AgentSchema } from '../../../src/runner/core/agents.ts';
+import { chooseLlm, parsePrices } from '../../../src/runner/core/agents/llmSettings.ts';
+import { AgentSchema } from '../../../src/runner/core/agents/agents.ts';
 
 describe('the model API a run may call, from settings', () => {
   it('takes the agent’s own fields over the default, field by field', () => {

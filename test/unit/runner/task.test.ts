@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { discoverTasks, loadTask, seedWorkspace, stageTests, TaskError } from '../../../src/runner/core/task.ts';
+import { discoverTasks, loadTask, seedWorkspace, stageTests, TaskError } from '../../../src/runner/core/tasks/task.ts';
 import { fixtures, taskDir, tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir();

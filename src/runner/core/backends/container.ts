@@ -23,9 +23,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { startChild, type RunningChild } from '../../../shared/process.ts';
 import { programText } from '../../../shared/programText.ts';
-import { BackendUnavailableError, programEnvironment, type Backend, type BackendSession, type CommandSpec, type HostCommand, type Phase, type ServiceSpec, type SessionSpec } from '../backend.ts';
-import { formatBytes } from '../logs.ts';
-import type { TaskEnvironment } from '../task.ts';
+import { BackendUnavailableError, programEnvironment, type Backend, type BackendSession, type CommandSpec, type HostCommand, type Phase, type ServiceSpec, type SessionSpec } from './backend.ts';
+import { formatBytes } from '../records/logs.ts';
+import type { TaskEnvironment } from '../tasks/task.ts';
 import { detectEngine, EngineUnavailableError, failureText, type Engine, type EngineName } from './engine.ts';
 import { CommandWatch, COMMAND_VARIABLE, KILL_SCRIPT } from './command-watch.ts';
 import { BASE_IMAGE } from './image-base.ts';
@@ -246,6 +246,7 @@ export async function containerBackend(options: ContainerBackendOptions = {}): P
     name: 'container',
     label: `container (${engine.label}: the task's image, no network, no capabilities)`,
     isolated: true,
+    keepsWorkBetweenSessions: (task) => !task.environment.dockerfile,
     open: (spec) => openSession(engine, owner, options, spec, images),
   };
 }

@@ -56,7 +56,7 @@ export async function imageSource(taskDir: string, layout: 'current' | 'legacy')
 }
 
 async function composeSource(file: string): Promise<ImageSource> {
-  const { parseTaskYaml } = await import('../taskFormats.ts');
+  const { parseTaskYaml } = await import('../tasks/taskFormats.ts');
   let raw: unknown;
   try {
     raw = parseTaskYaml(await fs.readFile(file, 'utf8'));

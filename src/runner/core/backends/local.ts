@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import * as os from 'node:os';
-import { programEnvironment, type Backend, type BaseEnvironment, type Phase } from '../backend.ts';
+import { programEnvironment, type Backend, type BaseEnvironment, type Phase } from './backend.ts';
 import { limitFileSize } from './file-size.ts';
 import { checkServices, ServiceRelay, socketFolder, type SocketFolder } from './services.ts';
 import { killMarked, type ProcessMark } from './sweep.ts';
@@ -37,6 +37,7 @@ export function localBackend(): Backend {
     name: 'local',
     label: 'local (no isolation: agents can reach the whole filesystem and network)',
     isolated: false,
+    keepsWorkBetweenSessions: () => true,
     async open(spec) {
       const { folders } = spec;
       await mkdir(folders.control, { recursive: true });

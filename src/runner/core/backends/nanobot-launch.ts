@@ -1,8 +1,9 @@
-// Where a nanobot micro-agent runs, chosen as a run's backend is: in a container when an engine
-// works here (and has the base image), else in the bubblewrap sandbox, never on the host unless
-// the person chose `local` by name. The chat and `belay nanobot` both come through here.
-import { BackendUnavailableError } from '../backend.ts';
-import type { BackendName } from './choose.ts';
+// Where a nanobot micro-agent runs, chosen by the same chooser as a run's backend (choose.ts): in
+// a container when an engine works here (and has the base image), else in the bubblewrap sandbox,
+// never on the host unless the person chose `local` by name. The chat and `belay nanobot` both
+// come through here.
+import { BackendUnavailableError } from './backend.ts';
+import { chooseBackend, type BackendName } from './choose.ts';
 import { containerLauncher, type MicroAgentLauncher } from './container-nanobot.ts';
 import { detectEngine, EngineUnavailableError, type EngineName } from './engine.ts';
 import { BASE_IMAGE } from './image-base.ts';
@@ -27,30 +28,34 @@ export const LOCAL_MICRO_AGENT_LABEL = 'local (no isolation: the micro-agent rea
  * when none works.
  */
 export async function microAgentLauncher(place: MicroAgentPlace): Promise<MicroAgentLauncher | 'local'> {
-  const backend = place.backend ?? 'auto';
-  if (backend === 'local') return 'local';
-  const reasons: string[] = [];
-  if (backend === 'auto' || backend === 'container') {
-    try {
-      const engine = await detectEngine({ ...(place.engine && place.engine !== 'auto' ? { engine: place.engine } : {}), ...(place.env ? { env: place.env } : {}) });
-      // Named, the container is used as it is (its launch says when the base image is missing); chosen
-      // by itself, only with the image it needs.
-      if (backend === 'container' || (await engine.imageExists(BASE_IMAGE))) {
-        return { label: `container (${engine.label}: no network, no capabilities)`, ...containerLauncher({ engine, agentFolders: place.agentFolders }) };
-      }
-      reasons.push(`container: ${BASE_IMAGE} is not built (belay image build-base)`);
-    } catch (error) {
-      if (!(error instanceof EngineUnavailableError)) throw error;
-      if (backend === 'container') throw new BackendUnavailableError('container', `${error.message}; choose the sandbox, or local to run the micro-agent without isolation`);
-      reasons.push(`container: ${error.message}`);
-    }
-  }
-  try {
-    return await sandboxLauncher({ agentFolders: place.agentFolders });
-  } catch (error) {
-    if (!(error instanceof BackendUnavailableError)) throw error;
-    if (backend === 'sandbox') throw new BackendUnavailableError('sandbox', `${error.message.replace(/^sandbox unavailable: /, '')}; choose local to run the micro-agent without isolation`);
-    reasons.push(error.message);
-  }
-  throw new BackendUnavailableError('isolation', `no isolated place for the micro-agent works here (${reasons.join('; ')}); choose local to run it without isolation`);
+  return chooseBackend<MicroAgentLauncher | 'local'>(
+    place.backend,
+    {
+      container: async (named) => {
+        try {
+          const engine = await detectEngine({ ...(place.engine && place.engine !== 'auto' ? { engine: place.engine } : {}), ...(place.env ? { env: place.env } : {}) });
+          // Named, the container is used as it is (its launch says when the base image is missing); chosen
+          // by itself, only with the image it needs.
+          if (named || (await engine.imageExists(BASE_IMAGE))) {
+            return { label: `container (${engine.label}: no network, no capabilities)`, ...containerLauncher({ engine, agentFolders: place.agentFolders }) };
+          }
+          throw new BackendUnavailableError('container', `${BASE_IMAGE} is not built (belay image build-base)`);
+        } catch (error) {
+          if (!(error instanceof EngineUnavailableError)) throw error;
+          if (named) throw new BackendUnavailableError('container', `${error.message}; choose the sandbox, or local to run the micro-agent without isolation`);
+          throw new BackendUnavailableError('container', error.message);
+        }
+      },
+      sandbox: async (named) => {
+        try {
+          return await sandboxLauncher({ agentFolders: place.agentFolders });
+        } catch (error) {
+          if (!(error instanceof BackendUnavailableError) || !named) throw error;
+          throw new BackendUnavailableError('sandbox', `${error.message.replace(/^sandbox unavailable: /, '')}; choose local to run the micro-agent without isolation`);
+        }
+      },
+      local: async () => 'local',
+    },
+    (reasons) => `no isolated place for the micro-agent works here (${reasons}); choose local to run it without isolation`,
+  );
 }

@@ -6,7 +6,7 @@
 // Nothing else of the host: not the home, not other projects.
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { programEnvironment } from '../backend.ts';
+import { programEnvironment } from './backend.ts';
 import type { MicroAgentLauncher } from './container-nanobot.ts';
 import { probeSandbox, realDir, sandboxBaseEnvironment, tooWide, type SandboxOptions } from './sandbox.ts';
 

@@ -17,7 +17,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { runBounded } from '../../../shared/process.ts';
 import { programText } from '../../../shared/programText.ts';
-import { BackendUnavailableError, programEnvironment, type Backend, type BaseEnvironment, type Phase, type RunFolders } from '../backend.ts';
+import { BackendUnavailableError, programEnvironment, type Backend, type BaseEnvironment, type Phase, type RunFolders } from './backend.ts';
 import { limitFileSize } from './file-size.ts';
 import { checkServices, insidePort, ServiceRelay, socketFolder } from './services.ts';
 import { killMarked } from './sweep.ts';
@@ -245,6 +245,7 @@ export async function sandboxBackend(options: SandboxOptions = {}): Promise<Back
     name: 'sandbox',
     label: 'sandbox (bubblewrap: only /app writable, no network, no capabilities)',
     isolated: true,
+    keepsWorkBetweenSessions: () => true,
     async open(spec) {
       const { folders } = spec;
       // Shown where the agent names them, read from where they really are (through symlinks).

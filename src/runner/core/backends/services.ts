@@ -13,7 +13,7 @@ import { chmod, mkdir, rm, symlink } from 'node:fs/promises';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { ServiceSpec } from '../backend.ts';
+import type { ServiceSpec } from './backend.ts';
 
 /** The longest socket path Belay binds or connects to directly (the kernel's limit is 107 bytes). */
 export const MAX_SOCKET_PATH = 100;

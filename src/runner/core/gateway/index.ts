@@ -7,7 +7,7 @@ export type { Budget, LlmRequestRecord, LlmUsage, OpenRunOptions, RunGrant, Upst
 export type { ModelPrice, PriceTable } from './prices.ts';
 export { DEFAULT_PRICES } from './prices.ts';
 export type { RetryPolicy } from './backoff.ts';
-export { startGateway, type Gateway, type GatewayOptions } from './server.ts';
+export { startGateway, type Gateway, type GatewayOptions } from './http.ts';
 
 /**
  * What an agent's environment needs to reach the gateway at `baseUrl` (as the agent sees it) with

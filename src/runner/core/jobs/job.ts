@@ -11,10 +11,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { errorMessage } from '../../../shared/errors.ts';
 import { processAlive, tryLock } from '../../../shared/pidLock.ts';
-import type { RunEvent } from '../events.ts';
-import { readResult, type RunResult } from '../records.ts';
-import { newRunId } from '../run.ts';
-import type { Task } from '../task.ts';
+import type { RunEvent } from '../records/events.ts';
+import { readResult, type RunResult } from '../records/records.ts';
+import { newRunId } from '../run/run.ts';
+import type { Task } from '../tasks/task.ts';
 import { estimateEta, type JobProgress } from './progress.ts';
 import {
   INTERRUPTED_DIR,

@@ -14,7 +14,7 @@ export const INTERRUPTED_DIR = '.interrupted';
 export const JOB_SCHEMA_VERSION = 1;
 
 // A run's use of models through the gateway: result.json's optional `llm`, one schema for both files.
-import { LlmUsageSchema, type LlmUsage } from '../records.ts';
+import { LlmUsageSchema, type LlmUsage } from '../records/records.ts';
 
 export { LlmUsageSchema, type LlmUsage };
 

@@ -1,6 +1,6 @@
 // A job's findings recomputed from its trials: per task (kept apart by folder, not by name) and
 // for the whole job. A job's pass@k is the mean of its tasks' pass@k, as in the papers and Harbor.
-import { addLlmUsage } from '../records.ts';
+import { addLlmUsage } from '../records/records.ts';
 import { passAtK, passAtKs } from './passAtK.ts';
 import type { JobSettings, JobTotals, LlmUsage, TaskSummary, Trial } from './schema.ts';
 

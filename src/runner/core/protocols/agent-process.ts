@@ -2,8 +2,8 @@
 // on abort), stdout read as lines of bounded length, stdout and stderr copied to capped log
 // files, and only a bounded tail of stderr kept in memory.
 import { BoundedText, startChild, type RunningChild } from '../../../shared/process.ts';
-import type { HostCommand } from '../backend.ts';
-import { CappedLog } from '../logs.ts';
+import type { HostCommand } from '../backends/backend.ts';
+import { CappedLog } from '../records/logs.ts';
 
 export interface AgentProcessOptions {
   command: HostCommand;

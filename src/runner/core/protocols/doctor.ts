@@ -11,22 +11,23 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { errorMessage } from '../../../shared/errors.ts';
 import { shellQuote } from '../../../shared/shell.ts';
-import { shellPath, type Backend, type BackendSession, type CommandSpec, type RunFolders } from '../backend.ts';
+import { shellPath, type Backend, type BackendSession, type CommandSpec, type RunFolders } from '../backends/backend.ts';
+import { PROTOCOL_DESCRIPTORS, protocolDescriptors } from './descriptors.ts';
 import { AgentProcess, type ExitInfo, type LineResult } from './agent-process.ts';
 import { firstJsonObject, listeningPorts, looksLikeSdk1Response } from './mismatch.ts';
 import { buildCommand, logLevel, parseFrame, type Envelope } from './nanobot.ts';
 import { parseSdk1Response } from './sdk1.ts';
 import { freePort, httpRequest, StatusSchema } from './sdk2.ts';
-import { loadTask, type Task } from '../task.ts';
+import { loadTask, type Task } from '../tasks/task.ts';
 
 /** What the doctor can tell apart, in the order a clear answer is preferred. */
 export const DOCTOR_PROTOCOLS = ['sdk2', 'sdk1', 'sdk3', 'nanobot-rich', 'nanobot-plain'] as const;
 export type DoctorProtocol = (typeof DOCTOR_PROTOCOLS)[number];
 
 export const PROTOCOL_TITLES: Record<DoctorProtocol, string> = {
-  sdk1: 'Term Challenge SDK 1.x (JSON lines on stdin/stdout)',
-  sdk2: 'Term Challenge SDK 2.0 (HTTP server on AGENT_PORT)',
-  sdk3: 'Term Challenge SDK 3.0 (--instruction, [DONE] on stdout)',
+  sdk1: PROTOCOL_DESCRIPTORS.sdk1.longTitle,
+  sdk2: PROTOCOL_DESCRIPTORS.sdk2.longTitle,
+  sdk3: PROTOCOL_DESCRIPTORS.sdk3.longTitle,
   'nanobot-rich': 'nanobot terminal protocol, rich (JSON frames)',
   'nanobot-plain': 'nanobot terminal protocol, plain (text output)',
 };
@@ -89,7 +90,7 @@ export async function diagnoseAgent(options: DoctorOptions): Promise<DoctorRepor
   const root = await mkdtemp(path.join(os.tmpdir(), 'belay-doctor-'));
   try {
     const task = await probeTask(root);
-    const names = options.probes ?? (['sdk1', 'sdk2', 'sdk3', 'nanobot'] as const);
+    const names = options.probes ?? [...protocolDescriptors().map((d) => d.probe), 'nanobot' as const];
     const run: Record<ProbeName, (probe: Probe) => Promise<ProbeReport>> = { sdk1: probeSdk1, sdk2: probeSdk2, sdk3: probeSdk3, nanobot: probeNanobot };
     // Each probe in its own session, all at once: the slowest bounds the wait.
     const probes = await Promise.all(

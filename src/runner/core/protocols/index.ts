@@ -1,7 +1,7 @@
 // The protocols Belay speaks with agents that run on tasks, by the name records and settings
 // use. The room for a new protocol is here and beside this file.
-import type { AgentProtocol } from '../protocol.ts';
-import { PROTOCOLS, type Protocol } from '../records.ts';
+import type { AgentProtocol } from './agentProtocol.ts';
+import { PROTOCOLS, type Protocol } from '../records/records.ts';
 import { sdk1 } from './sdk1.ts';
 import { sdk2 } from './sdk2.ts';
 import { sdk3 } from './sdk3.ts';

@@ -2,7 +2,7 @@
 // user reads "this is an HTTP agent, use --protocol sdk2" instead of a silent timeout. The
 // protocols say the command line's fix; a run the editor made gets the editor's (editorFix).
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { isBelayHelper } from '../backend.ts';
+import { isBelayHelper } from '../backends/backend.ts';
 
 /** "run it with --protocol sdk2" or "(use --protocol sdk1)": the command line's fix in a run's error. */
 const FLAG_FIX = /(?:run it with|use) --protocol ([a-z0-9]+)/;

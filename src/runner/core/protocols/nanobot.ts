@@ -9,12 +9,12 @@ import * as path from 'node:path';
 import * as z from 'zod';
 import { BoundedText, startChild } from '../../../shared/process.ts';
 import { shellQuote } from '../../../shared/shell.ts';
-import { programEnvironment, shellPath } from '../backend.ts';
+import { programEnvironment, shellPath } from '../backends/backend.ts';
 import { localBaseEnvironment } from '../backends/local.ts';
-import type { TerminalConfig } from '../nanobotConfig.ts';
+import type { TerminalConfig } from '../agents/nanobotConfig.ts';
 
 // The configuration lives apart (the editor reads it without loading the process layer).
-export { ProviderConfigSchema, TerminalConfigSchema, type TerminalConfig } from '../nanobotConfig.ts';
+export { ProviderConfigSchema, TerminalConfigSchema, type TerminalConfig } from '../agents/nanobotConfig.ts';
 
 /** The envelope on stdin (snake_case). */
 export const EnvelopeSchema = z.object({

@@ -4,12 +4,12 @@ import * as z from 'zod';
 import { availableParallelism } from 'node:os';
 import * as path from 'node:path';
 import { AgentProcess, type LineResult } from './agent-process.ts';
-import { shellPath } from '../backend.ts';
-import { RunFailure } from '../events.ts';
+import { shellPath } from '../backends/backend.ts';
+import { RunFailure } from '../records/events.ts';
 import { agentListeners, asksForInstruction, firstJsonObject, SDK3_HINT } from './mismatch.ts';
 import { httpRequest, StatusSchema } from './sdk2.ts';
-import type { AgentContext, AgentOutcome, AgentProtocol } from '../protocol.ts';
-import { runFiles, stepOutputFile } from '../records.ts';
+import type { AgentContext, AgentOutcome, AgentProtocol } from './agentProtocol.ts';
+import { runFiles, stepOutputFile } from '../records/records.ts';
 import { prepareStep, type PreparedStep } from './step.ts';
 
 export const Sdk1RequestSchema = z.object({

@@ -6,11 +6,11 @@ import { setTimeout as delay } from 'node:timers/promises';
 import * as z from 'zod';
 import { errorMessage } from '../../../shared/errors.ts';
 import { AgentProcess } from './agent-process.ts';
-import { shellPath, type Endpoint } from '../backend.ts';
-import { RunFailure } from '../events.ts';
+import { shellPath, type Endpoint } from '../backends/backend.ts';
+import { RunFailure } from '../records/events.ts';
 import { asksForInstruction, looksLikeSdk1Response, SDK3_HINT } from './mismatch.ts';
-import type { AgentContext, AgentOutcome, AgentProtocol } from '../protocol.ts';
-import { runFiles } from '../records.ts';
+import type { AgentContext, AgentOutcome, AgentProtocol } from './agentProtocol.ts';
+import { runFiles } from '../records/records.ts';
 
 export const HistoryEntrySchema = z.looseObject({
   step: z.number().int(),

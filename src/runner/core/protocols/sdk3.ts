@@ -12,10 +12,10 @@
 // - The trajectory is one step: the command, and what the agent printed (its head and tail).
 import * as path from 'node:path';
 import { BoundedText } from '../../../shared/process.ts';
-import { shellPath } from '../backend.ts';
-import { RunFailure } from '../events.ts';
-import type { AgentContext, AgentOutcome, AgentProtocol } from '../protocol.ts';
-import { runFiles } from '../records.ts';
+import { shellPath } from '../backends/backend.ts';
+import { RunFailure } from '../records/events.ts';
+import type { AgentContext, AgentOutcome, AgentProtocol } from './agentProtocol.ts';
+import { runFiles } from '../records/records.ts';
 import { AgentProcess, type ExitInfo } from './agent-process.ts';
 import { listeningPorts, looksLikeSdk1Response } from './mismatch.ts';
 

@@ -2,8 +2,8 @@
 // for real: after the command, whatever it did, the shell reports its directory on a side
 // channel (the original stderr), while the command's own stdout and stderr share one stream.
 import { prepareBounded, type BoundedRunResult } from '../../../shared/process.ts';
-import { CappedLog } from '../logs.ts';
-import { shellPath, type BackendSession } from '../backend.ts';
+import { CappedLog } from '../records/logs.ts';
+import { shellPath, type BackendSession } from '../backends/backend.ts';
 
 // stdin: the directory to start in (one line), then the command; $1: the fallback directory
 // when that one is gone. Nothing about the step is needed at spawn, so the shell can be started

@@ -3,7 +3,7 @@
 // the job and attempt they belong to, so the Tasks view, the pickers and Compare Runs see them; and
 // a task's latest outcome, whether it came from a single run or from a job (passed of attempts).
 import * as path from 'node:path';
-import { listRuns, type PastRun } from '../history.ts';
+import { listRuns, type PastRun } from '../records/history.ts';
 import { listJobFolders } from './discover.ts';
 import { readJob } from '../jobs/schema.ts';
 

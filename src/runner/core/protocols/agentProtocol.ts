@@ -1,9 +1,9 @@
 // What a protocol gets from the run and gives back: the protocols never see the backend's
 // kind, the run's files beyond their own logs, or the verification.
-import type { BackendSession } from './backend.ts';
-import type { RunEvent } from './events.ts';
-import type { Protocol, TrajectoryEntry } from './records.ts';
-import type { Task } from './task.ts';
+import type { BackendSession } from '../backends/backend.ts';
+import type { RunEvent } from '../records/events.ts';
+import type { Protocol, TrajectoryEntry } from '../records/records.ts';
+import type { Task } from '../tasks/task.ts';
 
 export interface RunLimits {
   maxSteps: number;

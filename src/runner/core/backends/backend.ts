@@ -5,7 +5,7 @@
 // phase started is dead; then the staged tests and a fresh logs folder become visible. Protocols
 // and the verifier never know which backend they use.
 import { existsSync } from 'node:fs';
-import type { Task } from './task.ts';
+import type { Task } from '../tasks/task.ts';
 
 /** The host folders of one run. */
 export interface RunFolders {
@@ -141,6 +141,12 @@ export interface Backend {
   readonly label: string;
   /** True when the agent cannot reach the host's files, network or privileges. */
   readonly isolated: boolean;
+  /**
+   * Whether a session opened for `task` starts from the run's workspace, so an earlier session's
+   * work (a multi-step task's earlier steps) is there. The container's does not when the task
+   * brings its own image: the session's /app is the image's.
+   */
+  keepsWorkBetweenSessions(task: Task): boolean;
   open(spec: SessionSpec): Promise<BackendSession>;
 }
 

@@ -3,7 +3,7 @@
 import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type * as z from 'zod';
-import { errorMessage } from '../../shared/errors.ts';
+import { errorMessage } from '../../../shared/errors.ts';
 import { runFiles, RunResultSchema, TrajectoryEntrySchema, type LlmUsage, type RunResult, type TrajectoryEntry } from './records.ts';
 
 /** A finished run as its result.json says (`result.agent` names the agent of runs the editor started). */

@@ -7,13 +7,13 @@
 import { constants as fsConstants, promises as fs, type Stats } from 'node:fs';
 import * as path from 'node:path';
 import * as z from 'zod';
-import { errorMessage } from '../../shared/errors.ts';
-import { runBounded } from '../../shared/process.ts';
-import { shellPath, type BackendSession } from './backend.ts';
-import { CappedLog } from './logs.ts';
-import type { Verification } from './records.ts';
-import { runFiles } from './records.ts';
-import type { Task } from './task.ts';
+import { errorMessage } from '../../../shared/errors.ts';
+import { runBounded } from '../../../shared/process.ts';
+import { shellPath, type BackendSession } from '../backends/backend.ts';
+import { CappedLog } from '../records/logs.ts';
+import type { Verification } from '../records/records.ts';
+import { runFiles } from '../records/records.ts';
+import type { Task } from '../tasks/task.ts';
 
 const CtrfSchema = z.object({
   results: z.object({

@@ -7,7 +7,7 @@
 import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import * as z from 'zod';
-import { errorMessage } from '../../shared/errors.ts';
+import { errorMessage } from '../../../shared/errors.ts';
 
 export const REWARD_STRATEGIES = ['mean', 'final'] as const;
 export type RewardStrategy = (typeof REWARD_STRATEGIES)[number];

@@ -3,8 +3,8 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import * as z from 'zod';
-import { writeFileAtomic } from '../../shared/atomic.ts';
-import { errorMessage } from '../../shared/errors.ts';
+import { writeFileAtomic } from '../../../shared/atomic.ts';
+import { errorMessage } from '../../../shared/errors.ts';
 import { writeAtif } from './atif.ts';
 
 export const FAILURE_CAUSES = [

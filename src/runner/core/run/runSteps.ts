@@ -5,14 +5,14 @@
 import { createHash } from 'node:crypto';
 import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { runBounded } from '../../shared/process.ts';
-import { shellPath, type BackendSession } from './backend.ts';
-import { RunFailure } from './events.ts';
-import type { AgentOutcome, RunLimits } from './protocol.ts';
-import type { RunResult, TaskStepResult, TrajectoryEntry, Verification } from './records.ts';
-import type { Task } from './task.ts';
-import { combineMetrics, minRewardMiss, type TaskStep } from './taskSteps.ts';
-import { rewardWords } from './format.ts';
+import { runBounded } from '../../../shared/process.ts';
+import { shellPath, type BackendSession } from '../backends/backend.ts';
+import { RunFailure } from '../records/events.ts';
+import type { AgentOutcome, RunLimits } from '../protocols/agentProtocol.ts';
+import type { RunResult, TaskStepResult, TrajectoryEntry, Verification } from '../records/records.ts';
+import type { Task } from '../tasks/task.ts';
+import { combineMetrics, minRewardMiss, type TaskStep } from '../tasks/taskSteps.ts';
+import { rewardWords } from '../records/format.ts';
 
 /** Where a multi-step run keeps each step's agent logs, step outputs, test output and verifier files. */
 export const TASK_STEPS_DIR = 'task-steps';

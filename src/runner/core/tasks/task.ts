@@ -4,7 +4,7 @@
 import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import * as z from 'zod';
-import { errorMessage } from '../../shared/errors.ts';
+import { errorMessage } from '../../../shared/errors.ts';
 import { DOCKER_FILES, LAYOUT_FILES, type TaskLayout } from './layout.ts';
 import { loadSteps, StepsTomlSchema, type StepsConfig, type TaskStep } from './taskSteps.ts';
 

@@ -7,7 +7,7 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import * as z from 'zod';
-import { writeFileAtomic } from '../../shared/atomic.ts';
+import { writeFileAtomic } from '../../../shared/atomic.ts';
 
 /** The version written; the schema reads every version Harbor has published. */
 export const ATIF_VERSION = 'ATIF-v1.4';

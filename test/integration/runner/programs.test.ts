@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { after, test } from 'node:test';
 import { bridgedArgv } from '../../../src/runner/core/backends/sandbox.ts';
 import { programText } from '../../../src/shared/programText.ts';
-import { alive } from '../foundation/proc.ts';
+import { alive } from '../../support/processes.ts';
 
 const PROGRAMS = new URL('../../../src/runner/core/backends/programs/', import.meta.url).href;
 const program = (file: string) => programText(PROGRAMS, `./${file}`);

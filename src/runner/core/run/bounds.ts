@@ -1,8 +1,8 @@
 // What stops a run from outside its protocol: the user, the run's total time, its disk budget.
 // All go through one signal whose reason (a RunFailure) says why, so the run ends with that
 // cause whatever the protocol made of being stopped.
-import { RunFailure } from './events.ts';
-import { formatBytes, watchDiskBudget } from './logs.ts';
+import { RunFailure } from '../records/events.ts';
+import { formatBytes, watchDiskBudget } from '../records/logs.ts';
 
 /** Time beyond the agent's and the tests' own for ending the phases and writing records. */
 const TOTAL_MARGIN_MS = 60_000;

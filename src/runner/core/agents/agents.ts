@@ -4,11 +4,11 @@
 // filled in from SecretStorage at the moment a run starts.
 import * as path from 'node:path';
 import * as z from 'zod';
-import { errorMessage } from '../../shared/errors.ts';
-import { shellQuote } from '../../shared/shell.ts';
+import { errorMessage } from '../../../shared/errors.ts';
+import { shellQuote } from '../../../shared/shell.ts';
 import { LlmSettingSchema } from './llmSettings.ts';
 import { TerminalConfigSchema, type TerminalConfig } from './nanobotConfig.ts';
-import { PROTOCOLS } from './records.ts';
+import { PROTOCOLS } from '../records/records.ts';
 import { fillEnv, fillSecrets } from './secrets.ts';
 
 /** Agents declared in the workspace, beside the settings: `{ "agents": [...], "microAgents": [...] }`. */

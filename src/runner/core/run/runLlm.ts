@@ -4,8 +4,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { llmEnvironment, startGateway, type Budget, type Gateway, type GatewayOptions, type LlmRequestRecord, type LlmUsage, type PriceTable, type RunGrant, type Upstream } from './gateway/index.ts';
-import { addLlmUsage, NO_LLM_USAGE, type TrajectoryEntry } from './records.ts';
+import { llmEnvironment, startGateway, type Budget, type Gateway, type GatewayOptions, type LlmRequestRecord, type LlmUsage, type PriceTable, type RunGrant, type Upstream } from '../gateway/index.ts';
+import { addLlmUsage, NO_LLM_USAGE, type TrajectoryEntry } from '../records/records.ts';
 
 /** What a run needs to let its agent call a model: the editor's or the command line's gateway and choice. */
 export interface RunLlmOptions {

@@ -9,12 +9,11 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import { embedPrograms } from '../../../scripts/build-plugins.ts';
+import { repoRoot } from '../../../scripts/lib/paths.ts';
 import { programText } from '../../../src/shared/programText.ts';
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
 function filesUnder(dir: string): string[] {
   return readdirSync(path.join(repoRoot, dir)).flatMap((name) => {

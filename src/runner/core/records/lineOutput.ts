@@ -1,5 +1,5 @@
 // Live output of tasks that share one output (Test Explorer's run): whole lines, named by task.
-import { neutraliseControls } from '../../shared/terminalText.ts';
+import { neutraliseControls } from '../../../shared/terminalText.ts';
 
 /**
  * A task's live output in whole lines, each after the task's name: tasks that run at the same

@@ -6,18 +6,18 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { errorMessage } from '../../shared/errors.ts';
-import type { Backend, BackendSession, RunFolders, SessionSpec } from './backend.ts';
-import { RunFailure, type RunEvent, type RunEventListener } from './events.ts';
+import { errorMessage } from '../../../shared/errors.ts';
+import type { Backend, BackendSession, RunFolders, SessionSpec } from '../backends/backend.ts';
+import { RunFailure, type RunEvent, type RunEventListener } from '../records/events.ts';
 import { RunBounds } from './bounds.ts';
-import { DEFAULT_LIMITS, type AgentContext, type AgentOutcome, type AgentProtocol, type RunLimits } from './protocol.ts';
-import { runFiles, writeRecords, type FailureCause, type LlmUsage, type RunResult, type TrajectoryEntry, type Verification } from './records.ts';
-import { writeFileAtomic } from '../../shared/atomic.ts';
+import { DEFAULT_LIMITS, type AgentContext, type AgentOutcome, type AgentProtocol, type RunLimits } from '../protocols/agentProtocol.ts';
+import { runFiles, writeRecords, type FailureCause, type LlmUsage, type RunResult, type TrajectoryEntry, type Verification } from '../records/records.ts';
+import { writeFileAtomic } from '../../../shared/atomic.ts';
 import { LLM_REQUESTS_FILE, LLM_SERVICE, RunLlm, type RunLlmOptions } from './runLlm.ts';
 import { mergeStepWorkdir, runParts, stepSetup, StepRecords, type RunPart } from './runSteps.ts';
-import { seedWorkspace, stageTests, type Task } from './task.ts';
+import { seedWorkspace, stageTests, type Task } from '../tasks/task.ts';
 import { removeVerifierLeftovers, verify } from './verify.ts';
-import { rewardWords } from './format.ts';
+import { rewardWords } from '../records/format.ts';
 
 export interface RunTaskOptions {
   task: Task;
@@ -191,7 +191,7 @@ async function openEnvironment(
   bound: Pick<SessionSpec, 'diskBudgetBytes' | 'onLimit'>,
 ): Promise<BackendSession> {
   try {
-    if (part.step && part.first && options.backend.name === 'container' && options.task.environment.dockerfile) {
+    if (part.step && part.first && !options.backend.keepsWorkBetweenSessions(options.task)) {
       // Each step opens a fresh container from the task's image, whose /app would undo the steps before.
       throw new Error(`a multi-step task with its own image keeps its work between steps only on the sandbox or local backend`);
     }

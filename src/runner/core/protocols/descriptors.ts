@@ -1,0 +1,73 @@
+// Each protocol an agent on a task may speak, described once: its name (as records and settings
+// use it), its titles and descriptions, how the doctor probes it and what it needs of a backend.
+// package.json's settings (checked against this table by a unit test), the editor's pickers, the
+// command lines' help and the doctor all read it. Pure data: loading it loads no protocol.
+import type { BackendSession } from '../backends/backend.ts';
+import type { Protocol } from '../records/records.ts';
+
+export interface ProtocolDescriptor {
+  readonly name: Protocol;
+  /** Its short title: "SDK 1.x". */
+  readonly title: string;
+  /** How it talks, in a few words, after the title in pickers: "JSON lines". */
+  readonly manner: string;
+  /** The doctor's name for it, and the report's. */
+  readonly longTitle: string;
+  /** In the settings: package.json's `enumDescriptions` of an agent's `protocol`. */
+  readonly description: string;
+  /** In Add Agent's pick of a protocol. */
+  readonly detail: string;
+  /** In `belay run --help`: what `--protocol <name>` means. */
+  readonly usage: string;
+  /** In `belay agent --help`: what its probe does. */
+  readonly probeUsage: string;
+  /** The doctor's probe that recognises it (doctor.ts). */
+  readonly probe: 'sdk1' | 'sdk2' | 'sdk3';
+  /** What it asks of the backend's session: a new backend provides these for the protocol to work on it. */
+  readonly needs: readonly (keyof BackendSession)[];
+}
+
+/** The table: a new protocol is a file beside this one, its name in records.ts and a row here. */
+export const PROTOCOL_DESCRIPTORS: Readonly<Record<Protocol, ProtocolDescriptor>> = {
+  sdk1: {
+    name: 'sdk1',
+    title: 'SDK 1.x',
+    manner: 'JSON lines',
+    longTitle: 'Term Challenge SDK 1.x (JSON lines on stdin/stdout)',
+    description: 'SDK 1.x: one JSON request per line on stdin, one JSON answer per line on stdout; Belay runs the commands.',
+    detail: 'The agent reads one JSON request per line on stdin and answers with one JSON line; Belay runs its commands.',
+    usage: 'JSON lines on stdin/stdout',
+    probeUsage: 'a first request on its stdin; a JSON answer with command/task_complete on stdout',
+    probe: 'sdk1',
+    needs: ['command', 'workdir'],
+  },
+  sdk2: {
+    name: 'sdk2',
+    title: 'SDK 2.0',
+    manner: 'HTTP',
+    longTitle: 'Term Challenge SDK 2.0 (HTTP server on AGENT_PORT)',
+    description: 'SDK 2.0: an HTTP server on AGENT_PORT that runs its own commands.',
+    detail: 'The agent is an HTTP server on AGENT_PORT (/health, /start, /status) and runs its own commands.',
+    usage: 'HTTP server on AGENT_PORT',
+    probeUsage: 'an HTTP server on AGENT_PORT answering /health, then /start and /status',
+    probe: 'sdk2',
+    needs: ['command', 'endpoint'],
+  },
+  sdk3: {
+    name: 'sdk3',
+    title: 'SDK 3.0',
+    manner: 'instruction',
+    longTitle: 'Term Challenge SDK 3.0 (--instruction, [DONE] on stdout)',
+    description: "SDK 3.0: run once as COMMAND --instruction \"TEXT\" in the task's working folder; runs its own commands and prints [DONE] when finished.",
+    detail: 'The agent runs as COMMAND --instruction "<task>", runs its own commands and prints [DONE] when finished.',
+    usage: "run once as COMMAND --instruction \"TEXT\" in the task's working folder (/app when isolated: name the agent's files by absolute path), prints [DONE] when finished",
+    probeUsage: 'run as COMMAND --instruction "<text>"; prints [DONE] when finished',
+    probe: 'sdk3',
+    needs: ['command', 'workdir'],
+  },
+};
+
+/** The descriptors in the order the settings list them. */
+export function protocolDescriptors(): ProtocolDescriptor[] {
+  return Object.values(PROTOCOL_DESCRIPTORS);
+}
