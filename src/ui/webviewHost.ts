@@ -28,7 +28,7 @@ export interface WebviewHostOptions<ToHost extends { type: string }, ToWebview> 
   app: string;
   /** The page's title. */
   title: string;
-  /** The app's `toHostSchema` (src/webviews/<app>/protocol.ts). */
+  /** The app's `toHostSchema` (src/contracts/<app>Page.ts). */
   schema: z.ZodType<ToHost>;
   handler: WebviewHandler<ToHost, ToWebview>;
   extensionUri: vscode.Uri;
