@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 import { describe, it } from 'node:test';
-import { CommandWatch, COMMAND_VARIABLE, KILL_SCRIPT } from '../../../src/runner/core/backends/command-watch.ts';
+import { CommandWatch, COMMAND_VARIABLE, killCommandArgv } from '../../../src/runner/core/backends/command-watch.ts';
 import { runBounded, startChild } from '../../../src/shared/process.ts';
 import { processesWith } from '../../support/runner/helpers.ts';
 
@@ -77,7 +77,7 @@ describe('the kill script', { skip }, () => {
     try {
       for (let i = 0; i < 100 && processesWith(token).length < 4; i++) await delay(50);
       assert.equal(processesWith(token).length, 4, processesWith(token).join('\n'));
-      const killed = await runBounded({ argv: ['/bin/sh', '-c', KILL_SCRIPT, 'belay-kill', id], cwd: '/', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, timeoutMs: 30_000, maxOutputChars: 2000 });
+      const killed = await runBounded({ argv: killCommandArgv(id), cwd: '/', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, timeoutMs: 30_000, maxOutputChars: 2000 });
       assert.equal(killed.exitCode, 0, killed.stderr.text(''));
       for (let i = 0; i < 100 && processesWith(token).length > 1; i++) await delay(50);
       assert.deepEqual(processesWith(token).map((line) => line.replace(/^\d+: /, '')), [`/bin/sh -c sleep 60; : ${token}-other `]);

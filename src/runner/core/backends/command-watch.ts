@@ -8,7 +8,7 @@
 //   (bash's /dev/tcp: no program to start), says `start <id>` and, when the engine's client
 //   ends by itself, `end <id>`. A connection that closes without `end` is a client that was
 //   killed (Belay kills the command's whole process group with SIGKILL), so `onEnded(id, true)` runs
-//   the kill inside (see KILL_SCRIPT).
+//   the kill inside (see programs/kill-command.sh).
 // What a command cannot shed was looked for: a PID namespace of its own (unshare --pid) needs
 // CAP_SYS_ADMIN, which containers do not have; a user namespace beside it runs the command as an
 // unmapped user (mapping root needs CAP_SETFCAP); cgroups are read-only inside. So the mark is the
@@ -17,42 +17,21 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import * as net from 'node:net';
+import { programText } from '../../../shared/programText.ts';
 
 /** The variable that marks every process of one command inside a container. */
 export const COMMAND_VARIABLE = 'BELAY_COMMAND';
 
-// $1: the watch's port, $2: the command's id, then the engine's command line. The connection is
-// best effort: without it the command runs unwatched (as it would without bash).
-const WRAPPER = `p=$1 id=$2; shift 2
-{ exec 9<>"/dev/tcp/127.0.0.1/$p"; } 2>/dev/null && printf 'start %s\\n' "$id" >&9
-"$@" 9>&-
-rc=$?
-printf 'end %s\\n' "$id" 2>/dev/null >&9
-exit $rc`;
+/** The command's wrapper, run with bash (programs/command-watch.sh). */
+const WRAPPER = programText(import.meta.url, './programs/command-watch.sh');
 
-/**
- * Run inside as the command's user: stops every process marked with $1 (its environment holds
- * BELAY_COMMAND=$1) and every process whose parent was stopped, round after round until a round
- * finds no new one (stopped processes cannot fork), then kills them all.
- */
-export const KILL_SCRIPT = `id=$1 me=$$ taken=' ' round=0
-while [ $round -lt 200 ]; do
-  round=$((round + 1)); found=''
-  for f in $(grep -l -e "${COMMAND_VARIABLE}=$id" /proc/[0-9]*/environ 2>/dev/null); do
-    p=\${f#/proc/}; p=\${p%/environ}
-    case "$taken" in *" $p "*) ;; *) [ "$p" != "$me" ] && found="$found $p" ;; esac
-  done
-  children=$(grep -H '^PPid:' /proc/[0-9]*/status 2>/dev/null | while IFS=: read -r f _ pp; do
-    p=\${f#/proc/}; p=\${p%/status}; pp=\${pp#"\${pp%%[0-9]*}"}
-    case "$taken" in *" $pp "*) case "$taken" in *" $p "*) ;; *) echo "$p" ;; esac ;; esac
-  done)
-  for p in $children; do case "$found " in *" $p "*) ;; *) [ "$p" != "$me" ] && found="$found $p" ;; esac; done
-  [ -z "$found" ] && break
-  kill -STOP $found 2>/dev/null
-  taken="$taken\${found# } "
-done
-[ "$taken" = ' ' ] || kill -KILL $taken 2>/dev/null
-exit 0`;
+/** Stops and kills one command's processes inside (programs/kill-command.sh). */
+const KILL_SCRIPT = programText(import.meta.url, './programs/kill-command.sh');
+
+/** The command line, run inside the container as the command's user, that kills command `id`'s processes. */
+export function killCommandArgv(id: string): [string, ...string[]] {
+  return ['/bin/sh', '-c', KILL_SCRIPT, 'belay-kill', id, COMMAND_VARIABLE];
+}
 
 /** Watches the engine clients of a session's commands; see the file's comment. */
 export class CommandWatch {

@@ -27,7 +27,7 @@ import { BackendUnavailableError, programEnvironment, type Backend, type Backend
 import { formatBytes } from '../records/logs.ts';
 import type { TaskEnvironment } from '../tasks/task.ts';
 import { detectEngine, EngineUnavailableError, failureText, type Engine, type EngineName } from './engine.ts';
-import { CommandWatch, COMMAND_VARIABLE, KILL_SCRIPT } from './command-watch.ts';
+import { CommandWatch, COMMAND_VARIABLE, killCommandArgv } from './command-watch.ts';
 import { BASE_IMAGE } from './image-base.ts';
 import { imageSource, taskImage } from './image-task.ts';
 import { checkServices, insidePort, ServiceRelay, socketFolder, type SocketFolder } from './services.ts';
@@ -489,7 +489,7 @@ class ContainerSession implements BackendSession {
     const phase = this.#commandPhases.get(id);
     this.#commandPhases.delete(id);
     if (this.#closed || phase === undefined || (phase === 'agent' && this.#agentEnded)) return;
-    const kill = this.#engine.run(['exec', this.#name, '/bin/sh', '-c', KILL_SCRIPT, 'belay-kill', id], { timeoutMs: 60_000 }).catch(() => undefined);
+    const kill = this.#engine.run(['exec', this.#name, ...killCommandArgv(id)], { timeoutMs: 60_000 }).catch(() => undefined);
     this.#kills.add(kill);
     void kill.finally(() => this.#kills.delete(kill));
   }

@@ -10,6 +10,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { errorMessage } from '../../../shared/errors.ts';
+import { programText } from '../../../shared/programText.ts';
 import { shellQuote } from '../../../shared/shell.ts';
 import { shellPath, type Backend, type BackendSession, type CommandSpec, type RunFolders } from '../backends/backend.ts';
 import { PROTOCOL_DESCRIPTORS, protocolDescriptors } from './descriptors.ts';
@@ -229,20 +230,8 @@ async function withProbe(options: DoctorOptions, root: string, task: Task, name:
   }
 }
 
-/**
- * Runs the agent (`$4…`) as a child marked with BELAY_DOCTOR_MARK=$1, waits for it, then writes
- * to $2 the processes still carrying the mark: what the agent left running when it exited.
- * Its stdin is passed on explicitly (a background job's stdin would otherwise be /dev/null).
- */
-const LEFTOVER_WRAPPER = `mark="$1"; report="$2"; shift 2
-BELAY_DOCTOR_MARK="$mark" "$@" <&0 &
-agent=$!
-wait "$agent"; code=$?
-grep -la "BELAY_DOCTOR_MARK=$mark" /proc/[0-9]*/environ 2>/dev/null | while read -r f; do
-  p=\${f#/proc/}; p=\${p%/environ}
-  printf '%s %s\\n' "$p" "$(tr '\\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | cut -c1-120)"
-done > "$report.part" 2>/dev/null && mv "$report.part" "$report"
-exit "$code"`;
+/** The agent's wrapper that reports what it left running (programs/leftover-wrapper.sh). */
+const LEFTOVER_WRAPPER = programText(import.meta.url, './programs/leftover-wrapper.sh');
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const excerpt = (text: string, max = 80) => JSON.stringify(text.length > max ? `${text.slice(0, max)}…` : text);
