@@ -18,7 +18,7 @@ import { digest, type BlockRecord, type FileChange } from './core/ledger.ts';
 import { lensArguments, type LensArguments } from './core/lenses.ts';
 import { splitFileLines } from './core/lines.ts';
 import { AnswerState, planAnswer, replayOf, type AnswerPlan, type Plan, type PlannedBlock } from './core/plan.ts';
-import { failed, failure, formatResult, outcomeStatus, parseErrorOutcome, type CommandResult, type Outcome, type OutcomeStatus } from './core/results.ts';
+import { commandEcho, commandEnding, failed, failure, formatResult, outcomeStatus, parseErrorOutcome, type CommandResult, type Outcome, type OutcomeStatus } from './core/results.ts';
 import { recordAnswer, type StepOutcome } from './core/session.ts';
 import type { Workspace } from './core/sandbox.ts';
 import { inOrder, type TextCommand } from './core/syntax.ts';
@@ -728,7 +728,7 @@ class CommandTerminal extends BelayPseudoterminal {
     void this.#run().then((outcome) => {
       this.#finished = outcome;
       const { result } = outcome;
-      this.write(`${result.output ? `${result.output}\n` : ''}\n${formatResult({ ...result, output: undefined })}\n\nPress any key to close.\n`);
+      this.write(commandEnding(result));
       this.#done(outcome);
     });
   }
@@ -746,7 +746,7 @@ class CommandTerminal extends BelayPseudoterminal {
 function runInTerminal(terminals: TerminalOpener, workspace: Workspace, command: TextCommand, timeoutMs: number): Promise<Outcome> {
   return new Promise((resolve) => {
     const pty = new CommandTerminal((signal) => runCommand(workspace, command.body.text, { runTimeoutMs: timeoutMs, signal }), resolve);
-    pty.write(`$ ${command.body.text}\n`);
+    pty.write(commandEcho(command.body.text));
     terminals.open('Belay: RUN_COMMAND', pty);
   });
 }

@@ -2,6 +2,7 @@
 //   [OK] CREATE_FILE: Created 'a.txt'
 //   [FAILED] RUN_COMMAND: Ran 'npm test' (exit code 1)
 //     Output: …
+import { neutraliseControls } from '../../shared/terminalText.ts';
 import { COMMAND_TYPES, type CommandType, type ParseError } from './syntax.ts';
 
 export const RESULT_TYPES = [...COMMAND_TYPES, 'PARSE_ERROR'] as const;
@@ -110,6 +111,22 @@ export function formatResult(result: CommandResult): string {
   const lines = result.output.split(LINE_BREAK);
   if (lines.length === 1) return `${head}\n  Output: ${lines[0]}`;
   return `${head}\n  Output:\n${lines.map((line) => `    ${line}`.trimEnd()).join('\n')}`;
+}
+
+// What RUN_COMMAND's terminal shows: the command as the answer wrote it, then (once it ended)
+// its output and its result line. Both come from an LLM's answer and the program it ran, so every
+// control character is shown as a stand-in (colours kept in the output): no escape sequence from
+// them can set the title, clear the screen, move over the result line or write the clipboard.
+
+/** The terminal's first line: the command about to run. */
+export function commandEcho(command: string): string {
+  return `$ ${neutraliseControls(command)}\n`;
+}
+
+/** The terminal's last lines: the command's output and its result. */
+export function commandEnding(result: CommandResult): string {
+  const output = result.output ? `${neutraliseControls(result.output, { keepColours: true })}\n` : '';
+  return `${output}\n${neutraliseControls(formatResult({ ...result, output: undefined }))}\n\nPress any key to close.\n`;
 }
 
 export function formatResults(results: readonly CommandResult[]): string {
