@@ -5,6 +5,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BLOCK_TYPES, COMMAND_TYPES, type BlockTypeInfo } from '../src/blocks/core/syntax.ts';
 
 interface Embedded {
   /** Suffix of `meta.embedded.block.<id>`; also the VS Code language id. */
@@ -39,7 +40,9 @@ export const EMBEDDED: Embedded[] = [
   { id: 'makefile', scope: 'source.makefile', path: `(?:[^"'\\n]*/)?(?:GNUmakefile|[Mm]akefile)|${ext('mk')}` },
 ];
 
-const COMMANDS = 'CREATE_FILE|EDIT_FILE|DELETE_FILE|READ_FILE|RUN_COMMAND|MESSAGE|DONE';
+const COMMANDS = COMMAND_TYPES.join('|');
+/** The block types whose body holds `kind`, as an alternation. */
+const bodies = (...kinds: Array<BlockTypeInfo['body']>): string => COMMAND_TYPES.filter((type) => kinds.includes(BLOCK_TYPES[type].body)).join('|');
 
 /** The opening tag of a block whose body starts on the next line: `[NAME attrs]` alone on its line. */
 function openingTag(names: string, lookahead = ''): string {
@@ -106,10 +109,10 @@ const grammar = {
       ],
     },
     ...Object.fromEntries(
-      EMBEDDED.map((e) => [`body-${e.id}`, body('CREATE_FILE|EDIT_FILE', `meta.embedded.block.${e.id}`, e.scope, pathLookahead(e.path))]),
+      EMBEDDED.map((e) => [`body-${e.id}`, body(bodies('file'), `meta.embedded.block.${e.id}`, e.scope, pathLookahead(e.path))]),
     ),
-    'body-run': body('RUN_COMMAND', 'meta.embedded.block.shellscript', 'source.shell'),
-    'body-plain': body('CREATE_FILE|EDIT_FILE|MESSAGE|DONE', 'meta.body.plain.codingagent', undefined),
+    'body-run': body(bodies('shell'), 'meta.embedded.block.shellscript', 'source.shell'),
+    'body-plain': body(bodies('file', 'text'), 'meta.body.plain.codingagent', undefined),
     tag: {
       match: `(\\[)(${COMMANDS})\\b((?:[^\\]"'\\n]|"(?:[^"\\\\\\n]|\\\\.)*"|'(?:[^'\\\\\\n]|\\\\.)*')*)(\\])`,
       captures: tagCaptures,

@@ -12,7 +12,7 @@ import { parseAnswer } from '../blocks/core/parser.ts';
 import { AnswerState, planAnswer, type Replay } from '../blocks/core/plan.ts';
 import { SECTION } from '../blocks/core/protocol.ts';
 import { openWorkspace, type Workspace } from '../blocks/core/sandbox.ts';
-import type { Command, ParseResult } from '../blocks/core/syntax.ts';
+import { BLOCK_TYPES, type Command, type ParseResult } from '../blocks/core/syntax.ts';
 
 // LSP enumerations as numbers: this module stays free of the server library's runtime.
 const ERROR = 1 as const;
@@ -404,24 +404,19 @@ export function codeLenses(
       lenses.push({ range, command: { title: title.split('\n', 1)[0]!, command: LENS_COMMANDS.problem, arguments: args, tooltip: failure.summary } as CodeLens['command'] });
       continue;
     }
-    switch (command.type) {
-      case 'CREATE_FILE':
-      case 'EDIT_FILE':
-      case 'DELETE_FILE':
+    switch (BLOCK_TYPES[command.type].action) {
+      case 'apply':
         lenses.push({ range, command: { title: moved.has(i) ? `Apply (moved to ${moved.get(i)!}: the file changed)` : 'Apply', command: LENS_COMMANDS.apply, arguments: args } });
         lenses.push({ range, command: { title: 'Preview', command: LENS_COMMANDS.preview, arguments: args } });
         break;
-      case 'RUN_COMMAND':
+      case 'run':
         lenses.push({ range, command: { title: 'Run', command: LENS_COMMANDS.run, arguments: args } });
         break;
-      case 'READ_FILE':
+      case 'open':
         lenses.push({ range, command: { title: failure ? `$(error) ${failure.summary}` : 'Open File', command: failure ? LENS_COMMANDS.problem : LENS_COMMANDS.open, arguments: args } });
         break;
-      case 'MESSAGE':
-        lenses.push({ range, command: { title: 'Show Message', command: LENS_COMMANDS.show, arguments: args } });
-        break;
-      case 'DONE':
-        lenses.push({ range, command: { title: 'Task Done', command: LENS_COMMANDS.show, arguments: args } });
+      case 'show':
+        lenses.push({ range, command: { title: command.type === 'DONE' ? 'Task Done' : 'Show Message', command: LENS_COMMANDS.show, arguments: args } });
         break;
     }
   }
@@ -443,12 +438,15 @@ function describe(command: Command): string {
   }
 }
 
+/** The outline's symbol kind of a block, by what its body holds. */
+const SYMBOL_KINDS = { file: SYMBOL_FILE, none: SYMBOL_FILE, shell: SYMBOL_EVENT, text: SYMBOL_STRING } as const;
+
 /** The outline: one symbol per block, or per section for an outbox. */
 export function documentSymbols(analysis: Analysis, text: string): DocumentSymbol[] {
   if (analysis.outbox) return sectionSymbols(text);
   return analysis.parsed.commands.map((command) => ({
     name: describe(command),
-    kind: command.type === 'RUN_COMMAND' ? SYMBOL_EVENT : command.type === 'MESSAGE' || command.type === 'DONE' ? SYMBOL_STRING : SYMBOL_FILE,
+    kind: SYMBOL_KINDS[BLOCK_TYPES[command.type].body],
     range: command.range,
     selectionRange: command.openTag.range,
   }));

@@ -4,7 +4,7 @@ import type { CompletionItem, Hover, Position } from 'vscode-languageserver';
 import { readFileState } from '../blocks/core/files.ts';
 import { splitFileLines } from '../blocks/core/lines.ts';
 import { resolveInWorkspace } from '../blocks/core/sandbox.ts';
-import { COMMAND_TYPES, REQUIRED_ATTRIBUTES, type Command, type CommandType } from '../blocks/core/syntax.ts';
+import { BLOCK_TYPES, COMMAND_TYPES, REQUIRED_ATTRIBUTES, type Command, type CommandType } from '../blocks/core/syntax.ts';
 import { listWorkspace } from '../blocks/core/workspace.ts';
 import type { Analysis } from './analysis.ts';
 
@@ -12,26 +12,6 @@ const KIND_PROPERTY = 10;
 const KIND_FILE = 17;
 const KIND_SNIPPET = 15;
 const SNIPPET = 2;
-
-const COMMAND_DOCS: Readonly<Record<CommandType, string>> = {
-  CREATE_FILE: 'Creates or overwrites the file at `path` with the body, exactly as written (no final newline unless the body ends with an empty line). Missing folders are created.',
-  EDIT_FILE: 'Replaces lines `start_line` to `end_line` (from 1, both included) of an existing file with the body. Line numbers refer to the file before this answer; later edits are shifted for earlier ones.',
-  DELETE_FILE: 'Deletes the file at `path`. One line, no closing tag.',
-  READ_FILE: 'Asks for the file at `path`: its contents appear in the next outbox. One line, no closing tag.',
-  RUN_COMMAND: 'Runs the body with `/bin/sh -c` in the workspace folder, stopped after the session timeout with its whole process tree; stdout and stderr come back, cut.',
-  MESSAGE: 'Shows the body to the user.',
-  DONE: 'Ends the session: the body summarises what was done. Commands after it still run.',
-};
-
-const SNIPPETS: Readonly<Record<CommandType, string>> = {
-  CREATE_FILE: 'CREATE_FILE path="${1:path}"]\n$0\n[/CREATE_FILE]',
-  EDIT_FILE: 'EDIT_FILE path="${1:path}" start_line="${2:1}" end_line="${3:1}"]\n$0\n[/EDIT_FILE]',
-  DELETE_FILE: 'DELETE_FILE path="${1:path}"]',
-  READ_FILE: 'READ_FILE path="${1:path}"]',
-  RUN_COMMAND: 'RUN_COMMAND]\n${1:command}\n[/RUN_COMMAND]',
-  MESSAGE: 'MESSAGE]\n${1:text}\n[/MESSAGE]',
-  DONE: 'DONE]\n${1:summary}\n[/DONE]',
-};
 
 /** Workspace listings reused for a few seconds: completion asks on every keystroke. */
 export class ListingCache {
@@ -88,11 +68,11 @@ export async function complete(analysis: Analysis, text: string, position: Posit
       label: type,
       kind: KIND_SNIPPET,
       detail: 'Belay command block',
-      documentation: { kind: 'markdown', value: COMMAND_DOCS[type] },
+      documentation: { kind: 'markdown', value: BLOCK_TYPES[type].doc },
       sortText: String(i),
       filterText: type,
       insertTextFormat: SNIPPET,
-      textEdit: { range: { start, end }, newText: SNIPPETS[type] },
+      textEdit: { range: { start, end }, newText: BLOCK_TYPES[type].snippet },
     }));
   }
   return [];
@@ -119,7 +99,7 @@ export async function hover(analysis: Analysis, position: Position): Promise<Hov
   if (analysis.outbox) return null;
   const command = analysis.parsed.commands.find((c) => contains(c.openTag.range, position) || (c.closeTag !== undefined && contains(c.closeTag.range, position)));
   if (!command) return null;
-  const parts = [`**${command.type}**: ${COMMAND_DOCS[command.type]}`];
+  const parts = [`**${command.type}**: ${BLOCK_TYPES[command.type].doc}`];
   if (command.type === 'EDIT_FILE' && analysis.workspace) parts.push(await currentLines(analysis, command));
   return { contents: { kind: 'markdown', value: parts.join('\n\n') }, range: command.openTag.range };
 }

@@ -1,6 +1,6 @@
 // How a block is recognised across edits of the answer and across processes (language server and
 // extension host): by what it does, not by where it sits. No `vscode` import.
-import type { Command } from './syntax.ts';
+import { CHANGES_WORKSPACE, type Command } from './syntax.ts';
 
 /** What the block does, in a few fields; equal blocks get an occurrence number to stay distinct. */
 function signature(command: Command): string {
@@ -30,5 +30,5 @@ export function blockKeys(commands: readonly Command[]): string[] {
 
 /** The commands whose effects the editor applies (READ_FILE, MESSAGE and DONE only report). */
 export function changesWorkspace(command: Command): boolean {
-  return command.type === 'CREATE_FILE' || command.type === 'EDIT_FILE' || command.type === 'DELETE_FILE' || command.type === 'RUN_COMMAND';
+  return CHANGES_WORKSPACE.has(command.type);
 }

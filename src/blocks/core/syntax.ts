@@ -15,22 +15,118 @@ export interface Range {
 export const COMMAND_TYPES = ['CREATE_FILE', 'EDIT_FILE', 'DELETE_FILE', 'READ_FILE', 'RUN_COMMAND', 'MESSAGE', 'DONE'] as const;
 export type CommandType = (typeof COMMAND_TYPES)[number];
 
+/** What the editor does with a block of one type (the lenses above it). */
+export type BlockAction = 'apply' | 'run' | 'open' | 'show';
+
+/** One block type, described once: the parser, the planner, the language server and the grammar read this. */
+export interface BlockTypeInfo {
+  /** Written as one opening tag, without body or closing tag. */
+  selfClosing: boolean;
+  /** Its body is trimmed (the others keep their body verbatim). */
+  trimmedBody: boolean;
+  /** The attributes it requires, in the order the protocol lists them. */
+  required: readonly string[];
+  /** Its effects are applied to the workspace (the others only report). */
+  changesWorkspace: boolean;
+  /** The lenses above it. */
+  action: BlockAction;
+  /** What its body holds, for the grammar and the outline: a file's content, a shell command, text. */
+  body: 'file' | 'shell' | 'text' | 'none';
+  /** Its hover text: what it does. */
+  doc: string;
+  /** Its completion snippet, after the `[` already typed. */
+  snippet: string;
+}
+
+export const BLOCK_TYPES: Readonly<Record<CommandType, BlockTypeInfo>> = {
+  CREATE_FILE: {
+    selfClosing: false,
+    trimmedBody: false,
+    required: ['path'],
+    changesWorkspace: true,
+    action: 'apply',
+    body: 'file',
+    doc: 'Creates or overwrites the file at `path` with the body, exactly as written (no final newline unless the body ends with an empty line). Missing folders are created.',
+    snippet: 'CREATE_FILE path="${1:path}"]\n$0\n[/CREATE_FILE]',
+  },
+  EDIT_FILE: {
+    selfClosing: false,
+    trimmedBody: false,
+    required: ['path', 'start_line', 'end_line'],
+    changesWorkspace: true,
+    action: 'apply',
+    body: 'file',
+    doc: 'Replaces lines `start_line` to `end_line` (from 1, both included) of an existing file with the body. Line numbers refer to the file before this answer; later edits are shifted for earlier ones.',
+    snippet: 'EDIT_FILE path="${1:path}" start_line="${2:1}" end_line="${3:1}"]\n$0\n[/EDIT_FILE]',
+  },
+  DELETE_FILE: {
+    selfClosing: true,
+    trimmedBody: false,
+    required: ['path'],
+    changesWorkspace: true,
+    action: 'apply',
+    body: 'none',
+    doc: 'Deletes the file at `path`. One line, no closing tag.',
+    snippet: 'DELETE_FILE path="${1:path}"]',
+  },
+  READ_FILE: {
+    selfClosing: true,
+    trimmedBody: false,
+    required: ['path'],
+    changesWorkspace: false,
+    action: 'open',
+    body: 'none',
+    doc: 'Asks for the file at `path`: its contents appear in the next outbox. One line, no closing tag.',
+    snippet: 'READ_FILE path="${1:path}"]',
+  },
+  RUN_COMMAND: {
+    selfClosing: false,
+    trimmedBody: true,
+    required: [],
+    changesWorkspace: true,
+    action: 'run',
+    body: 'shell',
+    doc: 'Runs the body with `/bin/sh -c` in the workspace folder, stopped after the session timeout with its whole process tree; stdout and stderr come back, cut.',
+    snippet: 'RUN_COMMAND]\n${1:command}\n[/RUN_COMMAND]',
+  },
+  MESSAGE: {
+    selfClosing: false,
+    trimmedBody: true,
+    required: [],
+    changesWorkspace: false,
+    action: 'show',
+    body: 'text',
+    doc: 'Shows the body to the user.',
+    snippet: 'MESSAGE]\n${1:text}\n[/MESSAGE]',
+  },
+  DONE: {
+    selfClosing: false,
+    trimmedBody: true,
+    required: [],
+    changesWorkspace: false,
+    action: 'show',
+    body: 'text',
+    doc: 'Ends the session: the body summarises what was done. Commands after it still run.',
+    snippet: 'DONE]\n${1:summary}\n[/DONE]',
+  },
+};
+
+/** The block types whose row says `key` is true. */
+function typesWhere(key: 'selfClosing' | 'trimmedBody' | 'changesWorkspace'): ReadonlySet<CommandType> {
+  return new Set(COMMAND_TYPES.filter((type) => BLOCK_TYPES[type][key]));
+}
+
 /** Commands written as one opening tag, without body or closing tag. */
-export const SELF_CLOSING: ReadonlySet<CommandType> = new Set(['DELETE_FILE', 'READ_FILE']);
+export const SELF_CLOSING: ReadonlySet<CommandType> = typesWhere('selfClosing');
 
 /** Commands whose body is trimmed (the others keep their body verbatim). */
-export const TRIMMED_BODY: ReadonlySet<CommandType> = new Set(['RUN_COMMAND', 'MESSAGE', 'DONE']);
+export const TRIMMED_BODY: ReadonlySet<CommandType> = typesWhere('trimmedBody');
+
+/** Commands whose effects the editor applies (READ_FILE, MESSAGE and DONE only report). */
+export const CHANGES_WORKSPACE: ReadonlySet<CommandType> = typesWhere('changesWorkspace');
 
 /** The attributes each command requires, in the order the protocol lists them. */
-export const REQUIRED_ATTRIBUTES: Readonly<Record<CommandType, readonly string[]>> = {
-  CREATE_FILE: ['path'],
-  EDIT_FILE: ['path', 'start_line', 'end_line'],
-  DELETE_FILE: ['path'],
-  READ_FILE: ['path'],
-  RUN_COMMAND: [],
-  MESSAGE: [],
-  DONE: [],
-};
+export const REQUIRED_ATTRIBUTES: Readonly<Record<CommandType, readonly string[]>> = Object.fromEntries(COMMAND_TYPES.map((type) => [type, BLOCK_TYPES[type].required])) as Record<CommandType, readonly string[]>;
 
 export interface Attribute {
   /** The name as written. Names are matched without regard to case. */
