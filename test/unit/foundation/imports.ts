@@ -153,8 +153,11 @@ export function specifiersOf(fileName: string, text: string): { specs: string[];
   return { specs, computed };
 }
 
-/** Every import of every .ts file under src/ (type-only ones too), resolved to repo paths. */
-export function scanImports(repoRoot: string): ImportScan {
+/**
+ * Every import of every .ts file under `dirs` (src/ unless told; type-only ones too), resolved to
+ * repo paths; folders in `skip` (repo paths) are not read.
+ */
+export function scanImports(repoRoot: string, dirs: readonly string[] = ['src'], skip: readonly string[] = []): ImportScan {
   const graph: Graph = new Map();
   const packages = new Map<string, string[]>();
   const problems: string[] = [];
@@ -168,6 +171,7 @@ export function scanImports(repoRoot: string): ImportScan {
   const walk = (dir: string) => {
     for (const name of readdirSync(path.join(repoRoot, dir))) {
       const rel = `${dir}/${name}`;
+      if (skip.includes(rel)) continue;
       if (statSync(path.join(repoRoot, rel)).isDirectory()) walk(rel);
       else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) {
         const { specs, computed } = specifiersOf(rel, readFileSync(path.join(repoRoot, rel), 'utf8'));
@@ -189,7 +193,7 @@ export function scanImports(repoRoot: string): ImportScan {
       }
     }
   };
-  walk('src');
+  for (const dir of dirs) walk(dir);
   return { graph, packages, problems };
 }
 

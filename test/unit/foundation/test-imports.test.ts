@@ -3,11 +3,10 @@
 // `.test.ts` file; and a file under test/unit/ does not reach for the ways to start something
 // (child processes, servers, the built command lines, containers), which belong in test/integration/.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, test } from 'node:test';
 import { repoRoot } from '../../../scripts/lib/paths.ts';
-import { resolveSpecifier, specifiersOf } from './imports.ts';
+import { resolveSpecifier, scanImports } from './imports.ts';
 
 /** Per file, every specifier it imports: relative ones resolved to repo paths, packages as written. */
 type TestGraph = Map<string, string[]>;
@@ -42,47 +41,18 @@ export function testImportProblems(graph: TestGraph): string[] {
   return found;
 }
 
-/** The import graph of bench/ and test/ (fixtures are data, not modules of the tests), and what resolved to nothing. */
-function scanTests(root: string): { graph: TestGraph; unresolved: string[] } {
-  const graph: TestGraph = new Map();
-  const unresolved: string[] = [];
-  const exists = (rel: string) => {
-    try {
-      return statSync(path.join(root, rel)).isFile();
-    } catch {
-      return false;
-    }
-  };
-  const walk = (dir: string) => {
-    for (const name of readdirSync(path.join(root, dir))) {
-      const rel = `${dir}/${name}`;
-      if (rel === 'test/fixtures' || rel === 'bench/fixtures') continue;
-      if (statSync(path.join(root, rel)).isDirectory()) walk(rel);
-      else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) {
-        const targets: string[] = [];
-        for (const spec of specifiersOf(rel, readFileSync(path.join(root, rel), 'utf8')).specs) {
-          if (!spec.startsWith('./') && !spec.startsWith('../')) {
-            targets.push(spec);
-            continue;
-          }
-          const { target } = resolveSpecifier(exists, rel, spec);
-          if (target) targets.push(target);
-          else unresolved.push(`${rel}: '${spec}'`);
-        }
-        graph.set(rel, targets);
-      }
-    }
-  };
-  walk('bench');
-  walk('test');
-  return { graph, unresolved };
+/** The import graph of bench/ and test/ (fixtures are data, not modules of the tests), packages included, and what could not be followed. */
+function scanTests(root: string): { graph: TestGraph; problems: string[] } {
+  const scan = scanImports(root, ['bench', 'test'], ['test/fixtures', 'bench/fixtures']);
+  const graph: TestGraph = new Map([...scan.graph].map(([file, targets]) => [file, [...targets, ...(scan.packages.get(file) ?? [])]]));
+  return { graph, problems: scan.problems };
 }
 
 describe("the tests' layout", () => {
   test('benches and test/support/ import no test file, nothing imports a .test.ts, test/unit/ starts nothing', () => {
-    const { graph, unresolved } = scanTests(repoRoot);
+    const { graph, problems } = scanTests(repoRoot);
     assert.ok(graph.has('bench/cues-panel.bench.ts') && graph.has('test/support/workbench.ts') && graph.has('test/unit/foundation/architecture.test.ts'), 'the scan reads bench/ and test/');
-    assert.deepEqual(unresolved, []);
+    assert.deepEqual(problems, []);
     assert.deepEqual(testImportProblems(graph), []);
   });
 
