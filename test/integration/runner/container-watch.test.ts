@@ -75,8 +75,12 @@ describe('the kill script', { skip }, () => {
     const marked = startChild({ argv: ['/bin/sh', '-c', program], cwd: '/', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', [COMMAND_VARIABLE]: id }, stdin: 'ignore' });
     const bystander = startChild({ argv: ['/bin/sh', '-c', `sleep 60; : ${token}-other`], cwd: '/', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', [COMMAND_VARIABLE]: other }, stdin: 'ignore' });
     try {
-      for (let i = 0; i < 100 && processesWith(token).length < 4; i++) await delay(50);
-      assert.equal(processesWith(token).length, 4, processesWith(token).join('\n'));
+      // The four sleepers, once each: a subshell that has forked but not yet become `setsid` would
+      // be a fifth for a moment.
+      const sleepers = () => processesWith(token).map((line) => line.replace(/^\d+: /, '')).sort();
+      const expected = [`/bin/sh -c ${program} `, `/bin/sh -c sleep 60; : ${token}-other `, `sh -c sleep 60; : ${token}-cleared `, `sh -c sleep 60; : ${token}-setsid `].sort();
+      for (let i = 0; i < 200 && JSON.stringify(sleepers()) !== JSON.stringify(expected); i++) await delay(50);
+      assert.deepEqual(sleepers(), expected);
       const killed = await runBounded({ argv: killCommandArgv(id), cwd: '/', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, timeoutMs: 30_000, maxOutputChars: 2000 });
       assert.equal(killed.exitCode, 0, killed.stderr.text(''));
       for (let i = 0; i < 100 && processesWith(token).length > 1; i++) await delay(50);
