@@ -49,7 +49,8 @@ const SESSION_ANSWER = /^([0-9a-f]{8})_answer(\d{4,})/;
 export class BlockStates implements vscode.Disposable {
   private readonly ctx: BelayContext;
   readonly ledger: Ledger;
-  private readonly views = new Map<string, { version: number; epoch: number; view: Promise<AnswerView> }>();
+  /** Keyed by URI, held for one document object: an untitled answer closed and another opened reuse the URI, at version 1 again. */
+  private readonly views = new Map<string, { document: vscode.TextDocument; version: number; epoch: number; view: Promise<AnswerView> }>();
   private readonly signatures = new Map<string, string>();
   private epoch = 0;
   /** Files the records of open answers touch (real paths): a change to one may change a state. */
@@ -116,6 +117,8 @@ export class BlockStates implements vscode.Disposable {
       } catch {
         continue;
       }
+      // Closed meanwhile: what it showed is not the answer a new document under its URI shows.
+      if (document.isClosed) continue;
       for (const settled of view.settled.values()) for (const file of settled.record?.files ?? []) tracked.add(shownPath(view.workspace, file.real));
       const signature = [...view.settled].map(([i, s]) => `${i}:${s.status}:${s.summary}`).join('\n');
       if (this.signatures.get(uri) !== signature) {
@@ -130,9 +133,9 @@ export class BlockStates implements vscode.Disposable {
   view(document: vscode.TextDocument): Promise<AnswerView> {
     const key = document.uri.toString();
     const cached = this.views.get(key);
-    if (cached && cached.version === document.version && cached.epoch === this.epoch) return cached.view;
+    if (cached && cached.document === document && cached.version === document.version && cached.epoch === this.epoch) return cached.view;
     const view = this.derive(document);
-    this.views.set(key, { version: document.version, epoch: this.epoch, view });
+    this.views.set(key, { document, version: document.version, epoch: this.epoch, view });
     view.then(
       (v) => {
         if (!this.signatures.has(key)) {

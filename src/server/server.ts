@@ -23,7 +23,9 @@ export function startServer(connection: Connection): void {
   // Replaced by the client's initializationOptions. Without folders the session root setting is
   // never read: only answers inside a session root have a target.
   let settings: ServerSettings = { workspaceFolders: [], sessionRoot: '' };
-  const analyses = new Map<string, { version: number; analysis: Promise<Analysis> }>();
+  // Keyed by URI, but held for one document object and version: an answer closed and another opened
+  // under the same URI (untitled documents reuse theirs) starts at version 1 again.
+  const analyses = new Map<string, { document: TextDocument; version: number; analysis: Promise<Analysis> }>();
   const timers = new Map<string, NodeJS.Timeout>();
   const listings = new ListingCache();
   const plans = new PlanCache();
@@ -34,15 +36,16 @@ export function startServer(connection: Connection): void {
   /** The analysis of the document's current version, computed once per version. */
   function analysisOf(document: TextDocument): Promise<Analysis> {
     const cached = analyses.get(document.uri);
-    if (cached && cached.version === document.version) return cached.analysis;
+    if (cached && cached.document === document && cached.version === document.version) return cached.analysis;
     const analysis = analyze({ uri: document.uri, text: document.getText(), documentPath: filePath(document.uri), settings, plans, handled: handled.get(document.uri) });
-    analyses.set(document.uri, { version: document.version, analysis });
+    analyses.set(document.uri, { document, version: document.version, analysis });
     return analysis;
   }
 
   async function publish(document: TextDocument): Promise<void> {
     const analysis = await analysisOf(document);
-    if (documents.get(document.uri)?.version !== document.version) return;
+    const current = documents.get(document.uri);
+    if (current !== document || current.version !== document.version) return;
     await connection.sendDiagnostics({ uri: document.uri, version: document.version, diagnostics: analysis.diagnostics });
   }
 

@@ -202,6 +202,22 @@ describe('CodingAgent language server', () => {
     assert.deepEqual(symbols.map((s) => s.name), ['HEADER', 'PROTOCOL', 'PROMPT']);
   });
 
+  test('an answer closed and another opened under the same URI (as untitled answers are) gets its own lenses and diagnostics', async () => {
+    const file = path.join(dir, 'reused.agent');
+    const uri = pathToFileURL(file).href;
+    await client.open(file, '[EDIT_FILE path="src/app.py" start_line="1" end_line="3"]\nx\n[/EDIT_FILE]\n');
+    const first: CodeLens[] = await client.rpc.sendRequest('textDocument/codeLens', { textDocument: { uri } });
+    assert.deepEqual(first.map((l) => l.command!.title), ['Apply All (1)', 'Preview All', 'Apply', 'Preview']);
+    // Closed and opened anew at once, at version 1 again, while the first one's work may be under way.
+    const diagnostics = client.next(uri);
+    void client.rpc.sendNotification('textDocument/didClose', { textDocument: { uri } });
+    const reopened = client.open(file, '[CREATE_FILE path="b.txt"]\nB\n[/CREATE_FILE]\n[CREATE_FILE path="../out.txt"]\nno\n[/CREATE_FILE]\n');
+    assert.deepEqual(await diagnostics, [], 'closing clears the first answer\'s diagnostics');
+    assert.deepEqual((await reopened).map((d) => d.message), ["REJECTED: Path '../out.txt' is outside workspace"]);
+    const second: CodeLens[] = await client.rpc.sendRequest('textDocument/codeLens', { textDocument: { uri } });
+    assert.deepEqual(second.map((l) => l.command!.title), ['Apply All (1)', 'Preview All', 'Apply', 'Preview', '$(circle-slash) REJECTED: Path \'../out.txt\' is outside workspace']);
+  });
+
   test('CodeLenses: Apply All (N) and Preview All at the top, Apply/Preview/Run per block', async () => {
     const file = path.join(dir, 'lenses.agent');
     const text = 'Hi\n[CREATE_FILE path="a.txt"]\nA\n[/CREATE_FILE]\n[RUN_COMMAND]ls[/RUN_COMMAND]\n[READ_FILE path="src/app.py"]\n[DONE]ok[/DONE]\n';
