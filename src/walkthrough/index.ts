@@ -44,6 +44,14 @@ async function firstStart(ctx: BelayContext): Promise<void> {
   ctx.log.info('the demo workspace starts for the first time: opening the Get Started walkthrough');
   let disposed = false;
   ctx.own({ dispose: () => (disposed = true) });
+  // The person doing something else (an editor, a terminal) counts as turning away from the page:
+  // it is not brought back over what they turned to.
+  let turnedAway = false;
+  // (The walkthrough's own page is no text editor: opening it makes the active editor undefined.)
+  const turned = [
+    vscode.window.onDidChangeActiveTextEditor((editor) => editor && (turnedAway = true)),
+    vscode.window.onDidOpenTerminal(() => (turnedAway = true)),
+  ];
   const outcome = await openWhileUntouched(
     {
       open: async () => {
@@ -51,6 +59,7 @@ async function firstStart(ctx: BelayContext): Promise<void> {
       },
       welcome: () => {
         const groups = vscode.window.tabGroups;
+        if (turnedAway) return 'behind';
         if (groups.activeTabGroup.activeTab && isWelcomeLabel(groups.activeTabGroup.activeTab.label)) return 'active';
         return groups.all.some((group) => group.tabs.some((tab) => isWelcomeLabel(tab.label))) ? 'behind' : 'none';
       },
@@ -68,6 +77,7 @@ async function firstStart(ctx: BelayContext): Promise<void> {
     },
     { retryMs: 4000, withinMs: 60_000 },
   );
+  turned.forEach((subscription) => subscription.dispose());
   ctx.log.info(`the Get Started walkthrough: ${outcome.kind === 'left' ? `the person ${outcome.how === 'closed' ? 'closed it' : 'turned to another tab'}` : outcome.kind === 'no-tab' ? 'the workbench opened no Welcome tab' : 'asked while its tab stood untouched'} (${outcome.attempts} asks)`);
 }
 
