@@ -12,6 +12,7 @@ import { test } from 'node:test';
 import * as esbuild from 'esbuild';
 import { embedPrograms } from '../../../scripts/build-plugins.ts';
 import { repoRoot } from '../../../scripts/lib/paths.ts';
+import { bundleInMemory } from '../../support/bundle.ts';
 import { programText } from '../../../src/shared/programText.ts';
 
 
@@ -76,19 +77,13 @@ test('from the sources, programText reads the file beside the module that asks',
 });
 
 test('the build puts each program into the bundle as text, and nothing reads a program file at run time', async () => {
-  const result = await esbuild.build({
-    entryPoints: ['src/cli/belay.ts'],
-    absWorkingDir: repoRoot,
-    bundle: true,
-    write: false,
+  const result = await bundleInMemory(['src/cli/belay.ts'], {
     platform: 'node',
     format: 'cjs',
     packages: 'external',
     plugins: [embedPrograms],
     outfile: 'out/programs-check/cli.js',
-    logLevel: 'silent',
     define: { BELAY_VERSION: '"test"' },
-    metafile: true,
   });
   const bundle = result.outputFiles.find((f) => f.path.endsWith('cli.js'))!.text;
   const [output] = Object.values(result.metafile.outputs).filter((o) => o.entryPoint === 'src/cli/belay.ts');

@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import * as esbuild from 'esbuild';
 import { oneVscode } from '../../../scripts/build-plugins.ts';
 import { repoRoot } from '../../../scripts/lib/paths.ts';
+import { bundleInMemory } from '../../support/bundle.ts';
 
 const HEAVY = ['zod', 'yaml', 'smol-toml', 'vscode-languageclient', 'vscode-languageserver', 'execa'];
 
@@ -16,19 +17,7 @@ const HEAVY = ['zod', 'yaml', 'smol-toml', 'vscode-languageclient', 'vscode-lang
  * reached, the imports that lead to it (so a failure says which module to change).
  */
 async function loadedAtStart(entry: string): Promise<{ packages: string[]; modules: string[]; heavy: string[] }> {
-  const result = await esbuild.build({
-    entryPoints: [entry],
-    absWorkingDir: repoRoot,
-    bundle: true,
-    write: false,
-    metafile: true,
-    platform: 'node',
-    format: 'cjs',
-    packages: 'external',
-    external: ['vscode'],
-    outdir: 'out/activation-check',
-    logLevel: 'silent',
-  });
+  const result = await bundleInMemory([entry], { platform: 'node', format: 'cjs', packages: 'external', external: ['vscode'], outdir: 'out/activation-check' });
   const inputs = result.metafile.inputs;
   const packages = new Set<string>();
   const modules = new Set<string>();
@@ -63,19 +52,7 @@ test('the check sees a heavy library imported statically, and not one behind req
 
 /** How many times a bundle of `entry` asks for the `vscode` module, with the build's plugins or without. */
 async function vscodeRequires(entry: string, plugins: esbuild.Plugin[]): Promise<number> {
-  const result = await esbuild.build({
-    entryPoints: [entry],
-    absWorkingDir: repoRoot,
-    bundle: true,
-    write: false,
-    platform: 'node',
-    format: 'cjs',
-    packages: 'external',
-    external: ['vscode'],
-    plugins,
-    outdir: 'out/activation-check',
-    logLevel: 'silent',
-  });
+  const result = await bundleInMemory([entry], { platform: 'node', format: 'cjs', packages: 'external', external: ['vscode'], plugins, outdir: 'out/activation-check' });
   return result.outputFiles.reduce((n, f) => n + (f.text.match(/require\("vscode"\)/g)?.length ?? 0), 0);
 }
 

@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { test } from 'node:test';
 import * as esbuild from 'esbuild';
 import { repoRoot } from '../../../scripts/lib/paths.ts';
+import { bundleInMemory } from '../../support/bundle.ts';
 import {
   allowed,
   areaCycles,
@@ -54,19 +55,7 @@ function pureModules(): string[] {
 
 /** Bundles `entries` in memory and returns what esbuild says of it: each input's imports, each output's inputs. */
 async function metafileOf(entries: string[], options: esbuild.BuildOptions): Promise<esbuild.Metafile> {
-  const result = await esbuild.build({
-    entryPoints: entries,
-    absWorkingDir: repoRoot,
-    bundle: true,
-    write: false,
-    metafile: true,
-    outdir: 'out/arch-check',
-    logLevel: 'silent',
-    loader: { '.css': 'empty' },
-    ...options,
-  });
-  if (!result.metafile) throw new Error('esbuild returned no metafile');
-  return result.metafile;
+  return (await bundleInMemory(entries, { outdir: 'out/arch-check', loader: { '.css': 'empty' }, ...options })).metafile;
 }
 
 /** Bundles the modules (dependencies external) and returns, per module, whether `vscode` is reached. */
