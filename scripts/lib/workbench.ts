@@ -42,9 +42,11 @@ export async function runPaletteCommand(page: Page, title: string): Promise<void
     await page.keyboard.press('F1');
     const input = page.locator('.quick-input-widget input.input');
     await input.waitFor();
-    await input.fill(`>${title}`);
     const row = page.locator(`.quick-input-widget .monaco-list-row[aria-label^="${title.replace(/"/g, '\\"')}"]`).first();
     try {
+      // The palette can close under the test (a webview taking the focus as it loads): then it is
+      // opened again, as a person would press F1 again.
+      await input.fill(`>${title}`, { timeout: 5_000 });
       await row.waitFor({ timeout: 5_000 });
       await row.click();
       return;
