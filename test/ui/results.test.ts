@@ -209,6 +209,9 @@ describe('the Results view in the workbench', () => {
     const f = frame();
     await f.locator('.body .row', { hasText: 'two-metrics' }).waitFor({ timeout: 30_000 });
     assert.equal(await f.locator('#job').inputValue(), job);
+    // The row can show before the view has read every trial's record (it follows the job's folder
+    // as it appears): the job's summary says when all three are there.
+    await f.locator('.summary', { hasText: /3\/3 trials done, 1 passed, 2 failed/ }).waitFor({ timeout: 30_000 });
     const row = f.locator('.body .row', { hasText: 'two-metrics' });
     assert.equal(await row.locator('.cell.trial.passed').count(), 1);
     assert.equal(await row.locator('.cell.trial.failed').count(), 2);
