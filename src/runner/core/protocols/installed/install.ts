@@ -8,6 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { runBounded } from '../../../../shared/process.ts';
+import { shellQuote } from '../../../../shared/shell.ts';
 import type { InstalledAgent } from './installedAgent.ts';
 
 /** Written last into a finished install. */
@@ -109,4 +110,12 @@ export function npmReason(output: string): string {
   const chosen = network ?? lines.find((line) => /^code /.test(line) === false) ?? 'npm failed without saying why';
   const words = network ? `the npm registry cannot be reached (${chosen})` : chosen;
   return words.length > 300 ? `${words.slice(0, 297)}…` : words;
+}
+
+/**
+ * The shell command that starts an installed CLI: its program, or for a Node program Belay's own
+ * runtime (`node`, the editor's with ELECTRON_RUN_AS_NODE) with the program's script.
+ */
+export function launchCommand(agent: Pick<InstalledAgent, 'needsNode'>, bin: string, node: string = process.execPath): string {
+  return agent.needsNode ? `${shellQuote(node)} ${shellQuote(bin)}` : shellQuote(bin);
 }
