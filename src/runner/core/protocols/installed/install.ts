@@ -106,8 +106,9 @@ export function npmReason(output: string): string {
     .split('\n')
     .map((line) => line.replace(/^npm (ERR!|error)\s*/, '').trim())
     .filter((line) => line && line !== '…' && !/^(A complete log|Log files were not saved|\/.*debug.*\.log$)/.test(line));
-  const network = lines.find((line) => /ENOTFOUND|ECONNREFUSED|ETIMEDOUT|EAI_AGAIN|ECONNRESET|network/i.test(line));
-  const chosen = network ?? lines.find((line) => /^code /.test(line) === false) ?? 'npm failed without saying why';
+  const said = lines.filter((line) => !/^code \S+$/.test(line));
+  const network = said.find((line) => /request to .* failed/i.test(line)) ?? said.find((line) => /ENOTFOUND|ECONNREFUSED|ETIMEDOUT|EAI_AGAIN|ECONNRESET|network/i.test(line)) ?? (lines.some((line) => /^code (ENOTFOUND|ECONNREFUSED|ETIMEDOUT|EAI_AGAIN|ECONNRESET)$/.test(line)) ? lines[0] : undefined);
+  const chosen = network ?? said[0] ?? lines[0] ?? 'npm failed without saying why';
   const words = network ? `the npm registry cannot be reached (${chosen})` : chosen;
   return words.length > 300 ? `${words.slice(0, 297)}…` : words;
 }
