@@ -20,6 +20,8 @@ export const LlmSettingSchema = z
       .trim()
       .refine((v) => v === '' || isSecretName(v), `a secret name (${SECRET_NAME_RULE})`)
       .optional(),
+    /** The model asked for when a request names none, and the one an installed CLI starts with. */
+    model: z.string().trim().optional(),
     budgetUsd: z.number().positive().finite().optional(),
     budgetTokens: z.number().int().positive().optional(),
   })
@@ -35,6 +37,8 @@ export interface LlmChoice {
   api: LlmApi;
   /** The SecretStorage name of the real key; none for an upstream that needs no key (a local server). */
   keySecret: string | undefined;
+  /** The model for requests that name none (and an installed CLI's). */
+  model: string | undefined;
   budget: { usd?: number; tokens?: number };
 }
 
@@ -61,6 +65,7 @@ export function chooseLlm(agentSetting: unknown, defaultSetting: unknown, owner:
     baseUrl,
     api: merged.api ?? 'openai',
     keySecret: merged.keySecret?.trim() || undefined,
+    model: merged.model?.trim() || undefined,
     budget: {
       ...(merged.budgetUsd !== undefined ? { usd: merged.budgetUsd } : {}),
       ...(merged.budgetTokens !== undefined ? { tokens: merged.budgetTokens } : {}),
