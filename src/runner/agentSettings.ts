@@ -115,7 +115,7 @@ async function addInstalledAgent(ctx: BelayContext, service: RunnerService, prom
   }
   if (model.trim()) llm.model = model.trim();
   const entry = AgentSchema.parse({ name, protocol: described.name, ...(Object.keys(llm).length > 0 ? { llm } : {}) });
-  const setting: { name: string } = { name: entry.name, protocol: entry.protocol, ...(entry.llm ? { llm: entry.llm } : {}) } as { name: string };
+  const setting = { name: entry.name, protocol: entry.protocol, ...(entry.llm ? { llm: entry.llm } : {}) };
   await addToSetting(ctx, 'agents', setting);
   void vscode.window.showInformationMessage(`Belay: agent '${entry.name}' (${described.title}) added to the belay.agents setting; Belay installs ${described.title} ${described.version} the first time it runs.`);
   return entry.name;

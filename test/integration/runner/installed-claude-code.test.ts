@@ -20,7 +20,9 @@ import { hostGateway, type HostedGateway } from '../../../src/runner/core/run/ru
 import { loadTask } from '../../../src/runner/core/tasks/task.ts';
 import { containerOrReason } from '../../support/runner/container-helpers.ts';
 import { backends, nodeDir, processesWith, taskDir, tempDir } from '../../support/runner/helpers.ts';
-import { installedCli } from '../../support/runner/installed.ts';
+import { installedCli, testAgentCache } from '../../support/runner/installed.ts';
+import { runCli } from '../../support/cli-process.ts';
+import { repoRoot } from '../../support/runner/helpers.ts';
 import { startMessagesUpstream, type MessagesUpstream, type Turn } from '../../support/runner/upstreams/messages.ts';
 
 const KEY = 'sk-ant-installed-claude-upstream-key';
@@ -118,6 +120,13 @@ describe('Claude Code on a task, through the gateway', { concurrency: true }, ()
       assert.equal(trajectory[0]!.llm?.input_tokens, 1200);
       assert.equal(trajectory.at(-1)!.response.text, 'hello.txt now says Hello, world!');
       assert.deepEqual(result.llm && { requests: result.llm.requests, input: result.llm.input_tokens, output: result.llm.output_tokens }, { requests: 2, input: 2400, output: 80 });
+      // ATIF: the step is Claude Code's own Bash tool call with its arguments, its tokens, its output.
+      const atif = JSON.parse(readFileSync(path.join(result.run_dir, 'agent', 'trajectory.json'), 'utf8')) as { steps: { tool_calls?: { function_name: string; arguments: { command?: string } }[]; metrics?: { prompt_tokens: number }; observation?: unknown }[] };
+      const call = atif.steps.find((step) => step.tool_calls);
+      assert.equal(call?.tool_calls?.[0]?.function_name, 'Bash');
+      assert.equal(call?.tool_calls?.[0]?.arguments.command, SOLVE);
+      assert.equal(call?.metrics?.prompt_tokens, 1200);
+      assert.ok(call?.observation, 'the tool call has its observation');
       // Live: the step's command and its end reached the listener as they happened.
       assert.ok(outcome.events.some((e) => e.type === 'command' && e.command === SOLVE));
       assert.ok(outcome.events.some((e) => e.type === 'agent-text' && e.text === 'I will write the file.'));
@@ -198,5 +207,44 @@ describe('Claude Code on a task, through the gateway', { concurrency: true }, ()
     assert.equal(result.failure_cause, 'setup_error');
     assert.match(result.error ?? '', /^Claude Code needs a model, and its one way to a model is Belay's gateway/);
     assert.ok(!(result.error ?? '').includes('\n'));
+  });
+
+  // The command lines, from a folder of their own as a user types them: the cache is found through
+  // XDG_CACHE_HOME (the tests' cache is the repository's .cache/belay/agents).
+  const belayCli = path.join(repoRoot, 'dist', 'cli.js');
+  const userEnv = () => ({ XDG_CACHE_HOME: path.dirname(path.dirname(testAgentCache())), BELAY_REAL_KEY: KEY });
+
+  it('belay run --protocol claude-code, no --agent: the installed CLI solves the task, the summary counts its tokens', async (t) => {
+    if (available.sandbox instanceof Error) return t.skip(`sandbox: ${available.sandbox.message}`);
+    const upstream = await startMessagesUpstream({ key: KEY, turns: SOLVING, ...PACE });
+    upstreams.push(upstream);
+    const home = path.join(tmp.dir, 'user');
+    const run = await runCli(belayCli, ['run', taskDir('hello'), '--protocol', 'claude-code', '--backend', 'sandbox', '--llm-upstream', upstream.url, '--llm-api', 'anthropic', '--llm-key-env', 'BELAY_REAL_KEY', '--out', path.join(home, 'runs')], { cwd: tmp.dir, env: userEnv() });
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, /^hello\s+passed\s+1\s+1\s/m);
+    assert.match(run.stdout, /model calls: 2 requests · 2\.48k tokens/);
+    assert.match(run.stderr, /\$ printf 'Hello, world!' > hello\.txt/);
+    assert.ok(!run.stderr.includes(KEY) && !run.stdout.includes(KEY));
+  });
+
+  it('belay run --protocol claude-code without an upstream: one usage line, exit 2', async () => {
+    const run = await runCli(belayCli, ['run', taskDir('hello'), '--protocol', 'claude-code'], { cwd: tmp.dir, env: userEnv() });
+    assert.equal(run.code, 2);
+    assert.match(run.stderr, /--protocol claude-code needs --llm-upstream URL: Claude Code reaches its model only through Belay's gateway/);
+    assert.equal(run.stderr.trim().split('\n').length, 1, run.stderr);
+  });
+
+  it('belay agent doctor --protocol claude-code: installed, its version, one step through the gateway with the probe model', async (t) => {
+    if (available.sandbox instanceof Error) return t.skip(`sandbox: ${available.sandbox.message}`);
+    const run = await runCli(belayCli, ['agent', 'doctor', '--protocol', 'claude-code', '--json'], { cwd: tmp.dir, env: userEnv() });
+    assert.equal(run.code, 0, run.stdout + run.stderr);
+    const report = JSON.parse(run.stdout) as { installed: boolean; version: string; exchange: { ok: boolean; model: string; requests: number } };
+    assert.equal(report.installed, true);
+    assert.match(report.version, new RegExp(claudeCode.version.replace(/\./g, '\\.')));
+    assert.deepEqual([report.exchange.ok, report.exchange.model, report.exchange.requests >= 2], [true, 'probe', true]);
+    const missing = await runCli(belayCli, ['agent', 'doctor', '--protocol', 'claude-code'], { cwd: tmp.dir, env: { XDG_CACHE_HOME: path.join(tmp.dir, 'empty-cache') } });
+    assert.equal(missing.code, 1);
+    assert.match(missing.stdout, /installed {2}no/);
+    assert.match(missing.stdout, /belay agent install claude-code installs @anthropic-ai\/claude-code@/);
   });
 });
