@@ -13,7 +13,7 @@ import { protocolDescriptors } from '../runner/core/protocols/descriptors.ts';
 import { AgentFolderError, resolveAgentFolder } from '../runner/core/agents/agentFolder.ts';
 import { INSTALLED_AGENTS, installedAgent } from '../runner/core/protocols/installed/agents.ts';
 import { defaultAgentCache, ensureInstalled, findInstalled, InstallError, launchCommand } from '../runner/core/protocols/installed/install.ts';
-import { doctorInstalled } from '../runner/core/protocols/installed/doctor.ts';
+import { doctorInstalled } from '../runner/core/run/installedDoctor.ts';
 import { checkLlmKey, LLM_FLAGS, parseLlmFlags, startLlm } from './llm.ts';
 
 /** Printed by `belay agent --help` (and when no action is given). */

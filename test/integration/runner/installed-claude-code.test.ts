@@ -12,7 +12,7 @@ import { LABELS } from '../../../src/runner/core/backends/container.ts';
 import { detectEngine } from '../../../src/runner/core/backends/engine.ts';
 import { claudeCode } from '../../../src/runner/core/protocols/installed/claudeCode.ts';
 import { launchCommand, type InstalledCli } from '../../../src/runner/core/protocols/installed/install.ts';
-import { installedProtocol } from '../../../src/runner/core/protocols/installed/installedProtocol.ts';
+import { installedProtocol } from '../../../src/runner/core/protocols/installedCli.ts';
 import type { RunEvent } from '../../../src/runner/core/records/events.ts';
 import type { RunResult } from '../../../src/runner/core/records/records.ts';
 import { runTask, type RunTaskOptions } from '../../../src/runner/core/run/run.ts';

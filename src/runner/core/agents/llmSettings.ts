@@ -38,7 +38,7 @@ export interface LlmChoice {
   /** The SecretStorage name of the real key; none for an upstream that needs no key (a local server). */
   keySecret: string | undefined;
   /** The model for requests that name none (and an installed CLI's). */
-  model: string | undefined;
+  model?: string;
   budget: { usd?: number; tokens?: number };
 }
 
@@ -65,7 +65,7 @@ export function chooseLlm(agentSetting: unknown, defaultSetting: unknown, owner:
     baseUrl,
     api: merged.api ?? 'openai',
     keySecret: merged.keySecret?.trim() || undefined,
-    model: merged.model?.trim() || undefined,
+    ...(merged.model?.trim() ? { model: merged.model.trim() } : {}),
     budget: {
       ...(merged.budgetUsd !== undefined ? { usd: merged.budgetUsd } : {}),
       ...(merged.budgetTokens !== undefined ? { tokens: merged.budgetTokens } : {}),

@@ -1,7 +1,7 @@
 // The coding CLIs people evaluate (Claude Code, Codex, Gemini CLI, OpenCode) as protocols: each is
 // described once here (its package and pinned version, how it runs headless with the task's
 // instruction, which model API it speaks, how its event stream is read) and run by one protocol
-// (installedProtocol.ts). A CLI reaches its model only through Belay's gateway, with the run's
+// (../installedCli.ts). A CLI reaches its model only through Belay's gateway, with the run's
 // token: its update checks, telemetry and anything else that would wait on a network are off.
 // Pure data and pure readers: nothing here starts a process.
 import type { InstalledProtocol } from '../../records/records.ts';
