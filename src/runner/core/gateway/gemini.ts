@@ -36,8 +36,12 @@ function checkModel(model: string): string | undefined {
  * path is not in Gemini's form at all (the gateway then answers as for any unknown path).
  */
 export function geminiRoute(pathname: string, query: string): GeminiRoute | undefined {
+  // /v1beta and /v1alpha are Gemini's alone; under /v1 (shared with the OpenAI and Anthropic
+  // routes) only a model method call is.
+  const ours = /^\/(v1beta|v1alpha)(\/|$)/.test(pathname) || /^\/v1\/models\/[^/]*:/.test(pathname);
+  if (!ours) return undefined;
   const version = VERSIONS.find((v) => pathname.startsWith(`/${v}/models`));
-  if (!version) return undefined;
+  if (!version) return { kind: 'invalid', message: 'no such Gemini endpoint; this gateway serves /v1beta/models/{model}:generateContent, :streamGenerateContent and :countTokens, and /v1beta/models' };
   if (/[%\\]/.test(pathname)) return { kind: 'invalid', message: 'the path must not be percent-encoded or hold backslashes' };
   const list = MODELS_LIST.exec(pathname);
   if (list) return { kind: 'models', upstreamPath: `/${version}/models` };
