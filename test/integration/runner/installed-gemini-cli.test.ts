@@ -177,6 +177,25 @@ describe('Gemini CLI through the gateway', () => {
     }
   });
 
+  it("ends at once when the run's budget is spent, saying so in its events", async () => {
+    const upstream = await startGeminiUpstream({ key: KEY, turns: HELLO, model: MODEL });
+    const grant = gateway.openRun({ runId: 'gemini-budget', upstream: { baseUrl: upstream.url, key: KEY, api: 'gemini' }, budget: { tokens: 100 } });
+    try {
+      const run = await runCli('budget', grant.token, "Create hello.txt containing 'Hello, world!'");
+      assert.notEqual(run.exitCode, 0);
+      assert.equal(upstream.modelCalls().length, 1, 'the refused call never reached the upstream, and the CLI did not retry it there');
+      assert.equal(grant.budgetExceeded, true);
+      assert.deepEqual(grant.records().map((r) => r.status), [200, 402]);
+      const last = run.events.slice(-2);
+      assert.equal(last[0]?.kind, 'error');
+      assert.match(last[0]?.kind === 'error' ? last[0].message : '', /^API error 402: Belay: this run's LLM budget is spent/);
+      assert.equal(last[1]?.kind === 'done' && last[1].ok, false);
+    } finally {
+      grant.close();
+      await upstream.close();
+    }
+  });
+
   it('sends everything through a proxy when one is set, and only ever to the gateway', async () => {
     const upstream = await startGeminiUpstream({ key: KEY, turns: HELLO, model: MODEL });
     const grant = gateway.openRun({ runId: 'gemini-proxy', upstream: { baseUrl: upstream.url, key: KEY, api: 'gemini' } });
