@@ -237,7 +237,9 @@ describe('Gemini CLI through the gateway', () => {
     await once(proxy, 'listening');
     const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
     try {
-      const run = await runCli('proxy', grant.token, "Create hello.txt containing 'Hello, world!'", { HTTPS_PROXY: proxyUrl, HTTP_PROXY: proxyUrl, https_proxy: proxyUrl, http_proxy: proxyUrl });
+      // An instruction that looks like options and spans lines still reaches the model whole.
+      const instruction = "--help -m other\nCreate hello.txt containing 'Hello, world!'";
+      const run = await runCli('proxy', grant.token, instruction, { HTTPS_PROXY: proxyUrl, HTTP_PROXY: proxyUrl, https_proxy: proxyUrl, http_proxy: proxyUrl });
       assert.equal(run.exitCode, 0, run.stderr);
       assert.equal(readFileSync(path.join(run.dirs.work, 'hello.txt'), 'utf8'), 'Hello, world!');
       assert.ok(asked.length >= 1, `the CLI used the proxy (${asked.length} requests)`);
@@ -246,6 +248,9 @@ describe('Gemini CLI through the gateway', () => {
         [],
       );
       assert.equal(upstream.modelCalls().length, 2);
+      const first = upstream.modelCalls()[0]!.body.contents as { parts: { text?: string }[] }[];
+      assert.ok(first[0]!.parts.some((part) => part.text === instruction), 'the instruction reached the model as it was given');
+      assert.equal(upstream.modelCalls()[0]!.model, MODEL);
     } finally {
       grant.close();
       proxy.closeAllConnections();
