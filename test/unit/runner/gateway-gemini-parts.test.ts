@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { gemini, geminiError, geminiRoute, geminiUsage, queryKey } from '../../../src/runner/core/gateway/gemini.ts';
+import { Grant } from '../../../src/runner/core/gateway/grant.ts';
 
 describe('Gemini routes', () => {
   it('reads the version, model and method from the path; the stream form from alt=sse', () => {
@@ -59,5 +60,15 @@ describe('Gemini usage, errors and plans', () => {
     assert.deepEqual(gemini.plan({ contents: [] }, { api: 'gemini' }, { forceStream: true, route }), { path: '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse', body: { contents: [] }, model: 'gemini-2.5-flash', stream: true });
     assert.match((gemini.plan({}, { api: 'anthropic' }, { forceStream: false, route }) as { refused: string }).refused, /Anthropic Messages API, not the Gemini API/);
     assert.ok('refused' in gemini.plan({}, { api: 'gemini' }, { forceStream: false }));
+  });
+});
+
+describe('a Gemini upstream', () => {
+  it("is known by Google's host, and its base loses the API version each path names", () => {
+    const grant = new Grant({ runId: 'r', upstream: { baseUrl: 'https://generativelanguage.googleapis.com/v1beta/', key: 'k' } }, () => undefined);
+    assert.deepEqual(grant.upstream, { baseUrl: 'https://generativelanguage.googleapis.com', key: 'k', api: 'gemini', model: undefined });
+    const local = new Grant({ runId: 'r', upstream: { baseUrl: 'http://127.0.0.1:9/v1', key: '', api: 'gemini' } }, () => undefined);
+    assert.equal(local.upstream.baseUrl, 'http://127.0.0.1:9');
+    assert.equal(new Grant({ runId: 'r', upstream: { baseUrl: 'https://example.com/v1beta', key: 'k' } }, () => undefined).upstream.api, 'openai');
   });
 });
