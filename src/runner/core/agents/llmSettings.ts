@@ -4,7 +4,7 @@
 import * as z from 'zod';
 import { isSecretName, SECRET_NAME_RULE } from './secrets.ts';
 
-export const LLM_APIS = ['openai', 'anthropic'] as const;
+export const LLM_APIS = ['openai', 'anthropic', 'gemini'] as const;
 export type LlmApi = (typeof LLM_APIS)[number];
 
 export const LlmSettingSchema = z

@@ -45,6 +45,12 @@ export type InstalledEvent =
 /** Reads a CLI's stdout, a line at a time; a line it does not understand gives nothing (never throws). */
 export interface EventReader {
   line(text: string): InstalledEvent[];
+  /**
+   * Optional: what the reader still holds when the stream ends. A CLI that streams its text in
+   * pieces (Gemini CLI's `delta` messages) is read a turn's text at a time, so a run cut off in
+   * the middle of a turn leaves that text here.
+   */
+  end?(): InstalledEvent[];
 }
 
 export interface InstalledAgent {
