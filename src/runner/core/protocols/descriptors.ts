@@ -79,6 +79,18 @@ export const PROTOCOL_DESCRIPTORS: Readonly<Record<Protocol, ProtocolDescriptor>
     installed: true,
     needs: ['command', 'workdir', 'stateDir', 'serviceUrl'],
   },
+  'gemini-cli': {
+    name: 'gemini-cli',
+    title: 'Gemini CLI',
+    manner: 'installed CLI',
+    longTitle: 'Gemini CLI (the CLI, headless, through Belay\'s gateway)',
+    description: "Gemini CLI: Belay installs the pinned CLI (a Node program, run with Belay's own Node) and runs it headless on the task; it speaks the Gemini API through Belay's gateway.",
+    detail: 'The Gemini CLI, headless with the task\'s instruction; its tool calls are the run\'s steps. Needs a Gemini upstream.',
+    usage: 'Gemini CLI, headless (installed by Belay when --agent is left out; needs --llm-upstream with --llm-api gemini)',
+    probeUsage: 'installed? its version; one step through the gateway',
+    installed: true,
+    needs: ['command', 'workdir', 'stateDir', 'serviceUrl'],
+  },
 };
 
 /** The descriptors in the order the settings list them. */

@@ -134,6 +134,8 @@ export async function runInstalled(agent: InstalledAgent, ctx: AgentContext): Pr
         break;
       }
     }
+    // What the reader still holds (a turn's text cut short) comes out now.
+    for (const event of reader.end?.() ?? []) take(event);
     if (ending === 'aborted') throw new RunFailure('aborted', 'the run was stopped');
     // Its stdout closed: it has a moment to exit by itself (within its time), then it is ended.
     const exit = ending === 'eof' ? await exitWithin(agentProcess, Math.min(ctx.limits.doneGraceMs, Math.max(0, ctx.remainingMs()))) : await agentProcess.kill();

@@ -2,10 +2,12 @@
 // records.ts's INSTALLED_PROTOCOLS, a row here and its descriptor's row.
 import type { InstalledProtocol } from '../../records/records.ts';
 import { claudeCode } from './claudeCode.ts';
+import { geminiCli } from './geminiCli.ts';
 import type { InstalledAgent } from './installedAgent.ts';
 
 export const INSTALLED_AGENTS: Readonly<Record<InstalledProtocol, InstalledAgent>> = {
   'claude-code': claudeCode,
+  'gemini-cli': geminiCli,
 };
 
 /** The installed CLI a protocol names, or undefined for the SDK protocols. */
