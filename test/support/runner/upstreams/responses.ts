@@ -42,6 +42,8 @@ export interface ResponsesReceived {
   body: Record<string, unknown>;
   /** The `function_call_output` and `custom_tool_call_output` items of the request's input, by call id. */
   outputs: Map<string, string>;
+  /** When the request had fully arrived (Date.now()). */
+  at: number;
   /** The usage this request's answer reported (none for errors and refusals). */
   usage?: TurnUsage;
 }
@@ -112,7 +114,7 @@ export async function startResponsesUpstream(options: ResponsesUpstreamOptions):
     } catch {
       return sendJson(400, openAiError(400, 'We could not parse the JSON body of your request.'));
     }
-    const entry: ResponsesReceived = { method: req.method, url, headers: req.headers, body, outputs: functionOutputs(body) };
+    const entry: ResponsesReceived = { method: req.method, url, headers: req.headers, body, outputs: functionOutputs(body), at: Date.now() };
     received.push(entry);
     const auth = /^Bearer (.+)$/.exec(req.headers.authorization ?? '');
     if (!auth || auth[1] !== options.key) return sendJson(401, openAiError(401, 'Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key'));

@@ -185,9 +185,8 @@ describe('Codex started headless', () => {
     assert.ok(argv.includes('model_provider="belay"'));
   });
 
-  it('environment: only its state folder, the token (under a name holding TOKEN, which Codex keeps out of the commands it runs) and NO_COLOR; the token is nowhere else', () => {
+  it('environment: only its state folder, the token (which the shell policy keeps out of the commands it runs) and NO_COLOR; the token is nowhere else', () => {
     assert.deepEqual(codex.environment(input), { CODEX_HOME: '/run/state/codex', [CODEX_TOKEN_VARIABLE]: input.token, NO_COLOR: '1' });
-    assert.match(CODEX_TOKEN_VARIABLE, /TOKEN/);
     assert.doesNotMatch(JSON.stringify(codex.argv(input)), new RegExp(input.token));
     assert.doesNotMatch(JSON.stringify(codex.stateFiles(input)), new RegExp(input.token));
   });
@@ -203,6 +202,7 @@ describe('Codex started headless', () => {
     assert.equal(config.analytics.enabled, false);
     assert.equal(config.web_search, 'disabled');
     assert.equal(config.agents.enabled, false);
+    assert.deepEqual(config.shell_environment_policy.exclude, [CODEX_TOKEN_VARIABLE]);
     const overrides = codex.argv(input).filter((_, i, all) => all[i - 1] === '-c');
     assert.equal(overrides.length, codexConfig(input).length);
     for (const override of overrides) {

@@ -10,8 +10,7 @@
 // linked binary (`nativeExecutable`): run through `.bin`, it needs Node; run directly, nothing.
 import type { EventReader, HeadlessInput, InstalledAgent, InstalledEvent } from './installedAgent.ts';
 
-/** The variable Codex reads the run's token from (its name holds TOKEN, so Codex's default
- * shell-environment policy keeps it out of the commands the model runs). */
+/** The variable Codex reads the run's token from (kept out of the commands the model runs). */
 export const CODEX_TOKEN_VARIABLE = 'BELAY_GATEWAY_TOKEN';
 
 /** The model provider Belay defines for the gateway (a name of ours: never OpenAI's own). */
@@ -44,6 +43,9 @@ export function codexConfig(input: Pick<HeadlessInput, 'model' | 'baseUrl'>): [s
     ['model', tomlString(input.model)],
     ['model_provider', tomlString(PROVIDER)],
     [`model_providers.${PROVIDER}`, `{ ${provider} }`],
+    // The commands the model runs inherit Codex's environment but for the run's token (Codex's
+    // own default keeps every variable).
+    ['shell_environment_policy.exclude', `[${tomlString(CODEX_TOKEN_VARIABLE)}]`],
     ['approval_policy', '"never"'],
     ['sandbox_mode', '"danger-full-access"'],
     // Nothing that waits on a network other than the gateway, nothing sent anywhere else.
