@@ -9,7 +9,7 @@
 // 3 s, then a trickle).
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
@@ -119,7 +119,13 @@ after(async () => {
   for (const temp of temps) temp.remove();
 });
 
-async function runCodex(turns: ResponsesTurn[], timing: Omit<ResponsesUpstreamOptions, 'turns' | 'key'> = {}, budget?: Budget): Promise<CodexRun> {
+interface RunOptions {
+  budget?: Budget;
+  /** Start the package's native binary itself, with no Node on PATH (what `nativeExecutable` offers). */
+  native?: boolean;
+}
+
+async function runCodex(turns: ResponsesTurn[], timing: Omit<ResponsesUpstreamOptions, 'turns' | 'key'> = {}, { budget, native = false }: RunOptions = {}): Promise<CodexRun> {
   const upstream = await startResponsesUpstream({ turns, key: KEY, ...timing });
   closers.push(() => upstream.close());
   const proxy = await startRecordingProxy(() => gatewayUrl);
@@ -129,11 +135,17 @@ async function runCodex(turns: ResponsesTurn[], timing: Omit<ResponsesUpstreamOp
   temps.push(temp);
   const dirs = { work: path.join(temp.dir, 'work'), state: path.join(temp.dir, 'state'), home: path.join(temp.dir, 'home') };
   for (const dir of Object.values(dirs)) mkdirSync(dir);
+  // The native case's PATH: a folder with a shell and nothing else.
+  const shellOnly = path.join(temp.dir, 'bin');
+  if (native) {
+    mkdirSync(shellOnly);
+    for (const shell of ['bash', 'sh']) symlinkSync(`/bin/${shell}`, path.join(shellOnly, shell));
+  }
   const input: HeadlessInput = { instruction: 'Create hello.txt holding "Hello, world!".', model: codex.defaultModel, baseUrl: gatewayUrl, token: grant.token, stateDir: dirs.state, workdir: dirs.work };
   for (const [file, text] of Object.entries(codex.stateFiles(input))) writeFileSync(path.join(dirs.state, file), text);
   const env: Record<string, string> = {
     ...codex.environment(input),
-    PATH: `${nodeDir}:/usr/local/bin:/usr/bin:/bin`,
+    PATH: native ? shellOnly : `${nodeDir}:/usr/local/bin:/usr/bin:/bin`,
     HOME: dirs.home,
     LANG: 'C.UTF-8',
     TERM: 'xterm-256color',
@@ -147,7 +159,7 @@ async function runCodex(turns: ResponsesTurn[], timing: Omit<ResponsesUpstreamOp
   const timeline: { at: number; event: InstalledEvent }[] = [];
   let pending = '';
   const result = await runBounded({
-    argv: [cli.bin, ...codex.argv(input)],
+    argv: [native ? path.join(cli.folder, codex.nativeExecutable!) : cli.bin, ...codex.argv(input)],
     cwd: dirs.work,
     env,
     maxOutputChars: 4 * 1024 * 1024,
@@ -264,7 +276,7 @@ describe('the real Codex CLI through Belay’s gateway', { concurrency: true }, 
         { text: 'never sent' },
       ],
       {},
-      { tokens: 100 },
+      { budget: { tokens: 100 } },
     );
     assert.notEqual(run.exitCode, 0);
     assert.equal(run.upstream.received.length, 1, 'the refused requests never reached the upstream');
@@ -274,6 +286,14 @@ describe('the real Codex CLI through Belay’s gateway', { concurrency: true }, 
     assert.match(done.summary, /budget/i);
     assert.ok(run.events.some((e) => e.kind === 'tool-call' && e.command === SOLVE));
     assert.equal(run.grant.budgetExceeded, true);
+    assertContained(run);
+  });
+
+  it('started as its native binary, with no Node on PATH (only a shell), it solves the task the same way', async () => {
+    const run = await runCodex([{ call: { name: 'exec_command', arguments: { cmd: SOLVE } } }, { text: 'Done.' }], {}, { native: true });
+    assert.equal(run.exitCode, 0, run.stderr);
+    assert.equal(readFileSync(path.join(run.dirs.work, 'hello.txt'), 'utf8'), 'Hello, world!');
+    assert.deepEqual(run.events.at(-1), { kind: 'done', ok: true, summary: 'Done.' });
     assertContained(run);
   });
 
