@@ -21,7 +21,7 @@ import type { HeadlessInput, InstalledEvent } from '../../../src/runner/core/pro
 import { runBounded } from '../../../src/shared/process.ts';
 import { installedCli } from '../../support/runner/installed.ts';
 import { startResponsesUpstream, type ResponsesTurn, type ResponsesUpstream, type ResponsesUpstreamOptions } from '../../support/runner/upstreams/responses.ts';
-import { nodeDir, tempDir, type TempDir } from '../../support/runner/helpers.ts';
+import { nodeDir, processesWith, tempDir, type TempDir } from '../../support/runner/helpers.ts';
 
 const KEY = 'sk-codex-upstream-real-key-5f2a9c';
 const SOLVE = "printf 'Hello, world!' > hello.txt";
@@ -123,9 +123,10 @@ interface RunOptions {
   budget?: Budget;
   /** Start the package's native binary itself, with no Node on PATH (what `nativeExecutable` offers). */
   native?: boolean;
+  instruction?: string;
 }
 
-async function runCodex(turns: ResponsesTurn[], timing: Omit<ResponsesUpstreamOptions, 'turns' | 'key'> = {}, { budget, native = false }: RunOptions = {}): Promise<CodexRun> {
+async function runCodex(turns: ResponsesTurn[], timing: Omit<ResponsesUpstreamOptions, 'turns' | 'key'> = {}, { budget, native = false, instruction = 'Create hello.txt holding "Hello, world!".' }: RunOptions = {}): Promise<CodexRun> {
   const upstream = await startResponsesUpstream({ turns, key: KEY, ...timing });
   closers.push(() => upstream.close());
   const proxy = await startRecordingProxy(() => gatewayUrl);
@@ -141,7 +142,7 @@ async function runCodex(turns: ResponsesTurn[], timing: Omit<ResponsesUpstreamOp
     mkdirSync(shellOnly);
     for (const shell of ['bash', 'sh']) symlinkSync(`/bin/${shell}`, path.join(shellOnly, shell));
   }
-  const input: HeadlessInput = { instruction: 'Create hello.txt holding "Hello, world!".', model: codex.defaultModel, baseUrl: gatewayUrl, token: grant.token, stateDir: dirs.state, workdir: dirs.work };
+  const input: HeadlessInput = { instruction, model: codex.defaultModel, baseUrl: gatewayUrl, token: grant.token, stateDir: dirs.state, workdir: dirs.work };
   for (const [file, text] of Object.entries(codex.stateFiles(input))) writeFileSync(path.join(dirs.state, file), text);
   const env: Record<string, string> = {
     ...codex.environment(input),
@@ -205,6 +206,7 @@ function assertContained(run: CodexRun): void {
   const elsewhere = run.proxy.seen.filter((s) => s.method === 'CONNECT' || !s.target.startsWith(`${run.gatewayUrl}/`));
   assert.deepEqual(elsewhere, [], 'Codex connected to nothing but the gateway');
   assert.ok(run.proxy.seen.every((s) => s.target === `${run.gatewayUrl}/v1/responses`));
+  assert.deepEqual(processesWith(run.dirs.work), [], 'nothing of the run is left running');
 }
 
 describe('the real Codex CLI through Belay’s gateway', { concurrency: true }, () => {
@@ -298,7 +300,9 @@ describe('the real Codex CLI through Belay’s gateway', { concurrency: true }, 
   });
 
   it('an upstream that refuses the request: one error line and done, not ok; Codex exits non-zero and does not retry a 400', async () => {
-    const run = await runCodex([{ error: { status: 400, message: 'The model `gpt-5.5` does not exist or you do not have access to it.', code: 'model_not_found' } }]);
+    // An instruction that looks like options, with quotes, a newline and an escape: the model gets it verbatim.
+    const instruction = `--help -c model="x" -- \$HOME\n'second line'\x1b[31m é`;
+    const run = await runCodex([{ error: { status: 400, message: 'The model `gpt-5.5` does not exist or you do not have access to it.', code: 'model_not_found' } }], {}, { instruction });
     assert.notEqual(run.exitCode, 0);
     assert.deepEqual(run.events, [
       { kind: 'error', message: 'The model `gpt-5.5` does not exist or you do not have access to it.' },
@@ -306,6 +310,9 @@ describe('the real Codex CLI through Belay’s gateway', { concurrency: true }, 
     ]);
     assert.equal(run.upstream.received.length, 1);
     assert.equal(run.grant.usage().requests, 1);
+    const asked = run.upstream.received[0]!.body.input;
+    assert.ok(Array.isArray(asked));
+    assert.deepEqual(asked.at(-1), { type: 'message', id: (asked.at(-1) as { id: string }).id, role: 'user', content: [{ type: 'input_text', text: instruction }] });
     assertContained(run);
   });
 });
