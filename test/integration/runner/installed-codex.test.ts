@@ -200,7 +200,10 @@ function assertContained(run: CodexRun): void {
   assert.doesNotMatch(JSON.stringify(run.env), new RegExp(KEY));
   assert.doesNotMatch(run.stdout + run.stderr, new RegExp(KEY));
   for (const dir of Object.values(run.dirs)) {
-    for (const { file, bytes } of filesUnder(dir)) assert.equal(bytes.indexOf(KEY), -1, `the key is in ${file}`);
+    for (const { file, bytes } of filesUnder(dir)) {
+      assert.equal(bytes.indexOf(KEY), -1, `the key is in ${file}`);
+      assert.equal(bytes.indexOf(run.grant.token), -1, `the run token was written to ${file}`);
+    }
   }
   assert.ok(run.proxy.seen.length >= 1, 'the proxy is in the path (it saw the gateway requests)');
   const elsewhere = run.proxy.seen.filter((s) => s.method === 'CONNECT' || !s.target.startsWith(`${run.gatewayUrl}/`));
@@ -261,6 +264,8 @@ describe('the real Codex CLI through Belay’s gateway', { concurrency: true }, 
     assert.equal(run.exitCode, 0, run.stderr);
     const seen = readFileSync(path.join(run.dirs.work, 'seen-env.txt'), 'utf8');
     assert.match(seen, /^CODEX_HOME=/m, 'the command saw Codex’s environment');
+    // Not a login shell: the PATH the run gave (here with Node's folder first) reached the command.
+    assert.ok(seen.split('\n').find((line) => line.startsWith('PATH='))?.split(':').includes(nodeDir), seen);
     assert.doesNotMatch(seen, new RegExp(`${run.grant.token}|${CODEX_TOKEN_VARIABLE}`));
     const result = run.events.find((e) => e.kind === 'tool-result');
     assert.ok(result?.kind === 'tool-result');

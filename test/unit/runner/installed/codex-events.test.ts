@@ -33,7 +33,7 @@ describe('Codex events, as the real CLI prints them', () => {
   it('a solved task: its text, the exec_command call with the command the model wrote (not the shell wrapping it), its result, and done with the last message', () => {
     assert.deepEqual(readCapture('hello.jsonl'), [
       { kind: 'text', text: 'I will create the file.' },
-      { kind: 'tool-call', id: 'item_1', name: 'exec_command', command: "printf 'Hello, world!' > hello.txt", input: JSON.stringify({ command: `/bin/bash -lc "printf 'Hello, world"'!'"' > hello.txt"` }) },
+      { kind: 'tool-call', id: 'item_1', name: 'exec_command', command: "printf 'Hello, world!' > hello.txt", input: JSON.stringify({ command: `/bin/bash -c "printf 'Hello, world"'!'"' > hello.txt"` }) },
       { kind: 'tool-result', id: 'item_1', output: '', exitCode: 0, isError: false },
       { kind: 'text', text: 'Done: hello.txt holds Hello, world!' },
       { kind: 'done', ok: true, summary: 'Done: hello.txt holds Hello, world!' },
@@ -203,6 +203,7 @@ describe('Codex started headless', () => {
     assert.equal(config.web_search, 'disabled');
     assert.equal(config.agents.enabled, false);
     assert.deepEqual(config.shell_environment_policy.exclude, [CODEX_TOKEN_VARIABLE]);
+    assert.equal(config.allow_login_shell, false);
     const overrides = codex.argv(input).filter((_, i, all) => all[i - 1] === '-c');
     assert.equal(overrides.length, codexConfig(input).length);
     for (const override of overrides) {

@@ -46,6 +46,9 @@ export function codexConfig(input: Pick<HeadlessInput, 'model' | 'baseUrl'>): [s
     // The commands the model runs inherit Codex's environment but for the run's token (Codex's
     // own default keeps every variable).
     ['shell_environment_policy.exclude', `[${tomlString(CODEX_TOKEN_VARIABLE)}]`],
+    // Commands run with `bash -c`, not a login shell: a login shell's /etc/profile resets PATH,
+    // dropping what the task's image put on it (a toolchain's bin folder).
+    ['allow_login_shell', 'false'],
     ['approval_policy', '"never"'],
     ['sandbox_mode', '"danger-full-access"'],
     // Nothing that waits on a network other than the gateway, nothing sent anywhere else.
