@@ -227,6 +227,9 @@ describe('Codex started headless', () => {
     assert.equal(codex.api, 'responses');
     assert.equal(codex.bin, 'codex');
     assert.equal(codex.needsNode, true);
-    assert.match(codex.nativeExecutable ?? '', /^node_modules\/@openai\/codex-linux-x64\/.*\/bin\/codex$/);
+    assert.equal(codex.nativeExecutable?.('linux', 'x64'), 'node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex');
+    assert.equal(codex.nativeExecutable?.('linux', 'arm64'), 'node_modules/@openai/codex-linux-arm64/vendor/aarch64-unknown-linux-musl/bin/codex');
+    assert.equal(codex.nativeExecutable?.('linux', 'ia32'), undefined);
+    assert.equal(codex.nativeExecutable?.('linux', '__proto__'), undefined);
   });
 });

@@ -23,9 +23,10 @@ export function tomlString(value: string): string {
 
 /**
  * Codex's configuration for one run, as `key = TOML value` pairs: given on the command line with
- * `-c` (which outranks any config file, a task's `.codex/config.toml` included) and written to
- * `config.toml` in its state folder (kept with the run). `--strict-config` makes Codex refuse a
- * key it does not know, so a misspelt switch fails the run instead of being ignored.
+ * `-c` (which outranks any config file; Codex leaves a task's `.codex/config.toml` unread anyway,
+ * the folder being untrusted) and written to `config.toml` in its state folder (kept with the
+ * run). `--strict-config` makes Codex refuse a key it does not know, so a misspelt switch fails
+ * the run instead of being ignored.
  */
 export function codexConfig(input: Pick<HeadlessInput, 'model' | 'baseUrl'>): [string, string][] {
   const provider = [
@@ -281,6 +282,14 @@ export function codexEvents(): EventReader {
   };
 }
 
+/** Codex's native build for each platform it ships one for (Linux builds are static, musl). */
+const NATIVE_TARGETS: Record<string, string> = {
+  'linux-x64': 'x86_64-unknown-linux-musl',
+  'linux-arm64': 'aarch64-unknown-linux-musl',
+  'darwin-x64': 'x86_64-apple-darwin',
+  'darwin-arm64': 'aarch64-apple-darwin',
+};
+
 export const codex: InstalledAgent = {
   name: 'codex',
   title: 'Codex',
@@ -288,7 +297,11 @@ export const codex: InstalledAgent = {
   version: '0.171.0',
   bin: 'codex',
   needsNode: true,
-  nativeExecutable: 'node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex',
+  nativeExecutable(platform, arch) {
+    // The platform packages the launcher picks from (bin/codex.js): npm installs the one that fits.
+    const target = NATIVE_TARGETS[`${platform}-${arch}`];
+    return target && `node_modules/@openai/codex-${platform}-${arch}/vendor/${target}/bin/codex`;
+  },
   api: 'responses',
   defaultModel: 'gpt-5.5',
   argv(input) {
