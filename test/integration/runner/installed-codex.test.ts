@@ -335,6 +335,19 @@ describe('the real Codex CLI through Belay’s gateway', { concurrency: true }, 
     assertContained(run);
   });
 
+  it('a stream that fails once (response.failed) is tried again and the run goes on to solve the task', async () => {
+    const run = await runCodex([{ failed: { code: 'server_error', message: 'The model had an error while processing your request.' } }, { call: { name: 'exec_command', arguments: { cmd: SOLVE } } }, { text: 'Done.' }], { firstByteSeconds: 1, pieceSeconds: 0.2 });
+    assert.equal(run.exitCode, 0, run.stderr);
+    assert.equal(readFileSync(path.join(run.dirs.work, 'hello.txt'), 'utf8'), 'Hello, world!');
+    const errors = run.events.flatMap((e) => (e.kind === 'error' ? [e.message] : []));
+    assert.equal(errors.length, 1, errors.join('\n'));
+    assert.match(errors[0]!, /^Reconnecting\.\.\. 1\/1 .*The model had an error/);
+    assert.deepEqual(run.events.at(-1), { kind: 'done', ok: true, summary: 'Done.' });
+    assert.equal(run.upstream.received.length, 3);
+    assert.equal(run.grant.usage().requests, 3);
+    assertContained(run);
+  });
+
   it('an upstream that refuses the request: one error line and done, not ok; Codex exits non-zero and does not retry a 400', async () => {
     // An instruction that looks like options, with quotes, a newline and an escape: the model gets it verbatim.
     const instruction = `--help -c model="x" -- \$HOME\n'second line'\x1b[31m é`;

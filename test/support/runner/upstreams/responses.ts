@@ -11,13 +11,15 @@ import { setTimeout as delay } from 'node:timers/promises';
 
 /**
  * One model turn: a function call (JSON arguments) or a custom tool call (free text input, as
- * Codex's `apply_patch`), each with optional text before it; final text; or an error.
+ * Codex's `apply_patch`), each with optional text before it; final text; an error answer (HTTP
+ * status and OpenAI's error body); or a stream that starts and then fails (`response.failed`).
  */
 export type ResponsesTurn =
   | { call: { name: string; arguments: Record<string, unknown> }; text?: string; usage?: TurnUsage }
   | { custom: { name: string; input: string }; text?: string; usage?: TurnUsage }
   | { text: string; usage?: TurnUsage }
-  | { error: { status: number; message: string; type?: string; code?: string } };
+  | { error: { status: number; message: string; type?: string; code?: string } }
+  | { failed: { code: string; message: string } };
 
 export interface TurnUsage {
   input: number;
@@ -123,6 +125,16 @@ export async function startResponsesUpstream(options: ResponsesUpstreamOptions):
     if ('error' in turn) return sendJson(turn.error.status, openAiError(turn.error.status, turn.error.message, turn.error.type, turn.error.code ?? null));
 
     const n = turnIndex;
+    if ('failed' in turn) {
+      await delay(firstByteMs);
+      if (body.stream !== true) return sendJson(500, openAiError(500, turn.failed.message, 'server_error', turn.failed.code));
+      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'x-request-id': `req_${n}` });
+      const base = { id: `resp_${n}`, object: 'response', created_at: Math.floor(Date.now() / 1000), model: body.model, output: [], usage: null };
+      res.write(`event: response.created\ndata: ${JSON.stringify({ type: 'response.created', sequence_number: 0, response: { ...base, status: 'in_progress', error: null } })}\n\n`);
+      await delay(pieceMs);
+      res.end(`event: response.failed\ndata: ${JSON.stringify({ type: 'response.failed', sequence_number: 1, response: { ...base, status: 'failed', error: { code: turn.failed.code, message: turn.failed.message } } })}\n\n`);
+      return;
+    }
     const model = typeof body.model === 'string' ? body.model : 'gpt-5.5';
     const argumentsText = 'call' in turn ? JSON.stringify(turn.call.arguments) : 'custom' in turn ? turn.custom.input : '';
     const text = turn.text ?? '';

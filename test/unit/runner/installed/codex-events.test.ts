@@ -72,6 +72,15 @@ describe('Codex events, as the real CLI prints them', () => {
     ]);
   });
 
+  it('a stream that fails twice: Codex’s retry note and its error, then done, not ok, saying why', () => {
+    const message = 'stream disconnected before completion: The model had an error while processing your request.';
+    assert.deepEqual(readCapture('stream-failed.jsonl'), [
+      { kind: 'error', message: `Reconnecting... 1/1 (${message})` },
+      { kind: 'error', message },
+      { kind: 'done', ok: false, summary: message },
+    ]);
+  });
+
   it('a failed turn with no error before it still says what failed', () => {
     const reader = codexEvents();
     assert.deepEqual(reader.line(JSON.stringify({ type: 'turn.failed', error: { message: 'stream disconnected' } })), [
@@ -85,7 +94,7 @@ describe('Codex events, as the real CLI prints them', () => {
   });
 
   it('the captures hold no key of any kind', () => {
-    for (const name of ['hello.jsonl', 'failing-command.jsonl', 'apply-patch.jsonl', 'upstream-error.jsonl']) {
+    for (const name of ['hello.jsonl', 'failing-command.jsonl', 'apply-patch.jsonl', 'upstream-error.jsonl', 'stream-failed.jsonl']) {
       const text = readFileSync(path.join(fixtures, name), 'utf8');
       assert.doesNotMatch(text, /sk-[\w-]{8,}|Bearer|belay-run-token/i, name);
     }
