@@ -54,7 +54,7 @@ export interface ResponsesUpstream {
   /** The base URL as OpenAI's SDKs take it (`http://127.0.0.1:PORT/v1`). */
   url: string;
   received: ResponsesReceived[];
-  /** Requests to any other path (the CLI asking for something this upstream does not serve). */
+  /** Requests for anything but `POST /v1/responses` (a model list is answered, the rest get OpenAI's 404). */
   strays: { method: string; url: string }[];
   /** The total usage the upstream reported. */
   reported(): TurnUsage;
