@@ -365,3 +365,21 @@ describe('the real Codex CLI through Belay’s gateway', { concurrency: true }, 
     assertContained(run);
   });
 });
+
+describe('the scripted Responses upstream, as the tests above rely on it', () => {
+  it('answers a request without stream whole, in the Responses shape, counted by the gateway; a wrong key gets OpenAI’s 401', async () => {
+    const upstream = await startResponsesUpstream({ key: KEY, turns: [{ call: { name: 'exec_command', arguments: { cmd: 'ls' } }, text: 'Looking.', usage: { input: 12, output: 7 } }] });
+    closers.push(() => upstream.close());
+    const grant = gateway.openRun({ runId: 'codex-upstream-whole', upstream: { baseUrl: upstream.url, key: KEY, api: 'openai' } });
+    const answer = await fetch(`${gatewayUrl}/v1/responses`, { method: 'POST', headers: { authorization: `Bearer ${grant.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-5.5', input: 'hi' }) });
+    assert.equal(answer.status, 200);
+    const json = (await answer.json()) as { status: string; output: { type: string; name?: string; arguments?: string }[]; usage: { input_tokens: number; output_tokens: number } };
+    assert.equal(json.status, 'completed');
+    assert.deepEqual(json.output.map((item) => item.type), ['message', 'function_call']);
+    assert.equal(json.output[1]!.arguments, JSON.stringify({ cmd: 'ls' }));
+    assert.deepEqual(grant.usage(), { ...grant.usage(), requests: 1, input_tokens: 12, output_tokens: 7 });
+    const wrong = await fetch(`${upstream.url}/responses`, { method: 'POST', headers: { authorization: 'Bearer sk-wrong', 'content-type': 'application/json' }, body: '{}' });
+    assert.equal(wrong.status, 401);
+    assert.deepEqual(await wrong.json(), { error: { message: 'Incorrect API key provided.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' } });
+  });
+});
