@@ -9,8 +9,9 @@
 // 3 s, then a trickle).
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
+import * as os from 'node:os';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -279,6 +280,20 @@ describe('the real Codex CLI through Belay’s gateway', { concurrency: true }, 
     assert.equal(result.isError, true);
     assert.match(result.output, /broken/);
     assert.match(run.upstream.received[1]!.outputs.get('call_1') ?? '', /exited with code 4/);
+    assertContained(run);
+  });
+
+  it('with its state folder in the system’s temp folder, the apply_patch command works from the shell too, and the commands keep the usual temp folder', async () => {
+    const patch = ["apply_patch <<'EOF'", '*** Begin Patch', '*** Add File: notes/p.txt', '+patched', '*** End Patch', 'EOF', 'echo "TMPDIR=[$TMPDIR]"'].join('\n');
+    const run = await runCodex([{ call: { name: 'exec_command', arguments: { cmd: patch } } }, { text: 'Done.' }]);
+    assert.ok(run.dirs.state.startsWith(`${realpathSync(os.tmpdir())}/`), 'the case is about a state folder under the temp folder');
+    assert.equal(run.exitCode, 0, run.stderr);
+    assert.equal(readFileSync(path.join(run.dirs.work, 'notes', 'p.txt'), 'utf8'), 'patched\n');
+    const result = run.events.find((e) => e.kind === 'tool-result');
+    assert.ok(result?.kind === 'tool-result');
+    assert.equal(result.exitCode, 0, result.output);
+    assert.match(result.output, /^TMPDIR=\[\]$/m);
+    assert.doesNotMatch(run.stderr, /could not create PATH aliases/);
     assertContained(run);
   });
 

@@ -194,8 +194,9 @@ describe('Codex started headless', () => {
     assert.ok(argv.includes('model_provider="belay"'));
   });
 
-  it('environment: only its state folder, the token (which the shell policy keeps out of the commands it runs) and NO_COLOR; the token is nowhere else', () => {
-    assert.deepEqual(codex.environment(input), { CODEX_HOME: '/run/state/codex', [CODEX_TOKEN_VARIABLE]: input.token, NO_COLOR: '1' });
+  it('environment: only its state folder, its temp folder inside it, the token (both kept out of the commands it runs by its shell policy) and NO_COLOR; the token is nowhere else', () => {
+    assert.deepEqual(codex.environment(input), { CODEX_HOME: '/run/state/codex', [CODEX_TOKEN_VARIABLE]: input.token, TMPDIR: '/run/state/codex/tmp', NO_COLOR: '1' });
+    assert.equal(codex.environment({ ...input, stateDir: '/s/' }).TMPDIR, '/s/tmp');
     assert.doesNotMatch(JSON.stringify(codex.argv(input)), new RegExp(input.token));
     assert.doesNotMatch(JSON.stringify(codex.stateFiles(input)), new RegExp(input.token));
   });
@@ -211,7 +212,7 @@ describe('Codex started headless', () => {
     assert.equal(config.analytics.enabled, false);
     assert.equal(config.web_search, 'disabled');
     assert.equal(config.agents.enabled, false);
-    assert.deepEqual(config.shell_environment_policy.exclude, [CODEX_TOKEN_VARIABLE]);
+    assert.deepEqual(config.shell_environment_policy.exclude, [CODEX_TOKEN_VARIABLE, 'TMPDIR']);
     assert.equal(config.allow_login_shell, false);
     const overrides = codex.argv(input).filter((_, i, all) => all[i - 1] === '-c');
     assert.equal(overrides.length, codexConfig(input).length);

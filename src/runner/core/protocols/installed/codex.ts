@@ -45,8 +45,8 @@ export function codexConfig(input: Pick<HeadlessInput, 'model' | 'baseUrl'>): [s
     ['model_provider', tomlString(PROVIDER)],
     [`model_providers.${PROVIDER}`, `{ ${provider} }`],
     // The commands the model runs inherit Codex's environment but for the run's token (Codex's
-    // own default keeps every variable).
-    ['shell_environment_policy.exclude', `[${tomlString(CODEX_TOKEN_VARIABLE)}]`],
+    // own default keeps every variable) and Codex's own temp folder (see `environment`).
+    ['shell_environment_policy.exclude', `[${tomlString(CODEX_TOKEN_VARIABLE)}, "TMPDIR"]`],
     // Commands run with `bash -c`, not a login shell: a login shell's /etc/profile resets PATH,
     // dropping what the task's image put on it (a toolchain's bin folder).
     ['allow_login_shell', 'false'],
@@ -325,7 +325,15 @@ export const codex: InstalledAgent = {
     ];
   },
   environment(input) {
-    return { CODEX_HOME: input.stateDir, [CODEX_TOKEN_VARIABLE]: input.token, NO_COLOR: '1' };
+    return {
+      CODEX_HOME: input.stateDir,
+      [CODEX_TOKEN_VARIABLE]: input.token,
+      // Codex puts its helper commands (`apply_patch`, which models also call from the shell) in
+      // CODEX_HOME/tmp and puts them on the commands' PATH, but refuses to when CODEX_HOME lies in
+      // the system's temp folder (a run's state folder may): its temp folder is its own instead.
+      TMPDIR: `${input.stateDir.replace(/\/+$/, '')}/tmp`,
+      NO_COLOR: '1',
+    };
   },
   stateFiles(input) {
     const lines = codexConfig(input).map(([key, value]) => {
