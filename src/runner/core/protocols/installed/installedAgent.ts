@@ -64,6 +64,14 @@ export interface InstalledAgent {
   readonly bin: string;
   /** True when the executable is a Node program (it is then run with Belay's own Node, shown read-only). */
   readonly needsNode: boolean;
+  /**
+   * Optional: the native executable in the install (path relative to its folder) for a platform
+   * and architecture (`process.platform`, `process.arch`), which may be started in place of
+   * `.bin/<bin>` when that is only a Node launcher for it (Codex's `bin/codex.js` execs its
+   * statically linked binary): started directly it needs no Node, so a task image without Node can
+   * run it. Absent, or undefined for a platform: start `.bin/<bin>`.
+   */
+  nativeExecutable?(platform: string, arch: string): string | undefined;
   readonly api: InstalledApi;
   /** The model asked for when the run names none. */
   readonly defaultModel: string;
