@@ -148,7 +148,7 @@ async function doctorInstalledCli(values: Record<string, unknown>, io: CliIO): P
     }
   } else {
     const found = findInstalled(agent, defaultAgentCache(io.env));
-    if (found) cli = { command: launchCommand(agent, found.bin), folder: found.folder, bin: found.bin };
+    if (found) cli = { command: launchCommand(agent, found), folder: found.folder, bin: found.bin };
   }
   let backend: Backend;
   try {

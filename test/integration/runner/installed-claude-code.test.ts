@@ -66,7 +66,7 @@ async function runClaude(backend: Backend, turns: Turn[], options: Partial<RunTa
   const events: RunEvent[] = [];
   const result = await runTask({
     task: await loadTask(taskDir('hello')),
-    agentCommand: launchCommand(claudeCode, cli.bin),
+    agentCommand: launchCommand(claudeCode, cli),
     agentCwd: cli.folder,
     agentFolders: [nodeDir],
     backend,
@@ -198,7 +198,7 @@ describe('Claude Code on a task, through the gateway', { concurrency: true }, ()
     if (backend instanceof Error) return t.skip(`sandbox: ${backend.message}`);
     const result = await runTask({
       task: await loadTask(taskDir('hello')),
-      agentCommand: launchCommand(claudeCode, cli.bin),
+      agentCommand: launchCommand(claudeCode, cli),
       agentCwd: cli.folder,
       backend,
       runsDir: path.join(tmp.dir, 'runs'),

@@ -79,6 +79,18 @@ export const PROTOCOL_DESCRIPTORS: Readonly<Record<Protocol, ProtocolDescriptor>
     installed: true,
     needs: ['command', 'workdir', 'stateDir', 'serviceUrl'],
   },
+  codex: {
+    name: 'codex',
+    title: 'Codex',
+    manner: 'installed CLI',
+    longTitle: 'Codex (the CLI, headless, through Belay\'s gateway)',
+    description: "Codex: Belay installs the pinned CLI (a static native binary) and runs it headless on the task; it speaks the OpenAI Responses API through Belay's gateway.",
+    detail: 'The Codex CLI (codex exec), headless with the task\'s instruction; its commands are the run\'s steps. Needs an OpenAI-compatible upstream with the Responses API.',
+    usage: 'Codex, headless (installed by Belay when --agent is left out; needs --llm-upstream, an OpenAI Responses API)',
+    probeUsage: 'installed? its version; one step through the gateway',
+    installed: true,
+    needs: ['command', 'workdir', 'stateDir', 'serviceUrl'],
+  },
   'gemini-cli': {
     name: 'gemini-cli',
     title: 'Gemini CLI',
