@@ -3,10 +3,12 @@
 // URL has no version), streamed (SSE `chat.completion.chunk`s, `tool_calls` built up by index,
 // `usage` in a last chunk with no choices when `stream_options.include_usage`, then `[DONE]`) and
 // not (one `chat.completion`); `GET /v1/models`; OpenAI's error shape (`{ error: { message, type,
-// param, code } }`, 401 `invalid_api_key` for a wrong key). Each completion request takes the next
-// scripted turn. Model timings: the answer's first byte comes `firstByteSeconds` after the
-// request arrived, then the stream trickles out a piece every `trickleMs`. Everything received is
-// recorded for the tests' assertions.
+// param, code } }`, 401 `invalid_api_key` for a wrong key). It is scripted by turns: a request's
+// turn is the number of assistant messages its conversation already holds, so a retried request
+// gets the same answer and several conversations never share one; a request without tools (a
+// title or a summary a CLI asks for on the side) gets a short text answer. Model timings: the
+// answer's first byte comes `firstByteMs` after the request arrived, then the stream trickles out
+// a piece every `chunkMs`. Everything received is recorded for the tests' assertions.
 import { once } from 'node:events';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -30,7 +32,7 @@ export interface ChatReceived {
   url: string;
   headers: http.IncomingHttpHeaders;
   body: Record<string, unknown>;
-  /** The turn it was answered with (0-based; null for requests that are not completions, or past the script). */
+  /** The conversation's turn it asked for (0-based; null for requests that are not completions with tools). */
   turn: number | null;
   at: number;
 }
@@ -39,10 +41,10 @@ export interface ChatUpstreamOptions {
   turns: ChatTurn[];
   /** The key the service accepts (`Authorization: Bearer KEY`). */
   key: string;
-  /** Seconds from a request's arrival to its answer's first byte (default 0). */
-  firstByteSeconds?: number;
+  /** Milliseconds from a request's arrival to its answer's first byte (default 0). */
+  firstByteMs?: number;
   /** Milliseconds between the stream's pieces (default 0: as fast as the socket takes them). */
-  trickleMs?: number;
+  chunkMs?: number;
   /** Characters of text per streamed piece (default 4, about a token). */
   pieceChars?: number;
   /** The model the answers name (default: the request's). */
@@ -55,7 +57,7 @@ export interface ChatUpstream {
   received: ChatReceived[];
   /** The completion requests only, in order. */
   completions(): ChatReceived[];
-  /** The usage each answered turn reported, summed. */
+  /** The usage every answer reported, summed. */
   reportedUsage(): { prompt_tokens: number; completion_tokens: number };
   close(): Promise<void>;
 }
@@ -65,7 +67,6 @@ const DEFAULT_USAGE = { prompt_tokens: 120, completion_tokens: 30 };
 export async function startChatUpstream(options: ChatUpstreamOptions): Promise<ChatUpstream> {
   const received: ChatReceived[] = [];
   const reported = { prompt_tokens: 0, completion_tokens: 0 };
-  let nextTurn = 0;
   const timers = new Set<NodeJS.Timeout>();
   const wait = (ms: number) =>
     ms <= 0
@@ -115,15 +116,12 @@ export async function startChatUpstream(options: ChatUpstreamOptions): Promise<C
       error(400, "Missing required parameter: 'messages'.", 'invalid_request_error', 'missing_required_parameter');
       return;
     }
-    const index = nextTurn++;
-    const turn = options.turns[index];
-    entry.turn = turn ? index : null;
-    await wait((options.firstByteSeconds ?? 0) * 1000);
+    const hasTools = Array.isArray(body.tools) && body.tools.length > 0;
+    const index = hasTools ? body.messages.filter((m: unknown) => typeof m === 'object' && m !== null && (m as { role?: unknown }).role === 'assistant').length : null;
+    entry.turn = index;
+    const turn: ChatTurn = index === null ? { text: 'A task on a file', usage: { prompt_tokens: 40, completion_tokens: 5 } } : (options.turns[index] ?? { text: 'Done.' });
+    await wait(options.firstByteMs ?? 0);
     if (res.destroyed) return;
-    if (!turn) {
-      error(500, `the scripted service has no turn ${index + 1} (it was given ${options.turns.length})`, 'server_error', null);
-      return;
-    }
     if ('error' in turn) {
       error(turn.error.status, turn.error.message, turn.error.type ?? 'invalid_request_error', turn.error.code ?? null);
       return;
@@ -134,12 +132,12 @@ export async function startChatUpstream(options: ChatUpstreamOptions): Promise<C
     reported.completion_tokens += usage.completion_tokens;
     const usageJson = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
     const calls = (turn.toolCalls ?? []).map((call, i) => ({
-      id: call.id ?? `call_${index + 1}_${i}`,
+      id: call.id ?? `call_${(index ?? -1) + 1}_${i}`,
       type: 'function' as const,
       function: { name: call.name, arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments) },
     }));
     const finish = calls.length > 0 ? 'tool_calls' : 'stop';
-    const id = `chatcmpl-scripted${index + 1}`;
+    const id = `chatcmpl-scripted${received.length}`;
     const created = Math.floor(Date.now() / 1000);
 
     if (body.stream !== true) {
@@ -171,7 +169,7 @@ export async function startChatUpstream(options: ChatUpstreamOptions): Promise<C
     pieces.push('data: [DONE]\n\n');
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
     for (const [i, text_] of pieces.entries()) {
-      if (i > 0) await wait(options.trickleMs ?? 0);
+      if (i > 0) await wait(options.chunkMs ?? 0);
       if (res.destroyed) return;
       res.write(text_);
     }
