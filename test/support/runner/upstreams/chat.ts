@@ -22,8 +22,11 @@ export interface ChatToolCall {
 }
 
 export type ChatTurn =
-  /** The model's answer: text, tool calls, or both (text first, as models write them). */
-  | { text?: string; toolCalls?: ChatToolCall[]; usage?: { prompt_tokens: number; completion_tokens: number } }
+  /**
+   * The model's answer: text, tool calls, or both (text first, as models write them); `reasoning`
+   * before them as the OpenAI-compatible services that show it send it (`reasoning_content`).
+   */
+  | { reasoning?: string; text?: string; toolCalls?: ChatToolCall[]; usage?: { prompt_tokens: number; completion_tokens: number } }
   /** The service fails this request with OpenAI's error shape. */
   | { error: { status: number; message: string; type?: string; code?: string | null } };
 
@@ -146,7 +149,7 @@ export async function startChatUpstream(options: ChatUpstreamOptions): Promise<C
         object: 'chat.completion',
         created,
         model,
-        choices: [{ index: 0, message: { role: 'assistant', content: turn.text ?? null, ...(calls.length ? { tool_calls: calls } : {}), refusal: null }, logprobs: null, finish_reason: finish }],
+        choices: [{ index: 0, message: { role: 'assistant', content: turn.text ?? null, ...(turn.reasoning ? { reasoning_content: turn.reasoning } : {}), ...(calls.length ? { tool_calls: calls } : {}), refusal: null }, logprobs: null, finish_reason: finish }],
         usage: usageJson,
       });
       return;
@@ -156,6 +159,8 @@ export async function startChatUpstream(options: ChatUpstreamOptions): Promise<C
     const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) =>
       `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }] })}\n\n`;
     const pieces: string[] = [chunk({ role: 'assistant', content: '', refusal: null })];
+    const reasoning = turn.reasoning ?? '';
+    for (let at = 0; at < reasoning.length; at += piece) pieces.push(chunk({ reasoning_content: reasoning.slice(at, at + piece) }));
     const text = turn.text ?? '';
     for (let at = 0; at < text.length; at += piece) pieces.push(chunk({ content: text.slice(at, at + piece) }));
     calls.forEach((call, i) => {

@@ -56,6 +56,15 @@ describe('OpenCode events', () => {
     assert.deepEqual(events.at(-1), { kind: 'done', ok: true, summary: 'notes.md is written; missing-file does not exist.' });
   });
 
+  it("reads a real run's reasoning (printed with --thinking) as text, and ends with the answer's words, not the reasoning", () => {
+    const events = read(capture('thinking'));
+    assert.deepEqual(
+      events.filter((event) => event.kind === 'text').map((event) => event.text),
+      ['The file does not exist yet; printf writes it without a newline.', 'Creating it.', 'Done; nothing else to check.', 'Created hello.txt.'],
+    );
+    assert.deepEqual(events.at(-1), { kind: 'done', ok: true, summary: 'Created hello.txt.' });
+  });
+
   it("reads a real run's missing tool and failed tool as failed results", () => {
     const events = read(capture('badtool'));
     const [missing, missingResult, readCall, readResult] = events;

@@ -14,7 +14,10 @@
 // bundled npm); the state files give its config folder an empty `node_modules` and a lock that
 // lists that package, which is what it checks before installing, so it never reaches for npm. The
 // OpenAI-compatible provider (`@ai-sdk/openai-compatible`) is bundled in the binary: nothing else
-// has to be installed.
+// has to be installed. What it needs where it runs: glibc (the binary npm installs for Linux is
+// linked against it) and `bash` for its shell tool; its `grep` and `glob` tools run `rg` from PATH
+// (else from its cache, else it downloads ripgrep from GitHub, which a run cannot: without `rg`
+// those two tools fail, the shell tool still works).
 //
 // Its events, one JSON object a line: `step_start`, `text` (a finished text part), `reasoning`
 // (with `--thinking`), `tool_use` (a tool part once it has completed or failed: its input, output,
