@@ -197,8 +197,8 @@ describe('OpenCode, the real CLI, through the gateway', () => {
     const proxy = await recordingProxy();
     try {
       const withoutLock = Object.keys(opencode.stateFiles({ instruction: '', model: 'm', baseUrl: 'http://127.0.0.1:1', token: 't', stateDir: '/s', workdir: '/w' })).filter((name) => name.startsWith('config/opencode/'));
-      // The install starts as OpenCode loads its config; the model's first second leaves it time to knock.
-      const run = await runOpenCode({ turns: SOLVING, pace: { firstByteMs: 1000, chunkMs: 0 }, extraEnv: proxyEnv(proxy.url), withoutStateFiles: withoutLock });
+      // The install starts as OpenCode loads its config; the model's first seconds leave it time to knock.
+      const run = await runOpenCode({ turns: SOLVING, pace: { firstByteMs: 2000, chunkMs: 0 }, extraEnv: proxyEnv(proxy.url), withoutStateFiles: withoutLock });
       assert.equal(run.exitCode, 0, run.stderr);
       assert.ok(
         proxy.attempts.some((attempt) => attempt.includes('registry.npmjs.org')),
