@@ -7,24 +7,30 @@
 // and caches live under the state folder through OPENCODE_CONFIG and the XDG variables.
 //
 // Kept off the network: update checks (OPENCODE_DISABLE_AUTOUPDATE, `autoupdate: false`), the
-// models.dev model list (OPENCODE_DISABLE_MODELS_FETCH), share links (`share: "disabled"`), LSP
-// server downloads, default and external plugins, the session title (a second model call, skipped
-// when `--title` names one). At every start OpenCode also installs `@opencode-ai/plugin` from the
-// npm registry into each config folder that has no `node_modules` (in the background, through its
-// bundled npm); the state files give its config folder an empty `node_modules` and a lock that
-// lists that package, which is what it checks before installing, so it never reaches for npm. The
-// OpenAI-compatible provider (`@ai-sdk/openai-compatible`) is bundled in the binary: nothing else
-// has to be installed. What it needs where it runs: glibc (the binary npm installs for Linux is
-// linked against it) and `bash` for its shell tool; its `grep` and `glob` tools run `rg` from PATH
-// (else from its cache, else it downloads ripgrep from GitHub, which a run cannot: without `rg`
-// those two tools fail, the shell tool still works).
+// model list it fetches from models.opencode.ai every hour (OPENCODE_DISABLE_MODELS_FETCH), share
+// links (`share: "disabled"`), LSP server downloads, default and external plugins, the session
+// title (a second model call, skipped when `--title` names one). At every start OpenCode also
+// installs `@opencode-ai/plugin` from the npm registry into each config folder that has no
+// `node_modules` (in the background, through its bundled npm); the state files give its config
+// folder an empty `node_modules` and a lock that lists that package, which is what it checks
+// before installing, so it never reaches for npm. The OpenAI-compatible provider
+// (`@ai-sdk/openai-compatible`) is bundled in the binary: nothing else has to be installed.
+//
+// Its home is empty, so what it reads besides is the task's own folder, as wherever it runs:
+// AGENTS.md (or CLAUDE.md), skills and an `opencode.json` of the project. It asks for
+// `max_tokens: 32000` whatever the model (OPENCODE_EXPERIMENTAL_OUTPUT_TOKEN_MAX lowers it), which
+// a model with a smaller output limit refuses. What it needs where it runs: glibc (the binary npm
+// installs for Linux is linked against it) and `bash` for its shell tool; its `grep` and `glob`
+// tools run `rg` from PATH (else from its cache, else it downloads ripgrep from GitHub, which a run
+// cannot: without `rg` those two tools fail, the shell tool still works).
 //
 // Its events, one JSON object a line: `step_start`, `text` (a finished text part), `reasoning`
 // (with `--thinking`), `tool_use` (a tool part once it has completed or failed: its input, output,
 // and for `bash` the exit code), `step_finish` (`reason`: `tool-calls` when the loop goes on, else
 // the end of the run; the step's tokens), `error` (the session failed: `error.name`,
 // `error.data.message`; a context overflow is followed by a compaction and the run goes on, any
-// other error ends it, with exit code 1). Each line carries `type`, `timestamp`, `sessionID`, and `part` or `error`.
+// other error ends it, with exit code 1). Each line carries `type`, `timestamp`, `sessionID`, and
+// `part` or `error`.
 import * as z from 'zod';
 import type { EventReader, HeadlessInput, InstalledAgent, InstalledEvent } from './installedAgent.ts';
 
@@ -70,8 +76,6 @@ export const opencode: InstalledAgent = {
     OPENCODE_DISABLE_SHARE: '1',
     OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
     OPENCODE_DISABLE_DEFAULT_PLUGINS: '1',
-    OPENCODE_DISABLE_EXTERNAL_SKILLS: '1',
-    OPENCODE_DISABLE_CLAUDE_CODE: '1',
     OPENCODE_DISABLE_TERMINAL_TITLE: '1',
     OPENCODE_PURE: '1',
   }),
