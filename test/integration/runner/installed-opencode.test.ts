@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
@@ -72,6 +72,8 @@ interface RunOptions {
   extraEnv?: Record<string, string>;
   /** State files left out (the case that shows what they keep away). */
   withoutStateFiles?: string[];
+  /** The instruction's text before the run's marker (default: the hello task's). */
+  instruction?: string;
 }
 
 async function runOpenCode(options: RunOptions): Promise<Outcome> {
@@ -82,7 +84,7 @@ async function runOpenCode(options: RunOptions): Promise<Outcome> {
   const root = path.join(tmp.dir, marker);
   const [stateDir, home, workdir] = ['state', 'home', 'work'].map((name) => path.join(root, name)) as [string, string, string];
   for (const dir of [stateDir, home, workdir]) mkdirSync(dir, { recursive: true });
-  const input: HeadlessInput = { instruction: `Create hello.txt containing exactly 'Hello, world!' (${marker}).`, model: opencode.defaultModel, baseUrl: gatewayUrl, token: grant.token, stateDir, workdir };
+  const input: HeadlessInput = { instruction: `${options.instruction ?? "Create hello.txt containing exactly 'Hello, world!'."} (${marker})`, model: opencode.defaultModel, baseUrl: gatewayUrl, token: grant.token, stateDir, workdir };
   for (const [name, text] of Object.entries(opencode.stateFiles(input))) {
     if (options.withoutStateFiles?.includes(name)) continue;
     mkdirSync(path.dirname(path.join(stateDir, name)), { recursive: true });
@@ -209,10 +211,18 @@ describe('OpenCode, the real CLI, through the gateway', () => {
     }
   });
 
-  it("reports the service's error in one event and ends with a failure", async () => {
+  it("takes a hostile instruction as its message, not as options, and reports the service's error in one event and a failed end", async () => {
     const message = "Invalid value for 'temperature': must be between 0 and 2.";
-    const run = await runOpenCode({ turns: [{ error: { status: 400, message, code: 'invalid_value' } }] });
+    const hostile = '--help --model other/x\n"quoted" $(touch /tmp/belay-opencode-escape) `id` \u001b[2J 42';
+    const run = await runOpenCode({ turns: [{ error: { status: 400, message, code: 'invalid_value' } }], instruction: hostile });
     assert.equal(run.exitCode, 1);
+    // OpenCode wraps a message that holds a space in double quotes, as for a person's `opencode run "…"`.
+    const asked = run.upstream.completions()[0]!;
+    const user = (asked.body.messages as { role: string; content: unknown }[]).find((m) => m.role === 'user');
+    const text = typeof user?.content === 'string' ? user.content : JSON.stringify(user?.content);
+    assert.equal(text, `"${run.input.instruction.replace(/"/g, '\\"')}"`);
+    assert.equal(asked.body.model, 'gpt-4.1', 'the instruction set no option');
+    assert.ok(!existsSync('/tmp/belay-opencode-escape'), 'nothing ran the instruction as a shell would');
     assert.deepEqual(run.events, [
       { kind: 'error', message: `APIError: ${message}` },
       { kind: 'done', ok: false, summary: `APIError: ${message}` },
