@@ -103,6 +103,18 @@ export const PROTOCOL_DESCRIPTORS: Readonly<Record<Protocol, ProtocolDescriptor>
     installed: true,
     needs: ['command', 'workdir', 'stateDir', 'serviceUrl'],
   },
+  opencode: {
+    name: 'opencode',
+    title: 'OpenCode',
+    manner: 'installed CLI',
+    longTitle: 'OpenCode (the CLI, headless, through Belay\'s gateway)',
+    description: "OpenCode: Belay installs the pinned CLI (a native binary) and runs it headless on the task; it speaks OpenAI-compatible chat completions through Belay's gateway.",
+    detail: 'The OpenCode CLI (opencode run), headless with the task\'s instruction; its tool calls are the run\'s steps. Needs an OpenAI-compatible upstream.',
+    usage: 'OpenCode, headless (installed by Belay when --agent is left out; needs --llm-upstream, an OpenAI-compatible API)',
+    probeUsage: 'installed? its version; one step through the gateway',
+    installed: true,
+    needs: ['command', 'workdir', 'stateDir', 'serviceUrl'],
+  },
 };
 
 /** The descriptors in the order the settings list them. */

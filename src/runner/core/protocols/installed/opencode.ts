@@ -78,8 +78,11 @@ export const opencode: InstalledAgent = {
     OPENCODE_DISABLE_DEFAULT_PLUGINS: '1',
     OPENCODE_DISABLE_TERMINAL_TITLE: '1',
     OPENCODE_PURE: '1',
+    // Its start makes $TMPDIR/opencode: in the run's state, not a /tmp shared with other runs (local backend).
+    TMPDIR: `${input.stateDir}/tmp`,
   }),
   stateFiles: (input) => ({
+    'tmp/.belay-keep': '',
     'opencode.json': JSON.stringify(openCodeConfig(input), null, 2) + '\n',
     // OpenCode installs `@opencode-ai/plugin` from the npm registry into its config folder at
     // every start unless `node_modules` is there and the lock lists each package it would add.
