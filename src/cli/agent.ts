@@ -69,17 +69,8 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   // A --cwd that is no folder is one usage line before anything starts.
   if (values.cwd !== undefined) existingFolder(values.cwd, '--cwd', io.cwd);
 
-  let backend: Backend;
-  try {
-    backend = await sandboxBackend();
-  } catch (error) {
-    if (!(error instanceof BackendUnavailableError)) throw error;
-    if (!values['unsafe-local']) {
-      io.stderr.write(`belay agent doctor: ${error.message}\nThe agent would run unisolated here. Give --unsafe-local to probe it anyway (it can then read and write whatever you can).\n`);
-      return 1;
-    }
-    backend = localBackend();
-  }
+  const backend = await sandboxOrLocal(values['unsafe-local'] === true, io, 'The agent would run unisolated here. Give --unsafe-local to probe it anyway (it can then read and write whatever you can).');
+  if (!backend) return 1;
   // The agent's folder as belay run finds it: --cwd, else its program's folder, never the home folder or /.
   let folder;
   try {
@@ -102,6 +93,20 @@ export async function run(args: string[], io: CliIO): Promise<number> {
 }
 
 const INSTALLED_NAMES = Object.keys(INSTALLED_AGENTS);
+
+/** The sandbox; where it cannot run, the local backend if the person said --unsafe-local, else nothing (and why, on stderr). */
+async function sandboxOrLocal(unsafeLocal: boolean, io: CliIO, advice: string): Promise<Backend | undefined> {
+  try {
+    return await sandboxBackend();
+  } catch (error) {
+    if (!(error instanceof BackendUnavailableError)) throw error;
+    if (!unsafeLocal) {
+      io.stderr.write(`belay agent doctor: ${error.message}\n${advice}\n`);
+      return undefined;
+    }
+    return localBackend();
+  }
+}
 
 /** `belay agent install NAME...`: the pinned CLIs into the per-user cache (or --cache DIR). */
 async function install(args: string[], io: CliIO): Promise<number> {
@@ -150,17 +155,8 @@ async function doctorInstalledCli(values: Record<string, unknown>, io: CliIO): P
     const found = findInstalled(agent, defaultAgentCache(io.env));
     if (found) cli = { command: launchCommand(agent, found), folder: found.folder, bin: found.bin };
   }
-  let backend: Backend;
-  try {
-    backend = await sandboxBackend();
-  } catch (error) {
-    if (!(error instanceof BackendUnavailableError)) throw error;
-    if (!values['unsafe-local']) {
-      io.stderr.write(`belay agent doctor: ${error.message}\nGive --unsafe-local to check ${agent.title} unisolated.\n`);
-      return 1;
-    }
-    backend = localBackend();
-  }
+  const backend = await sandboxOrLocal(values['unsafe-local'] === true, io, `Give --unsafe-local to check ${agent.title} unisolated.`);
+  if (!backend) return 1;
   if (!values.json) io.stderr.write(`belay agent doctor: checking ${agent.title} with ${backend.label}${llmFlags ? `, its model ${llmFlags.upstream}` : ", its model Belay's probe model"}…\n`);
   const upstream = llmFlags ? (await startLlm(llmFlags, io.env)) : undefined;
   try {

@@ -165,3 +165,16 @@ export class AgentProcess {
     this.wake?.();
   }
 }
+
+/** How an agent's process ended, in words: "with code 1", "on SIGKILL", "(it could not start: …)". */
+export function describeExit(exit: ExitInfo | undefined): string {
+  if (!exit) return 'somehow';
+  if (exit.spawnError) return `(it could not start: ${exit.spawnError.message})`;
+  return exit.code !== null ? `with code ${exit.code}` : `on ${exit.signal}`;
+}
+
+/** The end of what an agent printed on stderr, as a clause for a one-line notice ('' when nothing). */
+export function stderrClause(agent: AgentProcess): string {
+  const text = agent.stderrTail.text('…').trim().slice(-300);
+  return text ? `; its stderr ends with: ${text}` : '';
+}

@@ -12,7 +12,7 @@ import { shellPath } from '../backends/backend.ts';
 import { RunFailure } from '../records/events.ts';
 import { runFiles, stepOutputFile } from '../records/records.ts';
 import type { AgentContext, AgentOutcome, AgentProtocol } from './agentProtocol.ts';
-import { AgentProcess, type ExitInfo } from './agent-process.ts';
+import { AgentProcess, describeExit, stderrClause, type ExitInfo } from './agent-process.ts';
 import type { HeadlessInput, InstalledAgent, InstalledEvent } from './installed/installedAgent.ts';
 
 /** An event line longer than this is cut (and then not read): the log keeps it whole. */
@@ -154,9 +154,9 @@ export async function runInstalled(agent: InstalledAgent, ctx: AgentContext): Pr
     }
     // A program that could not be started here (a binary for another C library, a missing runtime).
     if (steps === 0 && !done && (exit?.code === 126 || exit?.code === 127)) {
-      throw new RunFailure('setup_error', `${agent.title} could not start in the ${ctx.session.backend} environment (exit ${exit.code}${stderrTail(agentProcess)}): a task's image must provide glibc and /bin/sh for it`);
+      throw new RunFailure('setup_error', `${agent.title} could not start in the ${ctx.session.backend} environment (exit ${exit.code}${stderrClause(agentProcess)}): a task's image must provide glibc and /bin/sh for it`);
     }
-    if (!done) ctx.emit({ type: 'notice', message: `${agent.title} exited ${describeExit(exit)} without saying it had finished: the tests decide${stderrTail(agentProcess)}` });
+    if (!done) ctx.emit({ type: 'notice', message: `${agent.title} exited ${describeExit(exit)} without saying it had finished: the tests decide${stderrClause(agentProcess)}` });
     else if (!done.ok) ctx.emit({ type: 'notice', message: `${agent.title} says it failed${done.summary ? `: ${done.summary.slice(0, 300)}` : ''}` });
     return { steps, agentCompleted: done?.ok === true };
   } finally {
@@ -180,13 +180,4 @@ function safeJson(text: string): unknown {
   }
 }
 
-function describeExit(exit: ExitInfo | undefined): string {
-  if (!exit) return 'somehow';
-  if (exit.spawnError) return `(it could not start: ${exit.spawnError.message})`;
-  return exit.code !== null ? `with code ${exit.code}` : `on ${exit.signal}`;
-}
 
-function stderrTail(agent: AgentProcess): string {
-  const text = agent.stderrTail.text('…').trim().slice(-300);
-  return text ? `; its stderr ends with: ${text}` : '';
-}

@@ -16,7 +16,7 @@ import { shellPath } from '../backends/backend.ts';
 import { RunFailure } from '../records/events.ts';
 import type { AgentContext, AgentOutcome, AgentProtocol } from './agentProtocol.ts';
 import { runFiles } from '../records/records.ts';
-import { AgentProcess, type ExitInfo } from './agent-process.ts';
+import { AgentProcess, describeExit, stderrClause, type ExitInfo } from './agent-process.ts';
 import { listeningPorts, looksLikeSdk1Response } from './mismatch.ts';
 
 export const DONE_MARKER = '[DONE]';
@@ -141,7 +141,7 @@ export async function runSdk3(ctx: AgentContext): Promise<AgentOutcome> {
     }
     if (!marker.seen) {
       const hint = sdk1Line !== undefined ? `; it printed SDK 1.x JSON (${sdk1Line.slice(0, 120)}): run it with --protocol sdk1` : '';
-      ctx.emit({ type: 'notice', message: `the agent exited ${describeExit(exit)} without printing ${DONE_MARKER}: the tests decide, as in Term Challenge${tail(agent)}${hint}` });
+      ctx.emit({ type: 'notice', message: `the agent exited ${describeExit(exit)} without printing ${DONE_MARKER}: the tests decide, as in Term Challenge${stderrClause(agent)}${hint}` });
     }
     return { steps: 1, agentCompleted: marker.seen };
   } finally {
@@ -153,16 +153,7 @@ export async function runSdk3(ctx: AgentContext): Promise<AgentOutcome> {
   }
 }
 
-function describeExit(exit: ExitInfo | undefined): string {
-  if (!exit) return 'somehow';
-  if (exit.spawnError) return `(it could not start: ${exit.spawnError.message})`;
-  return exit.code !== null ? `with code ${exit.code}` : `on ${exit.signal}`;
-}
 
-function tail(agent: AgentProcess): string {
-  const text = agent.stderrTail.text('…').trim().slice(-300);
-  return text ? `; its stderr ends with: ${text}` : '';
-}
 
 function record(ctx: AgentContext, command: string, screen: BoundedText, done: boolean, timedOut: boolean, exit: ExitInfo | undefined, durationMs: number, stdoutLog: string): void {
   const exitCode = exit?.code ?? null;

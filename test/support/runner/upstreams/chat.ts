@@ -9,9 +9,8 @@
 // title or a summary a CLI asks for on the side) gets a short text answer. Model timings: the
 // answer's first byte comes `firstByteMs` after the request arrived, then the stream trickles out
 // a piece every `chunkMs`. Everything received is recorded for the tests' assertions.
-import { once } from 'node:events';
 import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback } from './loopback.ts';
 
 export interface ChatToolCall {
   name: string;
@@ -180,21 +179,15 @@ export async function startChatUpstream(options: ChatUpstreamOptions): Promise<C
     }
     res.end();
   });
-  server.keepAliveTimeout = 60_000;
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
+  const { port, close } = await listenOnLoopback(server, () => {
+    for (const timer of timers) clearTimeout(timer);
+    timers.clear();
+  });
   return {
     url: `http://127.0.0.1:${port}/v1`,
     received,
     completions: () => received.filter((entry) => entry.method === 'POST' && /\/chat\/completions$/.test(new URL(entry.url, 'http://upstream').pathname)),
     reportedUsage: () => ({ ...reported }),
-    close: () =>
-      new Promise((resolve) => {
-        for (const timer of timers) clearTimeout(timer);
-        timers.clear();
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close,
   };
 }

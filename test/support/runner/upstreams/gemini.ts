@@ -5,9 +5,8 @@
 // Each model request takes the next scripted turn (text, thoughts, function calls, or an error),
 // answered at model speed: the first byte after `firstByteSeconds`, then the text trickled in
 // pieces. It records every request so tests can assert on what reached it.
-import { once } from 'node:events';
 import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback } from './loopback.ts';
 
 export type GeminiPart = { text: string; thought?: true } | { functionCall: { name: string; args: Record<string, unknown> } };
 
@@ -152,19 +151,13 @@ export async function startGeminiUpstream(options: GeminiUpstreamOptions): Promi
     }
     res.end(sse ? undefined : ']');
   });
-  server.keepAliveTimeout = 60_000;
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
+  const { port, close } = await listenOnLoopback(server, () => {
+    for (const timer of timers) clearTimeout(timer);
+  });
   return {
     url: `http://127.0.0.1:${port}`,
     received,
     modelCalls: () => received.filter((r) => r.call === 'generateContent' || r.call === 'streamGenerateContent'),
-    close: () =>
-      new Promise((resolve) => {
-        for (const timer of timers) clearTimeout(timer);
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close,
   };
 }

@@ -7,9 +7,8 @@
 // holds, so a retried request gets the same answer and several conversations never share one.
 // Requests without tools (titles, summaries a CLI asks for on the side) get a short text answer.
 // Model timings: the first byte after `firstByteMs`, then the stream trickles, `chunkMs` apart.
-import { once } from 'node:events';
 import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback } from './loopback.ts';
 
 export type Turn = { text: string } | { tool: string; input: Record<string, unknown>; text?: string };
 
@@ -100,19 +99,8 @@ export async function startMessagesUpstream(options: MessagesUpstreamOptions): P
     }
     res.end();
   });
-  server.keepAliveTimeout = 60_000;
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    received,
-    close: () =>
-      new Promise((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  const { port, close } = await listenOnLoopback(server);
+  return { url: `http://127.0.0.1:${port}`, received, close };
 }
 
 function split(text: string, size: number): string[] {

@@ -4,10 +4,9 @@
 // OpenAI's error shape, at a model's speed: each answer's first byte after a wait, then its text
 // trickled in pieces. Each request takes the next turn of the script; it records what it received
 // (path, headers, body, the function call outputs sent back) so tests can assert on it.
-import { once } from 'node:events';
 import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
+import { listenOnLoopback } from './loopback.ts';
 
 /**
  * One model turn: a function call (JSON arguments) or a custom tool call (free text input, as
@@ -200,18 +199,12 @@ export async function startResponsesUpstream(options: ResponsesUpstreamOptions):
     await send('response.completed', { response: response('completed', true) });
     res.end();
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
+  const { port, close } = await listenOnLoopback(server);
   return {
     url: `http://127.0.0.1:${port}/v1`,
     received,
     strays,
     reported: () => received.reduce((sum, r) => ({ input: sum.input + (r.usage?.input ?? 0), output: sum.output + (r.usage?.output ?? 0) }), { input: 0, output: 0 }),
-    close: () =>
-      new Promise((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close,
   };
 }

@@ -143,7 +143,7 @@ describe('Codex events, hostile lines', () => {
     const [, result] = reader.line(big);
     assert.ok(result?.kind === 'tool-result');
     assert.ok(result.output.length < 70 * 1024, `kept ${result.output.length} characters`);
-    assert.match(result.output, /… \[\d+ more characters\]$/);
+    assert.ok(result.output.endsWith("…"), "the cut is marked");
   });
 
   it('a flood of calls that never end keeps a bounded memory of them: the oldest are let go (a late end then reports its call again)', () => {

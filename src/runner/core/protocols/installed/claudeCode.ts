@@ -5,11 +5,9 @@
 // the run's token. Its state (settings, sessions, shell snapshots) is under CLAUDE_CONFIG_DIR.
 // Its events: `system` (init), `assistant` (a model turn's text and tool_use blocks), `user`
 // (tool_result blocks), `result` (the end, with its words and whether it failed).
-import { isRecord } from '../../gateway/shape.ts';
+import { clip, isRecord, jsonObject } from './eventLines.ts';
 import type { EventReader, InstalledAgent, InstalledEvent } from './installedAgent.ts';
 
-/** The most characters of one text, command or output kept from one event. */
-const MAX_FIELD_CHARS = 64_000;
 
 export const claudeCode: InstalledAgent = {
   name: 'claude-code',
@@ -39,13 +37,8 @@ export const claudeCode: InstalledAgent = {
 
 class ClaudeCodeEvents implements EventReader {
   line(text: string): InstalledEvent[] {
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      return [];
-    }
-    if (!isRecord(json)) return [];
+    const json = jsonObject(text);
+    if (!json) return [];
     if (json.type === 'assistant' && isRecord(json.message)) return assistantEvents(json.message.content);
     if (json.type === 'user' && isRecord(json.message)) return resultEvents(json.message.content);
     if (json.type === 'result') {
@@ -103,8 +96,4 @@ export function toolCommand(name: string, input: Record<string, unknown>): strin
   if (name === 'Bash') return field('command') ?? 'Bash';
   const target = field('file_path') ?? field('notebook_path') ?? field('path') ?? field('pattern') ?? field('url') ?? field('query') ?? field('description') ?? field('prompt');
   return target !== undefined ? `${name} ${target}` : name;
-}
-
-function clip(text: string): string {
-  return text.length > MAX_FIELD_CHARS ? `${text.slice(0, MAX_FIELD_CHARS)}…` : text;
 }

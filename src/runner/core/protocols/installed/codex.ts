@@ -8,6 +8,7 @@
 //
 // Its npm package's `bin/codex.js` is a Node launcher that execs the package's native, statically
 // linked binary (`nativeExecutable`): run through `.bin`, it needs Node; run directly, nothing.
+import { clip, isRecord, jsonObject, MAX_FIELD_CHARS, str } from './eventLines.ts';
 import type { EventReader, HeadlessInput, InstalledAgent, InstalledEvent } from './installedAgent.ts';
 
 /** The variable Codex reads the run's token from (kept out of the commands the model runs). */
@@ -78,17 +79,9 @@ export function codexConfig(input: Pick<HeadlessInput, 'model' | 'baseUrl'>): [s
   ];
 }
 
-/** Longest text kept from one event (a command's output, a message): the rest is cut with a mark. */
-const MAX_TEXT_CHARS = 64 * 1024;
 /** Lines longer than this are not parsed at all (no event of Codex's is anywhere near it). */
 const MAX_LINE_CHARS = 8 * 1024 * 1024;
 
-function clip(text: string): string {
-  return text.length > MAX_TEXT_CHARS ? `${text.slice(0, MAX_TEXT_CHARS)}… [${text.length - MAX_TEXT_CHARS} more characters]` : text;
-}
-
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-const str = (value: unknown): string => (typeof value === 'string' ? value : '');
 
 /**
  * The words of a command line as a POSIX shell splits them (quotes and backslashes; no
@@ -170,7 +163,7 @@ function itemEvents(item: Record<string, unknown>, started: boolean, state: Read
       const events: InstalledEvent[] = [];
       if (!state.called.has(id)) {
         remember(state, id);
-        const reported = str(item.command).slice(0, MAX_TEXT_CHARS * 2);
+        const reported = str(item.command).slice(0, MAX_FIELD_CHARS * 2);
         events.push({ kind: 'tool-call', id, name: 'exec_command', command: clip(modelCommand(reported)), input: jsonText({ command: reported }) });
       }
       if (!started) {
@@ -248,14 +241,8 @@ export function codexEvents(): EventReader {
   const state: ReaderState = { called: new Set(), lastMessage: '', lastError: '' };
   return {
     line(text) {
-      if (text.length > MAX_LINE_CHARS) return [];
-      let json: unknown;
-      try {
-        json = JSON.parse(text);
-      } catch {
-        return [];
-      }
-      if (!isRecord(json)) return [];
+      const json = jsonObject(text, MAX_LINE_CHARS);
+      if (!json) return [];
       switch (json.type) {
         case 'item.started':
         case 'item.updated':

@@ -12,6 +12,7 @@
 // parameters}; `tool_result` {tool_id, status success|error, output, error {type, message}} (no
 // exit code: a shell command's output only); `error` {severity warning|error, message}; `result`
 // {status success|error, error?, stats}.
+import { clip, isRecord, jsonObject, str } from './eventLines.ts';
 import type { EventReader, HeadlessInput, InstalledAgent, InstalledEvent } from './installedAgent.ts';
 
 /** Text pieces held until the turn's text ends (a bounded buffer: beyond it, it is let out). */
@@ -39,17 +40,7 @@ export function geminiSettings(input: HeadlessInput): Record<string, unknown> {
   };
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function cut(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max)}…` : text;
-}
-
-function str(value: unknown): string {
-  return typeof value === 'string' ? value : '';
-}
+const cut = (text: string, max: number): string => clip(text, max);
 
 function oneLine(text: string): string {
   return cut(text.replace(/\s+/g, ' ').trim(), MAX_LINE_CHARS);
@@ -158,14 +149,8 @@ export function geminiEvents(): EventReader {
   };
   return {
     line(text) {
-      if (!text.startsWith('{')) return [];
-      let json: unknown;
-      try {
-        json = JSON.parse(text);
-      } catch {
-        return [];
-      }
-      return isRecord(json) ? read(json) : [];
+      const json = jsonObject(text);
+      return json ? read(json) : [];
     },
     end: flush,
   };

@@ -32,10 +32,10 @@
 // other error ends it, with exit code 1). Each line carries `type`, `timestamp`, `sessionID`, and
 // `part` or `error`.
 import * as z from 'zod';
+import { clip, isRecord, jsonObject } from './eventLines.ts';
 import type { EventReader, HeadlessInput, InstalledAgent, InstalledEvent } from './installedAgent.ts';
 
 /** The most characters of one text, command or output kept from one event. */
-const MAX_FIELD_CHARS = 64_000;
 
 /** The provider the config file declares: the gateway. */
 const PROVIDER = 'belay';
@@ -143,19 +143,14 @@ const Line = z.discriminatedUnion('type', [
 ]);
 
 class OpenCodeEvents implements EventReader {
-  /** The model's last words, the run's summary when it ends (bounded by MAX_FIELD_CHARS). */
+  /** The model's last words, the run's summary when it ends (bounded, as every kept text is). */
   private lastText = '';
   /** A `done` was given: a later line may still add events, but never a second `done`. */
   private finished = false;
 
   line(text: string): InstalledEvent[] {
-    if (!text.startsWith('{')) return [];
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      return [];
-    }
+    const json = jsonObject(text);
+    if (!json) return [];
     const parsed = Line.safeParse(json);
     if (!parsed.success) return [];
     const event = parsed.data;
@@ -244,10 +239,3 @@ function textOf(value: unknown): string {
   }
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function clip(text: string): string {
-  return text.length > MAX_FIELD_CHARS ? `${text.slice(0, MAX_FIELD_CHARS)}…` : text;
-}
