@@ -11,6 +11,7 @@ import { anthropicError, messages } from './anthropic.ts';
 import { DEFAULT_RETRY, KeyGate, type RetryPolicy } from './backoff.ts';
 import { forward, scrub, sendJson, sendOnce, upstreamHeaders, upstreamUrl, type Transport } from './forward.ts';
 import { Grant, type OpenRunOptions, type RunGrant } from './grant.ts';
+import { serveLocal, serveLocalPassthrough } from './lmServe.ts';
 import { chat, responses } from './openai.ts';
 import { proxy } from './proxy.ts';
 import { isRecord, openAiError, RequestSchema, type ApiShape } from './shape.ts';
@@ -151,7 +152,7 @@ export function startGateway(options: GatewayOptions = {}): Gateway {
     const token = headerToken(req.headers);
     const grant = token === undefined ? undefined : grants.get(token);
     if (!grant && !(token === undefined && shape === proxy)) return fail(401, 'invalid_run_token', token === undefined ? NO_TOKEN : UNKNOWN_TOKEN);
-    if (passthrough) return pass(passthrough, grant!, req, res);
+    if (passthrough) return grant!.local ? passLocal(passthrough, grant!, req, res) : pass(passthrough, grant!, req, res);
     return callApi(route as ApiRoute, token, grant, req, res, fail, startedAt);
   }
 
@@ -184,8 +185,9 @@ export function startGateway(options: GatewayOptions = {}): Gateway {
       grant.account({ api: shape.api, model: request.data.model ?? null, stream: request.data.stream === true || route.stream, status: 402, startedAt, inputChars: raw.length, outputChars: 0, reachedModel: false, retries: 0, error: 'budget_exceeded', refused: true });
       return fail(402, shape === proxy ? 'cost_limit_exceeded' : 'budget_exceeded', grant.budgetMessage());
     }
-    const plan = shape.plan(request.data, grant.upstream, { forceStream: route.stream });
-    if ('refused' in plan) return fail(400, 'unsupported_by_upstream', `Belay gateway: ${plan.refused}`);
+    // A run served by a model in the editor has no HTTP upstream: lmServe.ts translates for it.
+    const plan = grant.local ? undefined : shape.plan(request.data, grant.upstream, { forceStream: route.stream });
+    if (plan && 'refused' in plan) return fail(400, 'unsupported_by_upstream', `Belay gateway: ${plan.refused}`);
     // Closing the run (or the gateway, which closes every run) aborts what is in flight.
     const controller = new AbortController();
     grant.inflight.add(controller);
@@ -195,7 +197,26 @@ export function startGateway(options: GatewayOptions = {}): Gateway {
     });
     if (res.destroyed || req.socket.destroyed) agentGone();
     try {
-      await forward(transport, { grant, shape, plan, inputChars: raw.length, agentHeaders: req.headers, res, signal: controller.signal, startedAt });
+      if (grant.local) await serveLocal({ grant, model: grant.local, shape, body: request.data, route: { stream: route.stream }, res, signal: controller.signal, startedAt, inputChars: raw.length });
+      else await forward(transport, { grant, shape, plan: plan!, inputChars: raw.length, agentHeaders: req.headers, res, signal: controller.signal, startedAt });
+    } finally {
+      grant.inflight.delete(controller);
+    }
+  }
+
+  /** A passthrough request on a run served by a model in the editor: its model list, its token counter. */
+  async function passLocal(route: Passthrough, grant: Grant, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    let body: unknown;
+    try {
+      body = route.method === 'POST' ? JSON.parse((await readBody(req, maxBodyBytes)).toString('utf8')) : undefined;
+    } catch {
+      return sendJson(res, 400, anthropicError(400, 'invalid_json', 'Belay gateway: the request body must be a JSON object'));
+    }
+    const controller = new AbortController();
+    grant.inflight.add(controller);
+    res.once('close', () => controller.abort(new Error('the agent disconnected')));
+    try {
+      await serveLocalPassthrough(grant.local!, req.url?.split('?', 1)[0] ?? '', body, res, controller.signal);
     } finally {
       grant.inflight.delete(controller);
     }
