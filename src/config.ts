@@ -36,6 +36,7 @@ const schemas = {
   'runner.runsDir': string(1),
   'runner.jobsDir': string(1),
   'runner.maxSteps': number(1, Number.MAX_SAFE_INTEGER, true),
+  'runner.agentCache': string(),
   'runner.logLimitMB': number(0.01, 1024 * 1024),
   'runner.diskBudgetMB': number(1, 1024 * 1024 * 1024),
   // Checked by the runner's core (llmSettings.ts), which names the bad field.

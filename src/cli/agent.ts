@@ -4,22 +4,34 @@ import { parseCommandLine, splitAction } from '../shared/args.ts';
 import { shellQuote } from '../shared/shell.ts';
 import { neutraliseControls } from '../shared/terminalText.ts';
 import { UsageError, type CliIO } from './io.ts';
-import { existingFolder } from './paths.ts';
+import { existingFolder, folderToMake } from './paths.ts';
 import { BackendUnavailableError, type Backend } from '../runner/core/backends/backend.ts';
 import { localBackend } from '../runner/core/backends/local.ts';
 import { sandboxBackend } from '../runner/core/backends/sandbox.ts';
 import { diagnoseAgent, PROTOCOL_TITLES, type DoctorReport, type ProbeName } from '../runner/core/protocols/doctor.ts';
 import { protocolDescriptors } from '../runner/core/protocols/descriptors.ts';
 import { AgentFolderError, resolveAgentFolder } from '../runner/core/agents/agentFolder.ts';
+import { INSTALLED_AGENTS, installedAgent } from '../runner/core/protocols/installed/agents.ts';
+import { defaultAgentCache, ensureInstalled, findInstalled, InstallError, launchCommand } from '../runner/core/protocols/installed/install.ts';
+import { doctorInstalled } from '../runner/core/protocols/installed/doctor.ts';
+import { checkLlmKey, LLM_FLAGS, parseLlmFlags, startLlm } from './llm.ts';
 
 /** Printed by `belay agent --help` (and when no action is given). */
 export const usage = `Usage: belay agent doctor --agent "COMMAND" [--cwd DIR] [--timeout S] [--unsafe-local] [--json]
+       belay agent doctor --protocol ${Object.keys(INSTALLED_AGENTS).join('|')} [--agent PROGRAM] [--llm-upstream URL ...]
+       belay agent install ${Object.keys(INSTALLED_AGENTS).join('|')}|all [--cache DIR]
 
 Starts the agent once per protocol, each time in a fresh sandbox (bubblewrap: no network, only
 its own folder readable, a scratch /app), and says which protocol it speaks and what it does wrong:
 ${protocolDescriptors().map((d) => `  ${d.title.padEnd(10)}${d.probeUsage}\n`).join('')}  nanobot   an envelope on its stdin; JSON frames with a type mean rich, plain text plain
 Each probe is bounded in time and everything it started is killed when it ends. No model can
 be reached from a probe: an agent that needs one may fail its task, which is not held against it.
+
+With --protocol, the doctor checks an installed coding CLI instead: whether it is installed (Belay's
+pinned version in ~/.cache/belay/agents, or the PROGRAM named), its version, and whether one step
+through Belay's gateway works: the CLI on a scratch task in the sandbox, its model the --llm-upstream
+given (a few tokens) or else Belay's probe model on loopback, which asks for one shell command.
+\`belay agent install\` puts the pinned CLIs into that cache (--cache DIR: elsewhere).
 
 Options:
   --agent "COMMAND"  the shell command that starts the agent (as in belay run --agent)
@@ -38,16 +50,18 @@ Example:
 `;
 
 export async function run(args: string[], io: CliIO): Promise<number> {
-  const { action, rest } = splitAction(args, ['doctor']);
+  const { action, rest } = splitAction(args, ['doctor', 'install']);
   if (action === undefined) {
     io.stdout.write(usage);
     return 2;
   }
+  if (action === 'install') return install(rest, io);
   const { values } = parseCommandLine(
     rest,
-    { agent: { type: 'string' }, cwd: { type: 'string' }, timeout: { type: 'string' }, 'unsafe-local': { type: 'boolean' }, json: { type: 'boolean' } },
+    { agent: { type: 'string' }, cwd: { type: 'string' }, timeout: { type: 'string' }, 'unsafe-local': { type: 'boolean' }, json: { type: 'boolean' }, protocol: { type: 'string' }, ...LLM_FLAGS },
     { positionals: false },
   );
+  if (values.protocol !== undefined) return doctorInstalledCli(values, io);
   const command = values.agent?.trim();
   if (!command) throw new UsageError('--agent "COMMAND" is required');
   const timeout = values.timeout === undefined ? 10 : Number(values.timeout);
@@ -87,8 +101,98 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   return report.clear ? 0 : 1;
 }
 
+const INSTALLED_NAMES = Object.keys(INSTALLED_AGENTS);
+
+/** `belay agent install NAME...`: the pinned CLIs into the per-user cache (or --cache DIR). */
+async function install(args: string[], io: CliIO): Promise<number> {
+  const { values, positionals } = parseCommandLine(args, { cache: { type: 'string' } });
+  if (positionals.length === 0) throw new UsageError(`name the CLIs to install: ${INSTALLED_NAMES.join(', ')} (or all)`);
+  const names = positionals.includes('all') ? INSTALLED_NAMES : positionals;
+  const agents = names.map((name) => {
+    const agent = installedAgent(name);
+    if (!agent) throw new UsageError(`'${name}' is not a CLI Belay installs (${INSTALLED_NAMES.join(', ')})`);
+    return agent;
+  });
+  const cache = values.cache !== undefined ? folderToMake(values.cache, '--cache', io.cwd) : defaultAgentCache(io.env);
+  let failed = 0;
+  for (const agent of agents) {
+    try {
+      const cli = await ensureInstalled(agent, { cache, onProgress: (message) => io.stderr.write(`belay agent install: ${message}\n`) });
+      io.stdout.write(`${agent.name} ${agent.version} ${cli.bin}\n`);
+    } catch (error) {
+      if (!(error instanceof InstallError)) throw error;
+      io.stderr.write(`belay agent install: ${error.message}\n`);
+      failed++;
+    }
+  }
+  return failed > 0 ? 1 : 0;
+}
+
+/** `belay agent doctor --protocol claude-code`: installed? which version? one step through the gateway. */
+async function doctorInstalledCli(values: Record<string, unknown>, io: CliIO): Promise<number> {
+  const agent = installedAgent(String(values.protocol));
+  if (!agent) throw new UsageError(`--protocol for the doctor names an installed CLI (${INSTALLED_NAMES.join(', ')}); leave it out to find an agent's protocol`);
+  const timeout = values.timeout === undefined ? 300 : Number(values.timeout);
+  if (!Number.isFinite(timeout) || timeout <= 0) throw new UsageError(`--timeout wants a number of seconds above 0, got '${String(values.timeout)}'`);
+  const llmFlags = parseLlmFlags(values as Parameters<typeof parseLlmFlags>[0]);
+  if (llmFlags) checkLlmKey(llmFlags, io.env);
+  let cli: { command: string; folder: string; bin: string } | undefined;
+  const given = typeof values.agent === 'string' ? values.agent.trim() : '';
+  if (given) {
+    try {
+      const folder = resolveAgentFolder({ command: given, base: io.cwd, given: typeof values.cwd === 'string' ? values.cwd : undefined, option: '--cwd DIR', isolated: true });
+      cli = { command: folder.command, folder: folder.dir, bin: given };
+    } catch (error) {
+      if (error instanceof AgentFolderError) throw new UsageError(error.message);
+      throw error;
+    }
+  } else {
+    const found = findInstalled(agent, defaultAgentCache(io.env));
+    if (found) cli = { command: launchCommand(agent, found.bin), folder: found.folder, bin: found.bin };
+  }
+  let backend: Backend;
+  try {
+    backend = await sandboxBackend();
+  } catch (error) {
+    if (!(error instanceof BackendUnavailableError)) throw error;
+    if (!values['unsafe-local']) {
+      io.stderr.write(`belay agent doctor: ${error.message}\nGive --unsafe-local to check ${agent.title} unisolated.\n`);
+      return 1;
+    }
+    backend = localBackend();
+  }
+  if (!values.json) io.stderr.write(`belay agent doctor: checking ${agent.title} with ${backend.label}${llmFlags ? `, its model ${llmFlags.upstream}` : ", its model Belay's probe model"}…\n`);
+  const upstream = llmFlags ? (await startLlm(llmFlags, io.env)) : undefined;
+  try {
+    const report = await doctorInstalled({
+      agent,
+      cli,
+      backend,
+      ...(upstream ? { upstream: upstream.options.upstream } : {}),
+      ...(llmFlags?.model ? { model: llmFlags.model } : {}),
+      timeoutMs: timeout * 1000,
+      agentFolders: [path.dirname(process.execPath)],
+    });
+    if (values.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    else {
+      const clean = (text: string) => neutraliseControls(text);
+      const lines = [
+        `  installed  ${report.installed ? `yes  ${clean(report.program ?? '')}` : 'no'}`,
+        `  version    ${report.version ? clean(report.version) : '-'} (Belay pins ${report.pinned})`,
+        `  exchange   ${report.exchange ? `${report.exchange.ok ? 'yes' : 'no '}  ${clean(report.exchange.summary)}${report.exchange.model === 'probe' ? " (Belay's probe model)" : ''}` : '-'}`,
+        '',
+        ...(report.problems.length > 0 ? ['Problems:', ...report.problems.map((p) => `  - ${clean(p)}`)] : [`${agent.title} works through Belay's gateway.`]),
+      ];
+      io.stdout.write(`${lines.join('\n')}\n`);
+    }
+    return report.ok ? 0 : 1;
+  } finally {
+    await upstream?.host.close();
+  }
+}
+
 /** Each probe's title: a protocol's (its descriptor), and nanobot's. */
-const PROBE_TITLES: Record<ProbeName, string> = { ...Object.fromEntries(protocolDescriptors().map((d) => [d.probe, d.title])), nanobot: 'nanobot' } as Record<ProbeName, string>;
+const PROBE_TITLES: Record<ProbeName, string> = { ...Object.fromEntries(protocolDescriptors().flatMap((d) => (d.probe ? [[d.probe, d.title]] : []))), nanobot: 'nanobot' } as Record<ProbeName, string>;
 
 /** The report as a person reads it; the agent's words are neutralised (no control sequences). */
 export function describeReport(report: DoctorReport, command: string): string {

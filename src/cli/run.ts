@@ -16,6 +16,8 @@ import type { RunLimits } from '../runner/core/protocols/agentProtocol.ts';
 import { formatTokens, formatUsd, llmLine, rewardWords } from '../runner/core/records/format.ts';
 import { neutraliseControls } from '../shared/terminalText.ts';
 import { budgetWords } from '../runner/core/run/runLlm.ts';
+import { defaultAgentCache, ensureInstalled, InstallError, launchCommand } from '../runner/core/protocols/installed/install.ts';
+import { installedAgent } from '../runner/core/protocols/installed/agents.ts';
 import { checkLlmKey, LLM_FLAGS, LLM_USAGE, parseLlmFlags, startLlm, type LlmFlags } from './llm.ts';
 import { addLlmUsage, type RunResult } from '../runner/core/records/records.ts';
 import { runTask } from '../runner/core/run/run.ts';
@@ -34,7 +36,9 @@ the task's tests. Live progress goes to stderr; a summary table (or JSON) to std
 Options:
   --agent "COMMAND"        the agent's shell command, run in the agent's folder; its program
                            (a path as the first word, or the script of python3, node, bash,
-                           sh, uv run, npx tsx, …) is named absolutely or from this folder
+                           sh, uv run, npx tsx, …) is named absolutely or from this folder;
+                           with an installed CLI's protocol (claude-code, …) it may be left
+                           out: Belay installs the pinned CLI into ~/.cache/belay/agents
   --agent-dir DIR          the agent's folder (default: the folder of the program the command
                            names, else the current folder; never the home folder or /); an
                            isolating backend shows it read-only, without the task folders or
@@ -71,6 +75,8 @@ Exit status: 0 when every task passed, 1 when any failed, 2 for usage errors.
 Examples:
   belay run tasks/hello --agent "python3 agent.py" --protocol sdk1 --max-steps 50
   belay run tasks --agent "python3 agent.py" --protocol sdk1 --attempts 5 --concurrency 4
+  belay run tasks/hello --protocol claude-code --llm-upstream https://api.anthropic.com \\
+    --llm-key-env ANTHROPIC_API_KEY --llm-model claude-sonnet-4-5
 `;
 
 function positiveNumber(value: string | undefined, flag: string, integer = false): number | undefined {
@@ -116,11 +122,13 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   // The key's variable is checked before anything runs: a run without its key would fail only at its first model call.
   if (llmFlags) checkLlmKey(llmFlags, io.env);
   if (positionals.length === 0) throw new UsageError('no TASK_DIR given: name at least one folder holding tasks');
-  if (!values.agent?.trim()) throw new UsageError('--agent "COMMAND" is required');
   if (!isProtocol(values.protocol)) {
     throw new UsageError(`--protocol must be ${PROTOCOL_NAMES.join(', ').replace(/, (?=[^,]*$)/, ' or ')} (got ${values.protocol === undefined ? 'nothing' : `'${values.protocol}'`}): the protocol is never guessed (belay agent doctor finds it)`);
   }
   const protocol: Protocol = values.protocol;
+  const installed = installedAgent(protocol);
+  if (!values.agent?.trim() && !installed) throw new UsageError('--agent "COMMAND" is required');
+  if (installed && !llmFlags) throw new UsageError(`--protocol ${protocol} needs --llm-upstream URL: ${installed.title} reaches its model only through Belay's gateway`);
   const backendName = values.backend;
   if (backendName !== undefined && !isBackendName(backendName)) throw new UsageError(`--backend must be ${BACKEND_NAMES.join(' or ')} (got '${backendName}')`);
   if (values.engine !== undefined && values.engine !== 'podman' && values.engine !== 'docker') throw new UsageError(`--engine must be podman or docker (got '${values.engine}')`);
@@ -163,13 +171,27 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     return 1;
   }
   if (attempts === undefined) io.stderr.write(`belay run: ${tasks.length} task(s), protocol ${protocol}, backend ${backend.label}\n`);
+  // An installed CLI the command line does not name: Belay's pinned version, installed once.
+  let values_agent = values.agent;
+  let agentDirGiven = values['agent-dir'];
+  if (installed && !values.agent?.trim()) {
+    try {
+      const cli = await ensureInstalled(installed, { cache: defaultAgentCache(io.env), onProgress: (message) => io.stderr.write(`belay run: ${message}\n`) });
+      values_agent = launchCommand(installed, cli.bin);
+      agentDirGiven = cli.folder;
+    } catch (error) {
+      if (!(error instanceof InstallError)) throw error;
+      io.stderr.write(`belay run: ${error.message}\n`);
+      return 1;
+    }
+  }
   // The agent's folder: the one given, else its program's; its program must be visible in it.
   let agentFolder;
   try {
     agentFolder = resolveAgentFolder({
-      command: values.agent,
+      command: values_agent!,
       base: io.cwd,
-      given: values['agent-dir'],
+      given: agentDirGiven,
       hidden: [...tasks.map((t) => t.dir), runsDir],
       option: '--agent-dir DIR',
       isolated: backend.isolated,

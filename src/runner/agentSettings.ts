@@ -5,7 +5,9 @@ import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
 import { AgentSchema, expandCommand, MicroAgentSchema, microAgentSecretTexts } from './core/agents/agents.ts';
 import type { DoctorReport } from './core/protocols/doctor.ts';
-import { PROTOCOL_DESCRIPTORS } from './core/protocols/descriptors.ts';
+import { PROTOCOL_DESCRIPTORS, protocolDescriptors } from './core/protocols/descriptors.ts';
+import { installedAgent } from './core/protocols/installed/agents.ts';
+import { isHttpUrl } from './core/agents/llmSettings.ts';
 import type { Prompts } from './prompts.ts';
 import { isSecretName, SECRET_NAME_RULE, secretNames, secretReference } from './core/agents/secrets.ts';
 import type { RunnerService } from './service.ts';
@@ -22,11 +24,11 @@ export async function addAgent(ctx: BelayContext, service: RunnerService, prompt
   if (!name?.trim()) return undefined;
   const command = await prompts.input({
     title: 'Belay: Add Agent (2/3)',
-    prompt: 'The shell command that starts it (run from the workspace folder). ${node} is the editor’s Node.',
+    prompt: 'The shell command that starts it (run from the workspace folder). ${node} is the editor’s Node. Leave it empty for a coding CLI Belay installs and runs headless (Claude Code).',
     placeHolder: 'python3 agent.py',
-    validateInput: (v) => (v.trim() ? undefined : 'a command is needed'),
   });
-  if (!command?.trim()) return undefined;
+  if (command === undefined) return undefined;
+  if (!command.trim()) return addInstalledAgent(ctx, service, prompts, name.trim());
   const protocols = AgentSchema.shape.protocol.options as readonly string[];
   const words = PROTOCOL_DESCRIPTORS as Readonly<Record<string, { title: string; detail: string } | undefined>>;
   const manual = (first?: { protocol: string; note: string }): ProtocolItem[] =>
@@ -73,6 +75,49 @@ export async function addAgent(ctx: BelayContext, service: RunnerService, prompt
   const entry = AgentSchema.parse({ name: name.trim(), command: command.trim(), protocol: chosen.protocol, env });
   await addToSetting(ctx, 'agents', entry);
   void vscode.window.showInformationMessage(`Belay: agent '${entry.name}' added to the belay.agents setting.`);
+  return entry.name;
+}
+
+/**
+ * An installed coding CLI as an agent: which one, the model API it reaches through the gateway
+ * (its base URL, the model, the key kept in secret storage). No command: Belay installs the CLI.
+ */
+async function addInstalledAgent(ctx: BelayContext, service: RunnerService, prompts: Prompts, name: string): Promise<string | undefined> {
+  const chosen = await prompts.pick<ProtocolItem>(
+    protocolDescriptors()
+      .filter((d) => d.installed)
+      .map((d) => ({ label: d.title, description: d.name, detail: d.detail, protocol: d.name })),
+    { title: 'Belay: Add Agent (3/3)', placeHolder: 'Which coding CLI? Belay installs its pinned version on first use' },
+  );
+  if (!chosen) return undefined;
+  const described = installedAgent(chosen.protocol ?? '');
+  if (!described) return undefined;
+  const anthropic = described.api === 'messages';
+  const upstream = await prompts.input({
+    title: `Belay: ${described.title}: model API`,
+    prompt: `The base URL of the ${anthropic ? 'Anthropic' : described.api} API it calls through Belay's gateway (its one way out of the run). Empty: belay.runner.llm's.`,
+    value: anthropic ? 'https://api.anthropic.com' : '',
+    validateInput: (v) => (v.trim() === '' || isHttpUrl(v.trim()) ? undefined : 'an http:// or https:// URL'),
+  });
+  if (upstream === undefined) return undefined;
+  const model = await prompts.input({ title: `Belay: ${described.title}: model`, prompt: `The model it asks for (empty: ${described.defaultModel})`, placeHolder: described.defaultModel });
+  if (model === undefined) return undefined;
+  const llm: Record<string, string> = {};
+  if (upstream.trim()) {
+    llm.upstream = upstream.trim();
+    if (anthropic) llm.api = 'anthropic';
+    const key = await prompts.input({ title: `Belay: ${described.title}: API key (optional)`, prompt: 'The upstream’s API key, kept in VS Code’s secret storage; the CLI only ever gets a per-run token.', password: true });
+    if (key) {
+      const secretName = anthropic ? 'ANTHROPIC_API_KEY' : 'OPENAI_API_KEY';
+      await service.storeSecret(secretName, key);
+      llm.keySecret = secretName;
+    }
+  }
+  if (model.trim()) llm.model = model.trim();
+  const entry = AgentSchema.parse({ name, protocol: described.name, ...(Object.keys(llm).length > 0 ? { llm } : {}) });
+  const setting = { name: entry.name, protocol: entry.protocol, ...(entry.llm ? { llm: entry.llm } : {}) };
+  await addToSetting(ctx, 'agents', setting);
+  void vscode.window.showInformationMessage(`Belay: agent '${entry.name}' (${described.title}) added to the belay.agents setting; Belay installs ${described.title} ${described.version} the first time it runs.`);
   return entry.name;
 }
 

@@ -354,7 +354,7 @@ export class RunnerService implements vscode.Disposable {
       if (key === '') throw new RunRefusedError(new MissingSecretError(choice.keySecret, owner).message);
     }
     const host = await this.#hostGateway();
-    return { gateway: host.gateway, socketPath: host.socketPath, upstream: { baseUrl: choice.baseUrl, key, api: choice.api }, budget: choice.budget, prices };
+    return { gateway: host.gateway, socketPath: host.socketPath, upstream: { baseUrl: choice.baseUrl, key, api: choice.api, ...(choice.model ? { model: choice.model } : {}) }, budget: choice.budget, prices };
   }
 
   /** The window's one gateway, started with the first run that needs it. */
@@ -365,6 +365,30 @@ export class RunnerService implements vscode.Disposable {
       throw new RunRefusedError(`Belay's LLM gateway could not start: ${errorMessage(error)}`);
     });
     return this.#gateway;
+  }
+
+  /**
+   * An installed CLI's protocol with no command: Belay's pinned CLI, installed into the cache first
+   * (with progress) when it is not there. Undefined for every other agent.
+   */
+  async #installedCli(agent: Agent, llm: RunLlmOptions | undefined): Promise<{ command: string; folder: string } | undefined> {
+    const { installedAgent } = await import('./core/protocols/installed/agents.ts');
+    const described = installedAgent(agent.protocol);
+    if (!described) return undefined;
+    if (!llm) throw new RunRefusedError(`agent '${agent.name}' runs ${described.title}, which reaches its model only through Belay's gateway: set its "llm" (or belay.runner.llm) to an upstream`);
+    if (agent.command !== '') return undefined;
+    const { defaultAgentCache, ensureInstalled, findInstalled, InstallError, launchCommand } = await import('./core/protocols/installed/install.ts');
+    const cache = this.#ctx.config.get('runner.agentCache').trim() || defaultAgentCache();
+    const install = () => ensureInstalled(described, { cache, onProgress: (message) => this.#ctx.log.info(`runner: ${message}`) });
+    try {
+      const cli =
+        findInstalled(described, cache) ??
+        (await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Belay: installing ${described.title} ${described.version} from the npm registry…` }, install));
+      return { command: launchCommand(described, cli.bin), folder: cli.folder };
+    } catch (error) {
+      if (error instanceof InstallError) throw new RunRefusedError(error.message);
+      throw error;
+    }
   }
 
   /** Runs `agent` on `task`; resolves with the result (also when the run failed or was stopped). */
@@ -379,12 +403,13 @@ export class RunnerService implements vscode.Disposable {
     const hidden = [...this.#tasks.map((t) => t.dir), ...this.#taskErrors.map((e) => path.dirname(e.file)), ...this.#folders().flatMap((f) => [this.#runsDirOf(f), this.#jobsDirOf(f)])];
     // The agent's folder: its cwd setting, else its program's folder, else where it was declared; never the home folder or /.
     const { AgentFolderError, resolveAgentFolder } = await import('./core/agents/agentFolder.ts');
+    const installed = await this.#installedCli(agent, llm);
     let folder;
     try {
       folder = resolveAgentFolder({
-        command: expandCommand(agent.command, process.execPath, agent.baseDir),
+        command: installed?.command ?? expandCommand(agent.command, process.execPath, agent.baseDir),
         base: agent.baseDir,
-        given: agent.cwd,
+        given: installed?.folder ?? agent.cwd,
         hidden,
         option: `"cwd" in agent '${agent.name}'`,
         isolated: backend.isolated,

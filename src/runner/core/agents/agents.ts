@@ -8,7 +8,7 @@ import { errorMessage } from '../../../shared/errors.ts';
 import { shellQuote } from '../../../shared/shell.ts';
 import { LlmSettingSchema } from './llmSettings.ts';
 import { TerminalConfigSchema, type TerminalConfig } from './nanobotConfig.ts';
-import { PROTOCOLS } from '../records/records.ts';
+import { INSTALLED_PROTOCOLS, PROTOCOLS } from '../records/records.ts';
 import { fillEnv, fillSecrets } from './secrets.ts';
 
 /** Agents declared in the workspace, beside the settings: `{ "agents": [...], "microAgents": [...] }`. */
@@ -18,8 +18,11 @@ const nameSchema = z.string().trim().min(1, 'an agent needs a name');
 
 export const AgentSchema = z.object({
   name: nameSchema,
-  /** Shell command; `${node}`: the Node that runs VS Code's extension host; `${dir}`: the declaring folder. */
-  command: z.string().trim().min(1, 'an agent needs a command'),
+  /**
+   * Shell command; `${node}`: the Node that runs VS Code's extension host; `${dir}`: the declaring
+   * folder. Left out (empty) only for an installed CLI's protocol: Belay installs the pinned CLI.
+   */
+  command: z.string().trim().default(''),
   /** Never guessed: agents started in the wrong mode fail at step 0. */
   protocol: z.enum(PROTOCOLS),
   env: z.record(z.string(), z.string()).default({}),
@@ -27,6 +30,8 @@ export const AgentSchema = z.object({
   cwd: z.string().optional(),
   /** This agent's model API through the gateway, over `belay.runner.llm`. */
   llm: LlmSettingSchema.optional(),
+}).superRefine((agent, context) => {
+  if (agent.command === '' && !(INSTALLED_PROTOCOLS as readonly string[]).includes(agent.protocol)) context.addIssue({ code: 'custom', path: ['command'], message: 'an agent needs a command' });
 });
 export type AgentSetting = z.infer<typeof AgentSchema>;
 

@@ -28,6 +28,8 @@ export const LlmSettingSchema = z
       .trim()
       .refine((v) => v === '' || isSecretName(v), `a secret name (${SECRET_NAME_RULE})`)
       .optional(),
+    /** The model asked for when a request names none, and the one an installed CLI starts with. */
+    model: z.string().trim().optional(),
     budgetUsd: z.number().positive().finite().optional(),
     budgetTokens: z.number().int().positive().optional(),
   })
@@ -51,6 +53,8 @@ export interface HttpLlmChoice {
   api: LlmApi;
   /** The SecretStorage name of the real key; none for an upstream that needs no key (a local server). */
   keySecret: string | undefined;
+  /** The model for requests that name none (and an installed CLI's). */
+  model?: string;
   budget: { usd?: number; tokens?: number };
 }
 
@@ -86,6 +90,7 @@ export function chooseLlm(agentSetting: unknown, defaultSetting: unknown, owner:
     baseUrl,
     api: merged.api ?? 'openai',
     keySecret: merged.keySecret?.trim() || undefined,
+    ...(merged.model?.trim() ? { model: merged.model.trim() } : {}),
     budget,
   };
 }

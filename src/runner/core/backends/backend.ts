@@ -21,6 +21,11 @@ export interface RunFolders {
   scratch: string;
   /** Where preparing the environment logs (an image build), kept with the run. */
   environmentLog: string;
+  /**
+   * A folder the agent phase may write, kept with the run: an installed CLI's own state (its
+   * config, sessions, logs). Shown at `BackendSession.stateDir`; absent, there is none.
+   */
+  agentState?: string;
 }
 
 export interface SessionSpec {
@@ -111,6 +116,8 @@ export interface BackendSession {
   /** The logs folder as seen inside (verify phase). */
   readonly logsDir: string;
   readonly phase: Phase;
+  /** Where agent-phase programs see `RunFolders.agentState` (read-write); undefined when the run gave none. */
+  readonly stateDir: string | undefined;
   /** The host command that runs `spec` inside this environment, in the current phase. */
   command(spec: CommandSpec): HostCommand;
   /** How to reach `port` for a command started with `exposePort: port`. */

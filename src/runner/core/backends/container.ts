@@ -148,6 +148,8 @@ const FORWARDER_LAUNCH = programText(import.meta.url, './programs/forwarder-laun
 
 /** Where the container shows the host services' sockets. */
 const SERVICES_INSIDE = '/run/belay';
+/** Where the agent phase sees the run's agent-state folder. */
+const STATE_INSIDE = '/belay-state';
 
 /** The bounds a container gets: the task's [environment] first, then the settings. */
 export function containerLimits(environment: Pick<TaskEnvironment, 'cpus' | 'memoryMb'>, options: ContainerBackendOptions, hostCpus = os.availableParallelism()): { cpus: number; memoryMb: number; pidsLimit: number } {
@@ -254,6 +256,12 @@ export async function containerBackend(options: ContainerBackendOptions = {}): P
 async function openSession(engine: Engine, owner: string, options: ContainerBackendOptions, spec: SessionSpec, images: Map<string, ImageConfig>): Promise<BackendSession> {
   const { folders, task, signal } = spec;
   for (const dir of [folders.logs, folders.tests, folders.scratch, path.dirname(folders.environmentLog)]) await fs.mkdir(dir, { recursive: true });
+  // The agent's own state (an installed CLI's): writable by whichever user the task's image runs as.
+  if (folders.agentState) {
+    await fs.mkdir(folders.agentState, { recursive: true });
+    await fs.chmod(folders.agentState, 0o777);
+  }
+  const stateMount = folders.agentState ? ['--volume', `${path.resolve(folders.agentState)}:${STATE_INSIDE}:rw`] : [];
   await fs.mkdir(folders.control, { recursive: true, mode: 0o700 });
 
   // 1. The image.
@@ -327,6 +335,7 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
       `${path.resolve(folders.logs)}:/logs:rw`,
       ...mounts.flags,
       ...serviceMount,
+      ...stateMount,
       '--entrypoint',
       '/bin/sh',
       image,
@@ -424,6 +433,9 @@ class ContainerSession implements BackendSession {
   readonly backend = 'container';
   readonly workdir = '/app';
   readonly testsDir = '/tests';
+  get stateDir(): string | undefined {
+    return this.#spec.folders.agentState ? STATE_INSIDE : undefined;
+  }
   readonly logsDir = '/logs';
   #phase: Phase = 'agent';
   #agentEnded = false;

@@ -42,6 +42,7 @@ export function localBackend(): Backend {
       const { folders } = spec;
       await mkdir(folders.control, { recursive: true });
       await mkdir(folders.logs, { recursive: true });
+      if (folders.agentState) await mkdir(folders.agentState, { recursive: true, mode: 0o700 });
       const token = randomBytes(12).toString('hex');
       const mark: ProcessMark = { file: 'environ', text: `${SESSION_VARIABLE}=${token}\0` };
       const base = localBaseEnvironment();
@@ -59,6 +60,7 @@ export function localBackend(): Backend {
       return {
         backend: 'local',
         workdir: folders.workspace,
+        stateDir: folders.agentState,
         testsDir: folders.tests,
         logsDir: folders.logs,
         get phase() {

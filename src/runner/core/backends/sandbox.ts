@@ -90,7 +90,7 @@ export function systemView(hostPath = process.env.PATH ?? '', root = '/'): Syste
 /** What one sandboxed command sees, beyond the system view. */
 export interface SandboxLayout {
   phase: Phase;
-  folders: Pick<RunFolders, 'workspace' | 'tests' | 'logs' | 'control'>;
+  folders: Pick<RunFolders, 'workspace' | 'tests' | 'logs' | 'control' | 'agentState'>;
   /** Private, writable, kept for the run: shown as /tmp and as the home. */
   tmp: string;
   home: string;
@@ -107,6 +107,9 @@ export interface SandboxLayout {
   cwd: string;
 }
 
+/** Where the agent phase sees the run's agent-state folder (an installed CLI's own files). */
+export const STATE_INSIDE = '/belay-state';
+
 /** Where the sandbox shows the host services' sockets. */
 export const SERVICES_INSIDE = '/run/belay';
 
@@ -121,6 +124,7 @@ export function layoutArgs(layout: SandboxLayout): string[] {
   for (const dir of layout.runtime) args.push('--ro-bind', dir, dir);
   if (layout.phase === 'agent') {
     args.push('--bind', layout.folders.control, '/belay');
+    if (layout.folders.agentState) args.push('--bind', layout.folders.agentState, STATE_INSIDE);
     if (layout.services !== undefined) args.push('--ro-bind', layout.services, SERVICES_INSIDE);
     for (const dir of layout.agentFolders) args.push('--ro-bind', dir.source, dir.path);
     // Task folders and run records under the agent's folders: an empty, read-only folder instead.
@@ -265,6 +269,7 @@ export async function sandboxBackend(options: SandboxOptions = {}): Promise<Back
       const tmp = path.join(privateRoot, 'tmp');
       const home = path.join(privateRoot, 'home');
       for (const dir of [tmp, home, folders.control, folders.logs, folders.tests]) await mkdir(dir, { recursive: true });
+      if (folders.agentState) await mkdir(folders.agentState, { recursive: true, mode: 0o700 });
       const services = checkServices(spec.services);
       // The sockets: the agent's (SDK 2.0) at /belay, the services' relay read-only at /run/belay.
       const sockets = await socketFolder();
@@ -286,6 +291,7 @@ export async function sandboxBackend(options: SandboxOptions = {}): Promise<Back
       return {
         backend: 'sandbox',
         workdir: '/app',
+        stateDir: folders.agentState ? STATE_INSIDE : undefined,
         testsDir: '/tests',
         logsDir: '/logs',
         get phase() {

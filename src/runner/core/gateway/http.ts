@@ -188,6 +188,8 @@ export function startGateway(options: GatewayOptions = {}): Gateway {
     // A run served by a model in the editor has no HTTP upstream: lmServe.ts translates for it.
     const plan = grant.local ? undefined : shape.plan(request.data, grant.upstream, { forceStream: route.stream });
     if (plan && 'refused' in plan) return fail(400, 'unsupported_by_upstream', `Belay gateway: ${plan.refused}`);
+    // The Anthropic SDK's beta client (Claude Code's) asks for `?beta=true`: that one parameter goes on, nothing else of the query.
+    if (plan && shape === messages && new URLSearchParams(req.url?.split('?')[1] ?? '').get('beta') === 'true') plan.path += '?beta=true';
     // Closing the run (or the gateway, which closes every run) aborts what is in flight.
     const controller = new AbortController();
     grant.inflight.add(controller);

@@ -3,7 +3,8 @@
 // and forwards to the run's configured upstream with the real key, which never enters the run.
 // One module per API shape: openai.ts (chat completions, responses), anthropic.ts (messages),
 // proxy.ts (Term Challenge's /llm/proxy).
-export type { Budget, LlmRequestRecord, LlmUsage, OpenRunOptions, RunGrant, Upstream } from './grant.ts';
+export type { Budget, HttpUpstream, LlmRequestRecord, LlmUsage, LocalUpstream, OpenRunOptions, RunGrant, Upstream } from './grant.ts';
+export type { LocalModel } from './lmModel.ts';
 export type { ModelPrice, PriceTable } from './prices.ts';
 export { DEFAULT_PRICES } from './prices.ts';
 export type { RetryPolicy } from './backoff.ts';

@@ -60,6 +60,10 @@ export interface AgentContext {
   agentCommand: string;
   /** The agent's working directory as seen inside the backend. */
   agentCwd: string;
+  /** The run's model through Belay's gateway, when it has one: the URL the agent reaches it at, the run's token, the model asked for. */
+  llm?: { baseUrl: string; token: string; model: string | undefined };
+  /** The host folder the backend shows at `session.stateDir` (protocols that keep state only). */
+  stateFolder?: string;
   /** Variables given to the agent and its commands. */
   env: Record<string, string>;
   limits: RunLimits;
@@ -78,6 +82,8 @@ export interface AgentOutcome {
 /** How Belay talks to an agent: one implementation per protocol (protocols/). */
 export interface AgentProtocol {
   readonly name: Protocol;
+  /** True when the agent keeps state of its own (an installed CLI): the run gives it a folder, kept with the run. */
+  readonly keepsState?: boolean;
   /** Runs the agent until it completes or fails (a RunFailure); the agent is dead when it settles. */
   run(ctx: AgentContext): Promise<AgentOutcome>;
 }

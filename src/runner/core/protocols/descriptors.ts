@@ -21,8 +21,10 @@ export interface ProtocolDescriptor {
   readonly usage: string;
   /** In `belay agent --help`: what its probe does. */
   readonly probeUsage: string;
-  /** The doctor's probe that recognises it (doctor.ts). */
-  readonly probe: 'sdk1' | 'sdk2' | 'sdk3';
+  /** The doctor's probe that recognises it (doctor.ts); an installed CLI is named, not recognised. */
+  readonly probe?: 'sdk1' | 'sdk2' | 'sdk3';
+  /** An installed coding CLI (protocols/installed/): Belay installs it and runs it headless. */
+  readonly installed?: true;
   /** What it asks of the backend's session: a new backend provides these for the protocol to work on it. */
   readonly needs: readonly (keyof BackendSession)[];
 }
@@ -64,6 +66,18 @@ export const PROTOCOL_DESCRIPTORS: Readonly<Record<Protocol, ProtocolDescriptor>
     probeUsage: 'run as COMMAND --instruction "<text>"; prints [DONE] when finished',
     probe: 'sdk3',
     needs: ['command', 'workdir'],
+  },
+  'claude-code': {
+    name: 'claude-code',
+    title: 'Claude Code',
+    manner: 'installed CLI',
+    longTitle: 'Claude Code (the CLI, headless, through Belay\'s gateway)',
+    description: "Claude Code: Belay installs the pinned CLI (or runs the one the agent's command names) and runs it headless on the task; it speaks Anthropic Messages through Belay's gateway.",
+    detail: 'The Claude Code CLI, headless with the task\'s instruction; its tool calls are the run\'s steps. Needs an Anthropic upstream.',
+    usage: "Claude Code, headless (installed by Belay when --agent is left out; needs --llm-upstream, an Anthropic API)",
+    probeUsage: 'installed? its version; one step through the gateway',
+    installed: true,
+    needs: ['command', 'workdir', 'stateDir', 'serviceUrl'],
   },
 };
 

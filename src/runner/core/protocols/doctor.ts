@@ -91,7 +91,7 @@ export async function diagnoseAgent(options: DoctorOptions): Promise<DoctorRepor
   const root = await mkdtemp(path.join(os.tmpdir(), 'belay-doctor-'));
   try {
     const task = await probeTask(root);
-    const names = options.probes ?? [...protocolDescriptors().map((d) => d.probe), 'nanobot' as const];
+    const names = options.probes ?? [...protocolDescriptors().flatMap((d) => (d.probe ? [d.probe] : [])), 'nanobot' as const];
     const run: Record<ProbeName, (probe: Probe) => Promise<ProbeReport>> = { sdk1: probeSdk1, sdk2: probeSdk2, sdk3: probeSdk3, nanobot: probeNanobot };
     // Each probe in its own session, all at once: the slowest bounds the wait.
     const probes = await Promise.all(

@@ -5,8 +5,15 @@ import { PROTOCOLS, type Protocol } from '../records/records.ts';
 import { sdk1 } from './sdk1.ts';
 import { sdk2 } from './sdk2.ts';
 import { sdk3 } from './sdk3.ts';
+import { INSTALLED_AGENTS } from './installed/agents.ts';
+import { installedProtocol } from './installed/installedProtocol.ts';
 
-const BY_NAME: Record<Protocol, AgentProtocol> = { sdk1, sdk2, sdk3 };
+const BY_NAME: Record<Protocol, AgentProtocol> = {
+  sdk1,
+  sdk2,
+  sdk3,
+  ...(Object.fromEntries(Object.values(INSTALLED_AGENTS).map((agent) => [agent.name, installedProtocol(agent)])) as Record<keyof typeof INSTALLED_AGENTS, AgentProtocol>),
+};
 
 export function protocolNamed(name: Protocol): AgentProtocol {
   return BY_NAME[name];

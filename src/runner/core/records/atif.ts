@@ -191,7 +191,16 @@ export async function toAtif(source: AtifSource): Promise<AtifTrajectory> {
       step_id: steps.length + 1,
       source: 'agent',
       message: agentText(entry.response),
-      ...(entry.command !== null ? { tool_calls: [{ tool_call_id: callId, function_name: ATIF_SHELL_TOOL, arguments: { command: entry.command, ...(entry.cwd !== null ? { cwd: entry.cwd } : {}) } }] } : {}),
+      // An installed CLI's step is one of its own tools (Bash, Write, exec_command, …), with the arguments the model gave it.
+      ...(entry.command !== null
+        ? {
+            tool_calls: [
+              typeof response.tool === 'string' && response.input && typeof response.input === 'object'
+                ? { tool_call_id: callId, function_name: response.tool, arguments: response.input as Record<string, unknown> }
+                : { tool_call_id: callId, function_name: ATIF_SHELL_TOOL, arguments: { command: entry.command, ...(entry.cwd !== null ? { cwd: entry.cwd } : {}) } },
+            ],
+          }
+        : {}),
       ...(entry.command !== null && output != null ? { observation: { results: [{ source_call_id: callId, content: cap(output) }] } } : {}),
       ...(usage.success ? { metrics: { prompt_tokens: Math.round(usage.data.input_tokens), completion_tokens: Math.round(usage.data.output_tokens), cost_usd: usage.data.cost_usd } } : {}),
       extra: {

@@ -25,7 +25,10 @@ export const FAILURE_CAUSES = [
 ] as const;
 export type FailureCause = (typeof FAILURE_CAUSES)[number];
 
-export const PROTOCOLS = ['sdk1', 'sdk2', 'sdk3'] as const;
+/** The coding CLIs Belay installs and runs headless (protocols/installed/). */
+export const INSTALLED_PROTOCOLS = ['claude-code'] as const;
+export type InstalledProtocol = (typeof INSTALLED_PROTOCOLS)[number];
+export const PROTOCOLS = ['sdk1', 'sdk2', 'sdk3', ...INSTALLED_PROTOCOLS] as const;
 export type Protocol = (typeof PROTOCOLS)[number];
 
 export const TestResultSchema = z.object({
@@ -163,6 +166,7 @@ export function runFiles(runDir: string) {
     control: path.join(runDir, 'control'),
     scratch: path.join(runDir, 'scratch'),
     environmentLog: path.join(runDir, 'environment.log'),
+    agentState: path.join(runDir, 'agent-state'),
   };
 }
 

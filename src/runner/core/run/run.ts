@@ -116,6 +116,8 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
         agentCwd: options.agentCwd,
         // The gateway's variables last: with a gateway, no key of the agent's own settings goes in.
         env: { TERM_TASK_ID: task.name, BELAY_WORKDIR: session.workdir, ...options.env, ...llm?.environment(session.serviceUrl(LLM_SERVICE)) },
+        ...(llm ? { llm: { baseUrl: session.serviceUrl(LLM_SERVICE), token: llm.token, model: llm.model } } : {}),
+        ...(options.protocol.keepsState ? { stateFolder: files.agentState } : {}),
         limits: { ...limits, agentTimeoutMs: part.agentTimeoutMs },
         remainingMs: () => deadline - Date.now(),
         emit,
@@ -210,6 +212,7 @@ async function openEnvironment(
       control: files.control,
       scratch: files.scratch,
       environmentLog: files.environmentLog,
+      ...(options.protocol.keepsState ? { agentState: files.agentState } : {}),
     };
     return await options.backend.open({
       runId,

@@ -55,6 +55,17 @@ export class RunLlm {
     return { name: LLM_SERVICE, socketPath: this.#options.socketPath };
   }
 
+  /** The run's token (what the agent sends as its key). */
+  get token(): string {
+    return this.#grant.token;
+  }
+
+  /** The model asked for when a request names none (and the one an installed CLI asks for). */
+  get model(): string | undefined {
+    const upstream = this.#options.upstream;
+    return 'local' in upstream ? upstream.local.id : upstream.model;
+  }
+
   /** The agent's variables for a gateway it reaches at `baseUrl`: the URLs and the run's token in every key variable. */
   environment(baseUrl: string): Record<string, string> {
     return llmEnvironment(baseUrl, this.#grant.token);

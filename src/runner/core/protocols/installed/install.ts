@@ -8,6 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { runBounded } from '../../../../shared/process.ts';
+import { shellQuote } from '../../../../shared/shell.ts';
 import type { InstalledAgent } from './installedAgent.ts';
 
 /** Written last into a finished install. */
@@ -105,8 +106,17 @@ export function npmReason(output: string): string {
     .split('\n')
     .map((line) => line.replace(/^npm (ERR!|error)\s*/, '').trim())
     .filter((line) => line && line !== '…' && !/^(A complete log|Log files were not saved|\/.*debug.*\.log$)/.test(line));
-  const network = lines.find((line) => /ENOTFOUND|ECONNREFUSED|ETIMEDOUT|EAI_AGAIN|ECONNRESET|network/i.test(line));
-  const chosen = network ?? lines.find((line) => /^code /.test(line) === false) ?? 'npm failed without saying why';
+  const said = lines.filter((line) => !/^code \S+$/.test(line));
+  const network = said.find((line) => /request to .* failed/i.test(line)) ?? said.find((line) => /ENOTFOUND|ECONNREFUSED|ETIMEDOUT|EAI_AGAIN|ECONNRESET|network/i.test(line)) ?? (lines.some((line) => /^code (ENOTFOUND|ECONNREFUSED|ETIMEDOUT|EAI_AGAIN|ECONNRESET)$/.test(line)) ? lines[0] : undefined);
+  const chosen = network ?? said[0] ?? lines[0] ?? 'npm failed without saying why';
   const words = network ? `the npm registry cannot be reached (${chosen})` : chosen;
   return words.length > 300 ? `${words.slice(0, 297)}…` : words;
+}
+
+/**
+ * The shell command that starts an installed CLI: its program, or for a Node program Belay's own
+ * runtime (`node`, the editor's with ELECTRON_RUN_AS_NODE) with the program's script.
+ */
+export function launchCommand(agent: Pick<InstalledAgent, 'needsNode'>, bin: string, node: string = process.execPath): string {
+  return agent.needsNode ? `${shellQuote(node)} ${shellQuote(bin)}` : shellQuote(bin);
 }

@@ -4,6 +4,7 @@
 // (installedProtocol.ts). A CLI reaches its model only through Belay's gateway, with the run's
 // token: its update checks, telemetry and anything else that would wait on a network are off.
 // Pure data and pure readers: nothing here starts a process.
+import type { InstalledProtocol } from '../../records/records.ts';
 
 /** The model API a CLI speaks to the gateway. */
 export type InstalledApi = 'messages' | 'responses' | 'gemini' | 'chat';
@@ -48,7 +49,7 @@ export interface EventReader {
 
 export interface InstalledAgent {
   /** The protocol name (records, settings, `--protocol`). */
-  readonly name: 'claude-code' | 'codex' | 'gemini-cli' | 'opencode';
+  readonly name: InstalledProtocol;
   readonly title: string;
   /** The npm package and the version Belay pins and tests. */
   readonly package: string;
