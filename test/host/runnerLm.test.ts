@@ -18,7 +18,7 @@ interface TestModels {
 const MODEL = 'belay-test/scripted';
 const SOLVE = "printf 'Hello, world!' > hello.txt";
 
-suite('Belay runner on a VS Code model', () => {
+suite('Belay runner on a VS Code Model', () => {
   let runner: RunnerTestApi;
   let models: TestModels;
   const workspace = () => vscode.workspace.workspaceFolders![0]!.uri.fsPath;
