@@ -10,11 +10,17 @@ import { after, before, describe, it } from 'node:test';
 import type { LlmRequestRecord } from '../../../src/runner/core/gateway/grant.ts';
 import { startGateway, type Gateway, type RunGrant } from '../../../src/runner/core/gateway/index.ts';
 import type { LmMessage } from '../../../src/runner/core/gateway/lmModel.ts';
+import { claudeCode } from '../../../src/runner/core/protocols/installed/claudeCode.ts';
+import { launchCommand } from '../../../src/runner/core/protocols/installed/install.ts';
+import { installedProtocol } from '../../../src/runner/core/protocols/installed/installedProtocol.ts';
 import { readTrajectory } from '../../../src/runner/core/records/history.ts';
+import { runTask } from '../../../src/runner/core/run/run.ts';
+import { loadTask } from '../../../src/runner/core/tasks/task.ts';
+import { installedCli } from '../../support/runner/installed.ts';
 import { hostGateway, type HostedGateway } from '../../../src/runner/core/run/runLlm.ts';
 import { readEvents } from '../../support/runner/lm-streams.ts';
 import { ScriptedModel, wordCount } from '../../support/runner/scripted-lm.ts';
-import { backends, nodeAgent, nodeDir, repoRoot, runFixture, tempDir, type TempDir } from '../../support/runner/helpers.ts';
+import { backends, nodeAgent, nodeDir, repoRoot, runFixture, taskDir, tempDir, type TempDir } from '../../support/runner/helpers.ts';
 
 const SOLVE = "printf 'Hello, world!' > hello.txt";
 const FAST = { firstMs: 300, everyMs: 50 };
@@ -275,5 +281,58 @@ describe('agents solving a task on a model in the editor, in the sandbox', () =>
     assert.equal(model.sent.length, 2);
     const notices = events.flatMap((e) => (e.type === 'notice' && /left out/.test(e.message) ? [e.message] : []));
     assert.deepEqual(notices, [`the VS Code model ${model.id} left out what its API cannot express: top_p`]);
+  });
+});
+
+describe('the real Claude Code CLI on a model in the editor, in the sandbox', () => {
+  let host: HostedGateway;
+  let tmp: TempDir;
+  before(async () => {
+    host = await hostGateway();
+    tmp = tempDir('belay-lm-claude-');
+  });
+  after(async () => {
+    await host.close();
+    tmp.remove();
+  });
+
+  it('solves the task by its Bash tool call, every request served by the model and counted by its counter', async (t) => {
+    const backend = await backends[1]!.get();
+    if (backend instanceof Error) return t.skip(backend.message);
+    const cli = await installedCli(claudeCode);
+    const model = new ScriptedModel();
+    // The main conversation (it offers tools) calls Bash once, then answers; side requests (titles) get a line.
+    model.fallback = (messages, tools) =>
+      tools.length === 0 ? { parts: [{ type: 'text', text: 'Hello file' }] } : hasToolResult(messages) ? textTurn('hello.txt now says Hello, world!') : { parts: [{ type: 'text', text: 'I will write the file.' }, { type: 'toolCall', callId: 'toolu_lm_1', name: 'Bash', input: { command: SOLVE, description: 'Write hello.txt' } }] };
+    const notices: string[] = [];
+    const result = await runTask({
+      task: await loadTask(taskDir('hello')),
+      agentCommand: launchCommand(claudeCode, cli.bin),
+      agentCwd: cli.folder,
+      agentFolders: [nodeDir],
+      backend,
+      runsDir: path.join(tmp.dir, 'runs'),
+      protocol: installedProtocol(claudeCode),
+      limits: { agentTimeoutMs: 180_000 },
+      llm: { gateway: host.gateway, socketPath: host.socketPath, upstream: { local: model } },
+      onEvent: (event) => event.type === 'notice' && notices.push(event.message),
+    });
+    assert.equal(result.passed, true, `${result.failure_cause}: ${result.error}\n${notices.join('\n')}`);
+    // What the LM API cannot take from Claude Code's requests is one line of the run, not one per request.
+    assert.equal(notices.filter((n) => n.includes('left out what its API cannot express')).length, 1, notices.join('\n'));
+    const main = model.sent.filter((request) => request.tools.length > 0);
+    assert.equal(main.length, 2, 'two turns of the main conversation');
+    assert.ok(main[0]!.tools.some((tool) => tool.name === 'Bash'), 'Claude Code offered its Bash tool');
+    const answer = main[1]!.messages.flatMap((m) => m.parts).find((p) => p.type === 'toolResult');
+    assert.ok(answer && answer.type === 'toolResult' && answer.callId === 'toolu_lm_1', JSON.stringify(answer));
+    // Every request reached the model, each counted twice by its counter (input, output).
+    assert.equal(result.llm?.requests, model.sent.length);
+    assert.equal(model.counts.length, 2 * model.sent.length);
+    assert.equal((result.llm?.input_tokens ?? 0) + (result.llm?.output_tokens ?? 0), model.counts.reduce((a, b) => a + b, 0));
+    const calls = JSON.parse(readFileSync(path.join(result.run_dir, 'llm-requests.json'), 'utf8')) as LlmRequestRecord[];
+    assert.ok(calls.every((c) => c.status === 200 && c.model === model.id && !c.estimated), JSON.stringify(calls.map((c) => [c.status, c.error])));
+    const trajectory = JSON.parse(readFileSync(path.join(result.run_dir, 'trajectory.json'), 'utf8')) as { command: string | null; response: { tool?: string } }[];
+    assert.equal(trajectory[0]!.command, SOLVE);
+    assert.equal(trajectory[0]!.response.tool, 'Bash');
   });
 });

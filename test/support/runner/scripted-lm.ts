@@ -35,7 +35,7 @@ export class ScriptedModel implements LocalModel {
   /** Every count the gateway asked for, in order. */
   readonly counts: number[] = [];
   /** When the queue is empty. */
-  fallback: (messages: LmMessage[]) => Turn = () => ({ parts: [{ type: 'text', text: 'Nothing more to do.' }] });
+  fallback: (messages: LmMessage[], tools: LmTool[]) => Turn = () => ({ parts: [{ type: 'text', text: 'Nothing more to do.' }] });
   pace: Pace;
   readonly #queue: Turn[] = [];
   readonly #waiters: { count: number; resolve: () => void }[] = [];
@@ -68,7 +68,7 @@ export class ScriptedModel implements LocalModel {
       this.#waiters.splice(this.#waiters.indexOf(waiter), 1);
       waiter.resolve();
     }
-    const turn = this.#queue.shift() ?? this.fallback(messages);
+    const turn = this.#queue.shift() ?? this.fallback(messages, tools);
     if ('refuse' in turn) return { ok: false, error: turn.refuse };
     const pace = this.pace;
     const scripted = turn.parts;

@@ -51,19 +51,20 @@ export const lmMessages: LmTranslator = {
     }
     if (!Array.isArray(body.messages)) return { refused: 'Belay gateway: messages must be a list' };
     for (const message of body.messages) {
-      if (!isRecord(message) || (message.role !== 'user' && message.role !== 'assistant')) return { refused: "Belay gateway: each message needs the role 'user' or 'assistant'" };
-      const role = message.role;
+      if (!isRecord(message) || (message.role !== 'user' && message.role !== 'assistant' && message.role !== 'system')) return { refused: "Belay gateway: each message needs the role 'user', 'assistant' or 'system'" };
+      // A system message amid the conversation (Claude Code sends them) goes as user text, as the system prompt does.
+      const role = message.role === 'assistant' ? 'assistant' : 'user';
       const blocks = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : message.content;
       if (!Array.isArray(blocks)) return { refused: 'Belay gateway: a message content must be a string or a list of blocks' };
       for (const block of blocks) {
         if (!isRecord(block)) return { refused: 'Belay gateway: a content block must be an object' };
         if (block.type === 'text' && typeof block.text === 'string') {
           if (block.text) pushPart(messages, role, { type: 'text', text: block.text });
-        } else if (block.type === 'tool_use' && role === 'assistant') {
+        } else if (block.type === 'tool_use' && message.role === 'assistant') {
           const input = parseArguments(block.input);
           if (!input || typeof block.id !== 'string' || typeof block.name !== 'string') return { refused: 'Belay gateway: a tool_use block needs an id, a name and an object input' };
           pushPart(messages, role, { type: 'toolCall', callId: block.id, name: block.name, input });
-        } else if (block.type === 'tool_result' && role === 'user') {
+        } else if (block.type === 'tool_result' && message.role === 'user') {
           const text = resultText(block.content);
           if (typeof text !== 'string') return cannot(`a tool_result holding a '${text.other}' block (text only)`);
           if (typeof block.tool_use_id !== 'string') return { refused: 'Belay gateway: a tool_result block needs its tool_use_id' };

@@ -47,6 +47,15 @@ describe('Anthropic Messages → LM API', () => {
     assert.deepEqual(request.dropped, []);
   });
 
+  it('takes a system message amid the conversation (as Claude Code sends them) as user text', () => {
+    const request = ok({ messages: [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: 'Hello' }, { role: 'system', content: 'Agent types: claude, Explore' }, { role: 'user', content: 'Go' }] });
+    assert.deepEqual(request.messages, [
+      { role: 'user', parts: [{ type: 'text', text: 'Hi' }] },
+      { role: 'assistant', parts: [{ type: 'text', text: 'Hello' }] },
+      { role: 'user', parts: [{ type: 'text', text: 'Agent types: claude, Explore' }, { type: 'text', text: 'Go' }] },
+    ]);
+  });
+
   it('marks a failed tool result as an error, and requires a tool for tool_choice any', () => {
     const request = ok({ messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: 'no such file', is_error: true }] }], tools: [BASH], tool_choice: { type: 'any' } });
     assert.deepEqual(request.messages[0]!.parts, [{ type: 'toolResult', callId: 't', text: 'Error: no such file' }]);
@@ -61,7 +70,8 @@ describe('Anthropic Messages → LM API', () => {
     assert.match(refusal({ messages: [], tools: [BASH], tool_choice: { type: 'tool', name: 'Bash' } }), /tool_choice naming one tool \('Bash'\)/);
     assert.match(refusal({ messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: [{ type: 'image', source: {} }] }] }] }), /tool_result holding a 'image' block/);
     assert.match(refusal({ messages: [], tool_choice: { type: 'any' } }), /offers none/);
-    assert.match(refusal({ messages: [{ role: 'system', content: 'x' }] }), /role 'user' or 'assistant'/);
+    assert.match(refusal({ messages: [{ role: 'tool', content: 'x' }] }), /role 'user', 'assistant' or 'system'/);
+    assert.match(refusal({ messages: [{ role: 'system', content: [{ type: 'tool_result', tool_use_id: 't', content: 'x' }] }] }), /'tool_result' content block/);
     assert.match(refusal({ messages: 'hello' }), /messages must be a list/);
   });
 
