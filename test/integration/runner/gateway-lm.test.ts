@@ -203,6 +203,13 @@ describe('the gateway serving a model in the editor', () => {
     assert.deepEqual(models.data.map((m) => m.id), [model.id]);
     const counted = (await (await post(grant, '/v1/messages/count_tokens', { model: 'c', messages: [{ role: 'user', content: 'count these five words' }] })).json()) as { input_tokens: number };
     assert.equal(counted.input_tokens, wordCount('count these five words'));
+    // A body that is not an object, or that holds what the LM API cannot take, is one line in Anthropic's shape.
+    const notObject = await post(grant, '/v1/messages/count_tokens', [1, 2]);
+    assert.equal(notObject.status, 400);
+    assert.equal(((await notObject.json()) as { error: { message: string } }).error.message, 'Belay gateway: the request body must be a JSON object');
+    const image = await post(grant, '/v1/messages/count_tokens', { messages: [{ role: 'user', content: [{ type: 'image', source: {} }] }] });
+    assert.equal(image.status, 400);
+    assert.match(((await image.json()) as { error: { message: string } }).error.message, /cannot express a 'image' content block/);
     assert.equal(grant.usage().requests, 0, 'counting is not a model request');
     grant.close();
   });

@@ -211,7 +211,12 @@ export function startGateway(options: GatewayOptions = {}): Gateway {
     let body: unknown;
     try {
       body = route.method === 'POST' ? JSON.parse((await readBody(req, maxBodyBytes)).toString('utf8')) : undefined;
-    } catch {
+      if (route.method === 'POST' && !isRecord(body)) throw new Error('not an object');
+    } catch (error) {
+      if (error instanceof BodyTooLarge) {
+        res.once('finish', () => req.destroy());
+        return sendJson(res, 413, anthropicError(413, 'request_too_large', `Belay gateway: the request body is larger than ${maxBodyBytes} bytes`));
+      }
       return sendJson(res, 400, anthropicError(400, 'invalid_json', 'Belay gateway: the request body must be a JSON object'));
     }
     const controller = new AbortController();

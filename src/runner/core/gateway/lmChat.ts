@@ -5,7 +5,7 @@
 // refused in OpenAI's error shape.
 import { randomBytes } from 'node:crypto';
 import { isRecord, openAiError } from './shape.ts';
-import { cannot, joinText, modelOptions, parseArguments, plainText, present, pushPart, type LmMessage, type LmOutPart, type LmRequest, type LmStreamWriter, type LmTool, type LmTranslator } from './lmModel.ts';
+import { cannot, joinText, lmTool, modelOptions, parseArguments, plainText, present, pushPart, type LmMessage, type LmOutPart, type LmRequest, type LmStreamWriter, type LmTool, type LmTranslator } from './lmModel.ts';
 
 const DROPPED_FIELDS = ['top_p', 'frequency_penalty', 'presence_penalty', 'seed', 'stop', 'logit_bias', 'logprobs', 'top_logprobs', 'reasoning_effort', 'verbosity', 'prediction', 'web_search_options'] as const;
 const TEXT_PARTS = ['text', 'input_text', 'output_text'];
@@ -20,7 +20,9 @@ function readTools(value: unknown): LmTool[] | { refused: string } {
       return cannot(`a '${String(tool.type)}' tool${isRecord(tool.custom) ? ` ('${String(tool.custom.name)}')` : ''}: only function tools`);
     }
     const fn = tool.function;
-    tools.push({ name: fn.name as string, description: typeof fn.description === 'string' ? fn.description : '', ...(isRecord(fn.parameters) ? { inputSchema: fn.parameters } : {}) });
+    const read = lmTool(fn.name as string, fn.description, fn.parameters);
+    if ('refused' in read) return read;
+    tools.push(read);
   }
   return tools;
 }

@@ -5,7 +5,7 @@
 // built-in tools (search, code execution), structured output and function calling limited to
 // some functions are refused in Gemini's error shape.
 import { isRecord } from './shape.ts';
-import { cannot, joinText, modelOptions, present, pushPart, type LmMessage, type LmOutPart, type LmRequest, type LmStreamWriter, type LmTool, type LmTranslator, type LmUsage } from './lmModel.ts';
+import { cannot, joinText, lmTool, modelOptions, present, pushPart, type LmMessage, type LmOutPart, type LmRequest, type LmStreamWriter, type LmTool, type LmTranslator, type LmUsage } from './lmModel.ts';
 
 const DROPPED_CONFIG = ['topP', 'topK', 'stopSequences', 'thinkingConfig', 'seed', 'presencePenalty', 'frequencyPenalty', 'responseLogprobs', 'logprobs'] as const;
 
@@ -25,21 +25,22 @@ function readTools(value: unknown): LmTool[] | { refused: string } {
     if (other.length) return cannot(`the built-in tool '${other[0]}': only functionDeclarations`);
     for (const fn of Array.isArray(tool.functionDeclarations) ? tool.functionDeclarations : []) {
       if (!isRecord(fn) || typeof fn.name !== 'string') return { refused: 'Belay gateway: each function declaration needs a name' };
-      const schema = isRecord(fn.parametersJsonSchema) ? fn.parametersJsonSchema : isRecord(fn.parameters) ? lowerTypes(fn.parameters) : undefined;
-      tools.push({ name: fn.name, description: typeof fn.description === 'string' ? fn.description : '', ...(schema ? { inputSchema: schema } : {}) });
+      const raw = isRecord(fn.parametersJsonSchema) ? fn.parametersJsonSchema : fn.parameters;
+      const read = lmTool(fn.name, fn.description, raw);
+      if ('refused' in read) return read;
+      tools.push(read.inputSchema && raw === fn.parameters ? { ...read, inputSchema: lowerTypes(read.inputSchema) } : read);
     }
   }
   return tools;
 }
 
-/** Gemini's OpenAPI-style schema (`type: "OBJECT"`) in JSON Schema's words (`type: "object"`). */
-function lowerTypes(schema: Record<string, unknown>, depth = 0): Record<string, unknown> {
-  if (depth > 32) return schema;
+/** Gemini's OpenAPI-style schema (`type: "OBJECT"`) in JSON Schema's words (`type: "object"`); its depth is checked first (lmTool). */
+function lowerTypes(schema: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(schema)) {
     if (key === 'type' && typeof value === 'string') out[key] = value.toLowerCase();
-    else if (isRecord(value)) out[key] = lowerTypes(value, depth + 1);
-    else if (Array.isArray(value)) out[key] = value.map((item) => (isRecord(item) ? lowerTypes(item, depth + 1) : item));
+    else if (isRecord(value)) out[key] = lowerTypes(value);
+    else if (Array.isArray(value)) out[key] = value.map((item) => (isRecord(item) ? lowerTypes(item) : item));
     else out[key] = value;
   }
   return out;

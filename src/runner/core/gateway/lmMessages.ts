@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { anthropicError } from './anthropic.ts';
 import { isRecord } from './shape.ts';
-import { cannot, joinText, modelOptions, parseArguments, present, pushPart, type LmMessage, type LmRequest, type LmStreamWriter, type LmTool, type LmTranslator } from './lmModel.ts';
+import { cannot, joinText, lmTool, modelOptions, parseArguments, present, pushPart, type LmMessage, type LmRequest, type LmStreamWriter, type LmTool, type LmTranslator } from './lmModel.ts';
 
 /** Fields that change what the model does and that the LM API has no words for. */
 const DROPPED_FIELDS = ['top_p', 'top_k', 'stop_sequences', 'thinking', 'context_management', 'mcp_servers', 'container'] as const;
@@ -34,7 +34,9 @@ function readTools(value: unknown): LmTool[] | { refused: string } {
   for (const tool of value) {
     if (!isRecord(tool) || typeof tool.name !== 'string') return { refused: 'Belay gateway: each tool needs a name' };
     if (tool.type !== undefined && tool.type !== 'custom') return cannot(`Anthropic's server tool '${tool.name}' (${String(tool.type)}): only tools with an input_schema`);
-    tools.push({ name: tool.name, description: typeof tool.description === 'string' ? tool.description : '', ...(isRecord(tool.input_schema) ? { inputSchema: tool.input_schema } : {}) });
+    const read = lmTool(tool.name, tool.description, tool.input_schema);
+    if ('refused' in read) return read;
+    tools.push(read);
   }
   return tools;
 }

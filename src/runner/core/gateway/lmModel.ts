@@ -201,3 +201,19 @@ export function joinText(parts: readonly LmOutPart[]): LmOutPart[] {
   }
   return joined;
 }
+
+/** Deepest tool schema taken: the model's API and the counters serialise it recursively. */
+export const MAX_SCHEMA_DEPTH = 64;
+
+/** A tool the LM API takes, or the line refusing one whose schema is nested too deep (walked without recursion). */
+export function lmTool(name: string, description: unknown, schema: unknown): LmTool | { refused: string } {
+  const stack: [unknown, number][] = [[schema, 1]];
+  while (stack.length) {
+    const [value, depth] = stack.pop()!;
+    if (!value || typeof value !== 'object') continue;
+    if (depth > MAX_SCHEMA_DEPTH) return { refused: `Belay gateway: the schema of tool '${name}' is nested deeper than ${MAX_SCHEMA_DEPTH} levels` };
+    for (const item of Object.values(value)) stack.push([item, depth + 1]);
+  }
+  const isObject = schema !== null && typeof schema === 'object' && !Array.isArray(schema);
+  return { name, description: typeof description === 'string' ? description : '', ...(isObject ? { inputSchema: schema as Record<string, unknown> } : {}) };
+}

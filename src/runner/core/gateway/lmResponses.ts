@@ -5,7 +5,7 @@
 // naming one function are refused in OpenAI's error shape.
 import { randomBytes } from 'node:crypto';
 import { isRecord, openAiError } from './shape.ts';
-import { cannot, joinText, modelOptions, parseArguments, plainText, present, pushPart, type LmMessage, type LmOutPart, type LmReply, type LmRequest, type LmStreamWriter, type LmTool, type LmTranslator, type LmUsage } from './lmModel.ts';
+import { cannot, joinText, lmTool, modelOptions, parseArguments, plainText, present, pushPart, type LmMessage, type LmOutPart, type LmReply, type LmRequest, type LmStreamWriter, type LmTool, type LmTranslator, type LmUsage } from './lmModel.ts';
 
 const DROPPED_FIELDS = ['top_p', 'reasoning', 'top_logprobs', 'max_tool_calls'] as const;
 const TEXT_PARTS = ['input_text', 'output_text', 'text', 'refusal'];
@@ -17,7 +17,9 @@ function readTools(value: unknown): LmTool[] | { refused: string } {
   for (const tool of value) {
     if (!isRecord(tool)) return { refused: 'Belay gateway: each tool must be an object' };
     if (tool.type !== 'function' || typeof tool.name !== 'string') return cannot(`a '${String(tool.type)}' tool${typeof tool.name === 'string' ? ` ('${tool.name}')` : ''}: only function tools`);
-    tools.push({ name: tool.name, description: typeof tool.description === 'string' ? tool.description : '', ...(isRecord(tool.parameters) ? { inputSchema: tool.parameters } : {}) });
+    const read = lmTool(tool.name, tool.description, tool.parameters);
+    if ('refused' in read) return read;
+    tools.push(read);
   }
   return tools;
 }
