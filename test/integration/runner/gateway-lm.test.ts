@@ -5,6 +5,8 @@
 // solving a task through runTask in the sandbox, their tool call round-tripping through the model.
 import assert from 'node:assert/strict';
 import { readFileSync, realpathSync } from 'node:fs';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { LlmRequestRecord } from '../../../src/runner/core/gateway/grant.ts';
@@ -17,6 +19,7 @@ import { readTrajectory } from '../../../src/runner/core/records/history.ts';
 import { runTask } from '../../../src/runner/core/run/run.ts';
 import { loadTask } from '../../../src/runner/core/tasks/task.ts';
 import { installedCli } from '../../support/runner/installed.ts';
+import { serveLocalPassthrough } from '../../../src/runner/core/gateway/lmServe.ts';
 import { hostGateway, type HostedGateway } from '../../../src/runner/core/run/runLlm.ts';
 import { readEvents } from '../../support/runner/lm-streams.ts';
 import { ScriptedModel, wordCount } from '../../support/runner/scripted-lm.ts';
@@ -212,6 +215,29 @@ describe('the gateway serving a model in the editor', () => {
     assert.match(((await image.json()) as { error: { message: string } }).error.message, /cannot express a 'image' content block/);
     assert.equal(grant.usage().requests, 0, 'counting is not a model request');
     grant.close();
+  });
+
+  it('counts a Gemini request with the model’s counter (for the Gemini routes’ countTokens)', async () => {
+    const model = new ScriptedModel(undefined, FAST);
+    const server = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => void serveLocalPassthrough(model, req.url ?? '', JSON.parse(Buffer.concat(chunks).toString('utf8')), res, new AbortController().signal));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const ask = (body: unknown) => fetch(`${base}/v1beta/models/gemini-2.5-pro:countTokens`, { method: 'POST', body: JSON.stringify(body) });
+      const plain = (await (await ask({ contents: [{ role: 'user', parts: [{ text: 'four words right here' }] }] })).json()) as { totalTokens: number };
+      assert.equal(plain.totalTokens, wordCount('four words right here'));
+      const wrapped = (await (await ask({ generateContentRequest: { contents: [{ parts: [{ text: 'two words' }] }] } })).json()) as { totalTokens: number };
+      assert.equal(wrapped.totalTokens, 2);
+      const refused = await ask({ contents: [{ parts: [{ inlineData: { data: 'AA==' } }] }] });
+      assert.equal(refused.status, 400);
+      assert.equal(((await refused.json()) as { error: { status: string } }).error.status, 'INVALID_ARGUMENT');
+    } finally {
+      server.close();
+    }
   });
 
   it('refuses a request larger than the model takes before sending it', async () => {

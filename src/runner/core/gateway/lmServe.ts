@@ -195,14 +195,20 @@ function sendJson(res: http.ServerResponse, status: number, body: unknown): void
   res.end(data);
 }
 
-/** The passthrough routes for a model in the editor: its one model, and Anthropic's token counting by the model's counter. */
+/**
+ * The passthrough routes for a model in the editor: its one model, and token counting by the
+ * model's counter (Anthropic's `/v1/messages/count_tokens`, Gemini's `models/M:countTokens`).
+ */
 export async function serveLocalPassthrough(model: LocalModel, path: string, body: unknown, res: http.ServerResponse, signal: AbortSignal): Promise<void> {
-  if (path.endsWith('/count_tokens')) {
-    const read = lmMessages.read(body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {}, { stream: false });
-    if ('refused' in read) return sendJson(res, 400, lmMessages.error(400, 'unsupported_by_upstream', `Belay gateway: ${read.refused}`));
+  const counting = path.endsWith('/count_tokens') ? lmMessages : path.endsWith(':countTokens') ? lmGemini : undefined;
+  if (counting) {
+    const request = body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
+    // Gemini's countTokens may wrap a whole generateContent request.
+    const read = counting.read(counting === lmGemini && request.generateContentRequest && typeof request.generateContentRequest === 'object' ? (request.generateContentRequest as Record<string, unknown>) : request, { stream: false });
+    if ('refused' in read) return sendJson(res, 400, counting.error(400, 'unsupported_by_upstream', `Belay gateway: ${read.refused}`));
     const tokens = await count(model, countedText(read.messages, read.tools), signal).catch(() => undefined);
-    if (tokens === undefined) return sendJson(res, 502, lmMessages.error(502, 'model_failed', `Belay gateway: the VS Code model ${model.id} could not count tokens`));
-    return sendJson(res, 200, { input_tokens: tokens });
+    if (tokens === undefined) return sendJson(res, 502, counting.error(502, 'model_failed', `Belay gateway: the VS Code model ${model.id} could not count tokens`));
+    return sendJson(res, 200, counting === lmGemini ? { totalTokens: tokens } : { input_tokens: tokens });
   }
   const entry = { id: model.id, object: 'model', created: 0, owned_by: 'vscode', type: 'model', display_name: model.name };
   sendJson(res, 200, { object: 'list', data: [entry], has_more: false, first_id: model.id, last_id: model.id });
