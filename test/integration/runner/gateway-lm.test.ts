@@ -183,6 +183,34 @@ describe('the gateway serving a model in the editor', () => {
     assert.equal(await streaming, 'broken', 'the cut stream does not look like a whole answer');
   });
 
+  it('gives up on a silent model as on a silent upstream: 504 before the answer, the API’s error event within a stream', async () => {
+    const quiet = startGateway({ upstreamIdleTimeoutMs: 1000 });
+    const base = await quiet.listenTcp();
+    try {
+      const model = new ScriptedModel(undefined, { firstMs: 60_000, everyMs: 60_000 });
+      const grant = quiet.openRun({ runId: 'quiet', upstream: { local: model } });
+      const ask = (route: string, body: unknown) => fetch(`${base}${route}`, { method: 'POST', headers: { authorization: `Bearer ${grant.token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      model.reply(textTurn());
+      const whole = await ask('/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }] });
+      assert.equal(whole.status, 504);
+      assert.equal(((await whole.json()) as { error: { message: string } }).error.message, `Belay gateway: the VS Code model ${model.id} sent nothing for 1 s`);
+      await model.sent[0]!.aborted;
+      // A stream under way: the first part comes, then the model falls silent.
+      model.pace = { firstMs: 10, everyMs: 60_000 };
+      model.reply(textTurn());
+      const streamed = await ask('/v1/messages', { max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'hi' }] });
+      assert.equal(streamed.status, 200);
+      const events = readEvents(await streamed.text());
+      assert.equal(events.filter((e) => e.json.type === 'content_block_delta').length, 1);
+      assert.deepEqual(events.at(-1)!.json, { type: 'error', error: { type: 'api_error', message: `Belay gateway: the VS Code model ${model.id} sent nothing for 1 s`, code: 'model_failed' } });
+      await model.sent[1]!.aborted;
+      assert.deepEqual(grant.records().map((r) => r.status), [504, 504]);
+      grant.close();
+    } finally {
+      await quiet.close();
+    }
+  });
+
   it('holds the run to its token budget, counted by the model’s counter', async () => {
     const model = new ScriptedModel(undefined, FAST);
     model.fallback = () => textTurn('one two three four five six seven eight');

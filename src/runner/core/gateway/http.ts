@@ -199,7 +199,7 @@ export function startGateway(options: GatewayOptions = {}): Gateway {
     });
     if (res.destroyed || req.socket.destroyed) agentGone();
     try {
-      if (grant.local) await serveLocal({ grant, model: grant.local, shape, body: request.data, route: { stream: route.stream }, res, signal: controller.signal, startedAt, inputChars: raw.length });
+      if (grant.local) await serveLocal({ grant, model: grant.local, shape, body: request.data, route: { stream: route.stream }, res, signal: controller.signal, startedAt, inputChars: raw.length, idleTimeoutMs: transport.idleTimeoutMs });
       else await forward(transport, { grant, shape, plan: plan!, inputChars: raw.length, agentHeaders: req.headers, res, signal: controller.signal, startedAt });
     } finally {
       grant.inflight.delete(controller);

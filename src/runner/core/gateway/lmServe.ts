@@ -31,11 +31,33 @@ export interface LocalExchange {
   signal: AbortSignal;
   startedAt: number;
   inputChars: number;
+  /** A model silent this long (before its answer, or between two parts) is given up on, as a silent upstream is. */
+  idleTimeoutMs?: number;
 }
 
 /** Serves an exchange from the run's model in the editor; never throws (failures reach the agent in its API's shape). */
 export async function serveLocal(exchange: LocalExchange): Promise<void> {
-  const { grant, model, shape, body, res, signal } = exchange;
+  const { model } = exchange;
+  // The model's own signal: the exchange's, or the model's silence.
+  const idle = new AbortController();
+  const signal = AbortSignal.any([exchange.signal, idle.signal]);
+  let timer: NodeJS.Timeout | undefined;
+  const awake = () => {
+    clearTimeout(timer);
+    const ms = exchange.idleTimeoutMs;
+    if (ms) timer = setTimeout(() => idle.abort(new SilentModel(`the VS Code model ${model.id} sent nothing for ${Math.round(ms / 1000)} s`)), ms);
+  };
+  try {
+    await serveWatched(exchange, signal, awake, () => exchange.signal.aborted);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+class SilentModel extends Error {}
+
+async function serveWatched(exchange: LocalExchange, signal: AbortSignal, awake: () => void, agentGone: () => boolean): Promise<void> {
+  const { grant, model, shape, body, res } = exchange;
   const direct = TRANSLATORS[shape.api];
   // A shape of its own (the proxy) goes as the chat completions it would send an OpenAI upstream.
   let translator = direct;
@@ -60,6 +82,7 @@ export async function serveLocal(exchange: LocalExchange): Promise<void> {
   const account = (error?: string) =>
     grant.account({ api: shape.api, model: model.id, stream: request.stream, status, startedAt: exchange.startedAt, reported: usage, inputChars: exchange.inputChars, outputChars, reachedModel, retries: 0, ...(error ? { error } : {}), ...(dropped ? { note: dropped } : {}) });
   const errorBody = (code: number, kind: string, message: string) => (reshape ? shape.error(code, kind, message) : t.error(code, kind, message));
+  let writer: ReturnType<LmTranslator['streamWriter']> | undefined;
   try {
     const input = await count(model, countedText(request.messages, request.tools), signal);
     if (input !== undefined && model.maxInputTokens > 0 && input > model.maxInputTokens) {
@@ -69,6 +92,7 @@ export async function serveLocal(exchange: LocalExchange): Promise<void> {
       account(message);
       return;
     }
+    awake();
     const sent = await model.send(request.messages, request.tools, request.options, signal);
     if (!sent.ok) {
       status = FAILURE_STATUS[sent.error.code];
@@ -81,7 +105,8 @@ export async function serveLocal(exchange: LocalExchange): Promise<void> {
     reachedModel = true;
     status = 200;
     const parts: LmOutPart[] = [];
-    const writer = request.stream ? t.streamWriter(request.model ?? model.id, request, input ?? 0) : undefined;
+    writer = request.stream ? t.streamWriter(request.model ?? model.id, request, input ?? 0) : undefined;
+    const stream = writer;
     const reader = reshape ? new SseReader() : undefined;
     const write = async (text: string) => {
       if (!text || res.destroyed) return;
@@ -89,20 +114,21 @@ export async function serveLocal(exchange: LocalExchange): Promise<void> {
       if (reshape && reader) out = reader.push(Buffer.from(text)).map((event) => (reshape.watcher.reshapes ? reshape.watcher.forward(event) : (reshape.watcher.forward(event), event.raw))).join('');
       if (out && !res.write(out)) await drained(res, signal);
     };
-    if (writer) {
+    if (stream) {
       res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
       res.flushHeaders();
-      await write(writer.start());
+      await write(stream.start());
     }
     let failure: string | undefined;
     for await (const event of sent.parts) {
       if (signal.aborted) break;
+      awake();
       if (event.type === 'error') {
         failure = `the VS Code model ${model.id} failed while answering: ${event.error.message}`;
         break;
       }
       parts.push(event);
-      if (writer) await write(writer.part(event));
+      if (stream) await write(stream.part(event));
     }
     if (signal.aborted) throw signal.reason;
     const generated = generatedText(parts);
@@ -111,8 +137,8 @@ export async function serveLocal(exchange: LocalExchange): Promise<void> {
     usage = input !== undefined && output !== undefined ? { input, output } : undefined;
     const tokens = { input: usage?.input ?? Math.ceil(exchange.inputChars / 4), output: usage?.output ?? Math.ceil(outputChars / 4) };
     const stop = parts.some((p) => p.type === 'toolCall') ? 'tool_use' : 'end';
-    if (writer) {
-      await write(failure ? writer.fail(`Belay gateway: ${failure}`) : writer.end(tokens, stop));
+    if (stream) {
+      await write(failure ? stream.fail(`Belay gateway: ${failure}`) : stream.end(tokens, stop));
       res.end();
       account(failure);
       return;
@@ -127,14 +153,19 @@ export async function serveLocal(exchange: LocalExchange): Promise<void> {
     const record = account();
     sendJson(res, 200, reshape?.reply ? reshape.reply(whole, record.cost_usd) : whole);
   } catch (error) {
-    const gone = signal.aborted;
-    const failure = gone ? errorMessage(signal.reason) : errorMessage(error);
+    const silent = signal.aborted && !agentGone() && signal.reason instanceof SilentModel;
+    const gone = signal.aborted && !silent;
+    const failure = signal.aborted ? errorMessage(signal.reason) : errorMessage(error);
     if (gone) {
       status = 499;
       if (!res.writableEnded) res.destroy();
+    } else if (silent && res.headersSent) {
+      // A stream already under way ends with the API's own error event.
+      status = 504;
+      if (writer && !res.destroyed) res.end(writer.fail(`Belay gateway: ${failure}`));
     } else {
-      status = status || 502;
-      sendJson(res, 502, errorBody(502, 'model_failed', `Belay gateway: the VS Code model ${model.id} failed: ${failure}`));
+      status = silent ? 504 : status || 502;
+      sendJson(res, status, errorBody(status, silent ? 'upstream_timeout' : 'model_failed', silent ? `Belay gateway: ${failure}` : `Belay gateway: the VS Code model ${model.id} failed: ${failure}`));
     }
     account(failure);
   }
