@@ -130,9 +130,9 @@ describe('the gateway serving a model in the editor', () => {
     assert.equal(body.type, 'error');
     assert.equal(body.error.type, 'invalid_request_error');
     assert.match(body.error.message, /^Belay gateway: the VS Code language-model API cannot express a 'image' content block/);
-    const chat = await post(grant, '/v1/chat/completions', { messages: [], tools: [{ type: 'custom', custom: { name: 'apply_patch' } }] });
+    const chat = await post(grant, '/v1/chat/completions', { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,AA==' } }] }] });
     assert.equal(chat.status, 400);
-    assert.match(((await chat.json()) as { error: { message: string } }).error.message, /'custom' tool \('apply_patch'\)/);
+    assert.match(((await chat.json()) as { error: { message: string } }).error.message, /'image_url' content part \(images, audio and files\)/);
     assert.equal(model.sent.length, 0);
     assert.equal(grant.usage().requests, 0, 'refused requests are recorded but not counted');
     assert.equal(records.length, 2);

@@ -1,8 +1,8 @@
 // OpenAI chat completions (`/v1/chat/completions`) to and from the LM API: system and developer
 // messages, text, `tool_calls` and `tool` messages, function tools; the answer as a completion or
 // as streamed chunks (with the usage chunk when the agent asks for it). Images, audio, files,
-// custom (grammar) tools, structured output, n > 1 and a tool_choice naming one function are
-// refused in OpenAI's error shape.
+// structured output, n > 1 and a tool_choice naming one function are refused in OpenAI's error
+// shape; custom (grammar) tools are left out of the tools offered, named in the run's line.
 import { randomBytes } from 'node:crypto';
 import { isRecord, openAiError } from './shape.ts';
 import { cannot, joinText, lmTool, modelOptions, parseArguments, plainText, present, pushPart, type LmMessage, type LmOutPart, type LmRequest, type LmStreamWriter, type LmTool, type LmTranslator } from './lmModel.ts';
@@ -10,15 +10,18 @@ import { cannot, joinText, lmTool, modelOptions, parseArguments, plainText, pres
 const DROPPED_FIELDS = ['top_p', 'frequency_penalty', 'presence_penalty', 'seed', 'stop', 'logit_bias', 'logprobs', 'top_logprobs', 'reasoning_effort', 'verbosity', 'prediction', 'web_search_options'] as const;
 const TEXT_PARTS = ['text', 'input_text', 'output_text'];
 
-function readTools(value: unknown): LmTool[] | { refused: string } {
+/** The function tools; the others (custom grammar tools) are left out, each named in `dropped`. */
+function readTools(value: unknown, dropped: string[]): LmTool[] | { refused: string } {
   if (value === undefined || value === null) return [];
   if (!Array.isArray(value)) return { refused: 'Belay gateway: tools must be a list' };
   const tools: LmTool[] = [];
   for (const tool of value) {
     if (!isRecord(tool)) return { refused: 'Belay gateway: each tool must be an object' };
-    if (tool.type !== 'function' || !isRecord(tool.function) || typeof tool.function.name !== 'string') {
-      return cannot(`a '${String(tool.type)}' tool${isRecord(tool.custom) ? ` ('${String(tool.custom.name)}')` : ''}: only function tools`);
+    if (tool.type !== 'function') {
+      dropped.push(`the ${String(tool.type)} tool${isRecord(tool.custom) ? ` '${String(tool.custom.name)}'` : ''}`);
+      continue;
     }
+    if (!isRecord(tool.function) || typeof tool.function.name !== 'string') return { refused: 'Belay gateway: each function tool needs a function with a name' };
     const fn = tool.function;
     const read = lmTool(fn.name as string, fn.description, fn.parameters);
     if ('refused' in read) return read;
@@ -61,7 +64,8 @@ export const lmChat: LmTranslator = {
         pushPart(messages, 'user', { type: 'toolResult', callId: message.tool_call_id, text: content.text });
       } else return cannot(`a message with the role '${String(role)}'`);
     }
-    const tools = readTools(body.tools);
+    const dropped: string[] = [];
+    const tools = readTools(body.tools, dropped);
     if ('refused' in tools) return tools;
     let toolMode: 'auto' | 'required' = 'auto';
     let offered = tools;
@@ -69,8 +73,8 @@ export const lmChat: LmTranslator = {
     if (isRecord(choice)) return cannot(`tool_choice naming ${isRecord(choice.function) ? `one function ('${String(choice.function.name)}')` : `'${String(choice.type)}'`}: it can only require some tool`);
     if (choice === 'required') toolMode = 'required';
     else if (choice === 'none') offered = [];
-    if (toolMode === 'required' && offered.length === 0) return { refused: 'Belay gateway: tool_choice requires a tool but the request offers none' };
-    const dropped = present(body, DROPPED_FIELDS);
+    if (toolMode === 'required' && offered.length === 0) return { refused: 'Belay gateway: tool_choice requires a tool but the request offers none the LM API can take' };
+    dropped.push(...present(body, DROPPED_FIELDS));
     if (body.parallel_tool_calls === false) dropped.push('parallel_tool_calls: false');
     const streamOptions = isRecord(body.stream_options) ? body.stream_options : {};
     return {

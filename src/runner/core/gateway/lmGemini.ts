@@ -2,8 +2,8 @@
 // the LM API: systemInstruction, `contents` and their `parts` (text, `functionCall`,
 // `functionResponse`), function declarations; the answer as a GenerateContentResponse, or as SSE
 // chunks each holding one. The route names the model and whether it streams. Inline data, files,
-// built-in tools (search, code execution), structured output and function calling limited to
-// some functions are refused in Gemini's error shape.
+// structured output and function calling limited to some functions are refused in Gemini's error
+// shape; built-in tools (search, code execution) are left out, named in the run's line.
 import { isRecord } from './shape.ts';
 import { cannot, joinText, lmTool, modelOptions, present, pushPart, type LmMessage, type LmOutPart, type LmRequest, type LmStreamWriter, type LmTool, type LmTranslator, type LmUsage } from './lmModel.ts';
 
@@ -15,14 +15,15 @@ export function geminiError(status: number, _code: string, message: string): unk
   return { error: { code: status, message, status: STATUS_NAMES[status] ?? (status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT') } };
 }
 
-function readTools(value: unknown): LmTool[] | { refused: string } {
+/** The function declarations; built-in tools (search, code execution) are left out, each named in `dropped`. */
+function readTools(value: unknown, dropped: string[]): LmTool[] | { refused: string } {
   if (value === undefined || value === null) return [];
   if (!Array.isArray(value)) return { refused: 'Belay gateway: tools must be a list' };
   const tools: LmTool[] = [];
   for (const tool of value) {
     if (!isRecord(tool)) return { refused: 'Belay gateway: each tool must be an object' };
     const other = Object.keys(tool).filter((key) => key !== 'functionDeclarations');
-    if (other.length) return cannot(`the built-in tool '${other[0]}': only functionDeclarations`);
+    for (const name of other) dropped.push(`the built-in tool '${name}'`);
     for (const fn of Array.isArray(tool.functionDeclarations) ? tool.functionDeclarations : []) {
       if (!isRecord(fn) || typeof fn.name !== 'string') return { refused: 'Belay gateway: each function declaration needs a name' };
       const raw = isRecord(fn.parametersJsonSchema) ? fn.parametersJsonSchema : fn.parameters;
@@ -99,7 +100,7 @@ export const lmGemini: LmTranslator = {
         }
       }
     }
-    const tools = readTools(body.tools);
+    const tools = readTools(body.tools, dropped);
     if ('refused' in tools) return tools;
     let toolMode: 'auto' | 'required' = 'auto';
     let offered = tools;

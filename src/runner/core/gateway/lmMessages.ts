@@ -1,7 +1,8 @@
 // Anthropic Messages (`/v1/messages`) to and from the LM API: system prompts, text, `tool_use` and
 // `tool_result` blocks, custom tools; the answer as a message or as the streamed
 // `message_start` / `content_block_*` / `message_delta` / `message_stop` events. Images,
-// documents, server tools and a tool_choice naming one tool are refused in Anthropic's error shape.
+// documents and a tool_choice naming one tool are refused in Anthropic's error shape; server tools
+// (web search, code execution…) are left out of the tools offered, named in the run's line.
 import { randomBytes } from 'node:crypto';
 import { anthropicError } from './anthropic.ts';
 import { isRecord } from './shape.ts';
@@ -27,13 +28,17 @@ function resultText(content: unknown): string | { other: string } {
   return texts.join('');
 }
 
-function readTools(value: unknown): LmTool[] | { refused: string } {
+/** The tools the LM API can take; the others (server tools) are left out, each named in `dropped`. */
+function readTools(value: unknown, dropped: string[]): LmTool[] | { refused: string } {
   if (value === undefined || value === null) return [];
   if (!Array.isArray(value)) return { refused: 'Belay gateway: tools must be a list' };
   const tools: LmTool[] = [];
   for (const tool of value) {
     if (!isRecord(tool) || typeof tool.name !== 'string') return { refused: 'Belay gateway: each tool needs a name' };
-    if (tool.type !== undefined && tool.type !== 'custom') return cannot(`Anthropic's server tool '${tool.name}' (${String(tool.type)}): only tools with an input_schema`);
+    if (tool.type !== undefined && tool.type !== 'custom') {
+      dropped.push(`the server tool '${tool.name}' (${String(tool.type)})`);
+      continue;
+    }
     const read = lmTool(tool.name, tool.description, tool.input_schema);
     if ('refused' in read) return read;
     tools.push(read);
@@ -76,7 +81,7 @@ export const lmMessages: LmTranslator = {
         } else return cannot(`a '${String(block.type)}' content block${block.type === 'image' || block.type === 'document' ? ' (images and documents)' : ''}`);
       }
     }
-    const tools = readTools(body.tools);
+    const tools = readTools(body.tools, dropped);
     if ('refused' in tools) return tools;
     let toolMode: 'auto' | 'required' = 'auto';
     let offered = tools;
@@ -87,7 +92,7 @@ export const lmMessages: LmTranslator = {
       else if (choice.type === 'none') offered = [];
       if (choice.disable_parallel_tool_use === true) dropped.push('disable_parallel_tool_use');
     }
-    if (toolMode === 'required' && offered.length === 0) return { refused: 'Belay gateway: tool_choice requires a tool but the request offers none' };
+    if (toolMode === 'required' && offered.length === 0) return { refused: 'Belay gateway: tool_choice requires a tool but the request offers none the LM API can take' };
     dropped.push(...present(body, DROPPED_FIELDS));
     return {
       model: typeof body.model === 'string' ? body.model : null,

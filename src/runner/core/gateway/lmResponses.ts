@@ -1,8 +1,9 @@
 // The OpenAI Responses API (`/v1/responses`) to and from the LM API: instructions, input messages,
 // `function_call` and `function_call_output` items, function tools; the answer as a response or as
-// the streamed `response.*` events. Images, files, built-in and custom (grammar) tools,
-// previous_response_id (the gateway keeps no responses), structured output and a tool_choice
-// naming one function are refused in OpenAI's error shape.
+// the streamed `response.*` events. Images, files, previous_response_id (the gateway keeps no
+// responses), structured output and a tool_choice naming one function are refused in OpenAI's
+// error shape; built-in (web search…), namespace and custom (grammar) tools are left out of the
+// tools offered (Codex offers some), named in the run's line.
 import { randomBytes } from 'node:crypto';
 import { isRecord, openAiError } from './shape.ts';
 import { cannot, joinText, lmTool, modelOptions, parseArguments, plainText, present, pushPart, type LmMessage, type LmOutPart, type LmReply, type LmRequest, type LmStreamWriter, type LmTool, type LmTranslator, type LmUsage } from './lmModel.ts';
@@ -10,13 +11,18 @@ import { cannot, joinText, lmTool, modelOptions, parseArguments, plainText, pres
 const DROPPED_FIELDS = ['top_p', 'reasoning', 'top_logprobs', 'max_tool_calls'] as const;
 const TEXT_PARTS = ['input_text', 'output_text', 'text', 'refusal'];
 
-function readTools(value: unknown): LmTool[] | { refused: string } {
+/** The function tools; the others (built-in, namespace, custom grammar tools) are left out, each named in `dropped`. */
+function readTools(value: unknown, dropped: string[]): LmTool[] | { refused: string } {
   if (value === undefined || value === null) return [];
   if (!Array.isArray(value)) return { refused: 'Belay gateway: tools must be a list' };
   const tools: LmTool[] = [];
   for (const tool of value) {
     if (!isRecord(tool)) return { refused: 'Belay gateway: each tool must be an object' };
-    if (tool.type !== 'function' || typeof tool.name !== 'string') return cannot(`a '${String(tool.type)}' tool${typeof tool.name === 'string' ? ` ('${tool.name}')` : ''}: only function tools`);
+    if (tool.type !== 'function') {
+      dropped.push(`the ${String(tool.type)} tool${typeof tool.name === 'string' ? ` '${tool.name}'` : ''}`);
+      continue;
+    }
+    if (typeof tool.name !== 'string') return { refused: 'Belay gateway: each function tool needs a name' };
     const read = lmTool(tool.name, tool.description, tool.parameters);
     if ('refused' in read) return read;
     tools.push(read);
@@ -71,7 +77,7 @@ export const lmResponses: LmTranslator = {
         if (!dropped.includes('earlier reasoning items')) dropped.push('earlier reasoning items');
       } else return cannot(`an input item of type '${String(type)}'`);
     }
-    const tools = readTools(body.tools);
+    const tools = readTools(body.tools, dropped);
     if ('refused' in tools) return tools;
     let toolMode: 'auto' | 'required' = 'auto';
     let offered = tools;
@@ -79,7 +85,7 @@ export const lmResponses: LmTranslator = {
     if (isRecord(choice)) return cannot(`tool_choice naming ${typeof choice.name === 'string' ? `one function ('${choice.name}')` : `'${String(choice.type)}'`}: it can only require some tool`);
     if (choice === 'required') toolMode = 'required';
     else if (choice === 'none') offered = [];
-    if (toolMode === 'required' && offered.length === 0) return { refused: 'Belay gateway: tool_choice requires a tool but the request offers none' };
+    if (toolMode === 'required' && offered.length === 0) return { refused: 'Belay gateway: tool_choice requires a tool but the request offers none the LM API can take' };
     dropped.push(...present(body, DROPPED_FIELDS));
     if (body.parallel_tool_calls === false) dropped.push('parallel_tool_calls: false');
     return {

@@ -50,16 +50,22 @@ describe('chat completions → LM API', () => {
     assert.equal(ok({ messages: [], stream: true }).includeUsage, false);
   });
 
-  it('refuses images, audio, custom tools, structured output, n > 1, a named tool_choice and bad arguments', () => {
+  it('refuses images, audio, structured output, n > 1, a named tool_choice and bad arguments', () => {
     assert.match(refusal({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:' } }] }] }), /'image_url' content part \(images, audio and files\)/);
     assert.match(refusal({ messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: {} }] }] }), /'input_audio'/);
-    assert.match(refusal({ messages: [], tools: [{ type: 'custom', custom: { name: 'apply_patch', format: { type: 'grammar' } } }] }), /a 'custom' tool \('apply_patch'\): only function tools/);
     assert.match(refusal({ messages: [], response_format: { type: 'json_schema', json_schema: {} } }), /structured output/);
     assert.match(refusal({ messages: [], n: 2 }), /n > 1/);
     assert.match(refusal({ messages: [], tools: [SHELL], tool_choice: { type: 'function', function: { name: 'shell' } } }), /one function \('shell'\)/);
     assert.match(refusal({ messages: [{ role: 'assistant', tool_calls: [{ id: 'c', type: 'function', function: { name: 'shell', arguments: '[1]' } }] }] }), /not a JSON object/);
     assert.match(refusal({ messages: [], functions: [] }), /legacy functions/);
     assert.match(refusal({ messages: [], tool_choice: 'required' }), /offers none/);
+  });
+
+  it('leaves out custom (grammar) tools, naming each', () => {
+    const request = ok({ messages: [], tools: [{ type: 'custom', custom: { name: 'apply_patch', format: { type: 'grammar' } } }, SHELL] });
+    assert.deepEqual(request.tools.map((t) => t.name), ['shell']);
+    assert.deepEqual(request.dropped, ["the custom tool 'apply_patch'"]);
+    assert.match(refusal({ messages: [], tools: [{ type: 'function' }] }), /each function tool needs a function with a name/);
   });
 
   it('names what it leaves out, and takes tool_choice none as no tools', () => {

@@ -57,14 +57,19 @@ describe('Gemini → LM API', () => {
     assert.deepEqual(ok({ contents: [], tools, toolConfig: { functionCallingConfig: { mode: 'NONE' } } }).tools, []);
   });
 
-  it('refuses inline data, files, built-in tools, structured output, a subset of allowed functions', () => {
+  it('refuses inline data, files, structured output, a subset of allowed functions', () => {
     assert.match(refusal({ contents: [{ role: 'user', parts: [{ inlineData: { mimeType: 'image/png', data: 'AA==' } }] }] }), /'inlineData' part \(images and files\)/);
     assert.match(refusal({ contents: [{ role: 'user', parts: [{ fileData: { fileUri: 'x' } }] }] }), /'fileData' part/);
-    assert.match(refusal({ contents: [], tools: [{ googleSearch: {} }] }), /built-in tool 'googleSearch'/);
     assert.match(refusal({ contents: [], generationConfig: { responseMimeType: 'application/json' } }), /structured output/);
     assert.match(refusal({ contents: [], tools: [{ functionDeclarations: [SHELL, { name: 'read' }] }], toolConfig: { functionCallingConfig: { mode: 'ANY', allowedFunctionNames: ['read'] } } }), /allowedFunctionNames \(read\)/);
     assert.match(refusal({ contents: [{ role: 'model', parts: [{ executableCode: {} }] }] }), /'executableCode' part/);
     assert.match(refusal({ contents: 'hi' }), /contents must be a list/);
+  });
+
+  it('leaves out built-in tools, naming each, and keeps the declarations beside them', () => {
+    const request = ok({ contents: [], tools: [{ googleSearch: {} }, { functionDeclarations: [SHELL], codeExecution: {} }] });
+    assert.deepEqual(request.tools.map((t) => t.name), ['run_shell_command']);
+    assert.deepEqual(request.dropped, ["the built-in tool 'googleSearch'", "the built-in tool 'codeExecution'"]);
   });
 
   it('names what it leaves out: thinking config, topP/topK, earlier thoughts', () => {

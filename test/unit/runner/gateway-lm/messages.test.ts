@@ -66,13 +66,19 @@ describe('Anthropic Messages → LM API', () => {
   it('refuses what the LM API cannot express, naming it', () => {
     assert.match(refusal({ messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AA==' } }] }] }), /cannot express a 'image' content block \(images and documents\)/);
     assert.match(refusal({ messages: [{ role: 'user', content: [{ type: 'document', source: {} }] }] }), /'document' content block/);
-    assert.match(refusal({ messages: [], tools: [{ type: 'web_search_20250305', name: 'web_search' }] }), /server tool 'web_search' \(web_search_20250305\)/);
     assert.match(refusal({ messages: [], tools: [BASH], tool_choice: { type: 'tool', name: 'Bash' } }), /tool_choice naming one tool \('Bash'\)/);
     assert.match(refusal({ messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: [{ type: 'image', source: {} }] }] }] }), /tool_result holding a 'image' block/);
     assert.match(refusal({ messages: [], tool_choice: { type: 'any' } }), /offers none/);
     assert.match(refusal({ messages: [{ role: 'tool', content: 'x' }] }), /role 'user', 'assistant' or 'system'/);
     assert.match(refusal({ messages: [{ role: 'system', content: [{ type: 'tool_result', tool_use_id: 't', content: 'x' }] }] }), /'tool_result' content block/);
     assert.match(refusal({ messages: 'hello' }), /messages must be a list/);
+  });
+
+  it('leaves out server tools, naming each, and offers the rest', () => {
+    const request = ok({ messages: [], tools: [{ type: 'web_search_20250305', name: 'web_search' }, BASH, { type: 'code_execution_20250522', name: 'code_execution' }] });
+    assert.deepEqual(request.tools.map((t) => t.name), ['Bash']);
+    assert.deepEqual(request.dropped, ["the server tool 'web_search' (web_search_20250305)", "the server tool 'code_execution' (code_execution_20250522)"]);
+    assert.match(refusal({ messages: [], tools: [{ type: 'web_search_20250305', name: 'web_search' }], tool_choice: { type: 'any' } }), /offers none the LM API can take/);
   });
 
   it('names what it leaves out: thinking, sampling it cannot set, parallel-tool limits, earlier thinking blocks', () => {

@@ -48,14 +48,21 @@ describe('Responses → LM API', () => {
     assert.deepEqual(ok({ input: 'hi' }).messages, [{ role: 'user', parts: [{ type: 'text', text: 'hi' }] }]);
   });
 
-  it('refuses images, built-in and custom tools, previous_response_id, structured output and a named tool_choice', () => {
+  it('refuses images, previous_response_id, structured output and a named tool_choice', () => {
     assert.match(refusal({ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'data:' }] }] }), /'input_image' content part \(images, files and audio\)/);
-    assert.match(refusal({ input: [], tools: [{ type: 'web_search' }] }), /a 'web_search' tool: only function tools/);
-    assert.match(refusal({ input: [], tools: [{ type: 'custom', name: 'apply_patch', format: { type: 'grammar' } }] }), /a 'custom' tool \('apply_patch'\)/);
     assert.match(refusal({ input: [], previous_response_id: 'resp_1' }), /previous_response_id/);
     assert.match(refusal({ input: [], text: { format: { type: 'json_schema' } } }), /structured output/);
     assert.match(refusal({ input: [], tools: [EXEC], tool_choice: { type: 'function', name: 'exec_command' } }), /one function \('exec_command'\)/);
     assert.match(refusal({ input: [{ type: 'local_shell_call', call_id: 'x' }] }), /input item of type 'local_shell_call'/);
+  });
+
+  it('leaves out built-in, namespace and custom tools (as Codex offers them), naming each', () => {
+    const request = ok({
+      input: [],
+      tools: [EXEC, { type: 'namespace', name: 'multi_agent_v1', description: 'Sub-agents', tools: [{ type: 'function', name: 'close_agent' }] }, { type: 'web_search', external_web_access: true }, { type: 'custom', name: 'apply_patch', format: { type: 'grammar' } }],
+    });
+    assert.deepEqual(request.tools.map((t) => t.name), ['exec_command']);
+    assert.deepEqual(request.dropped, ["the namespace tool 'multi_agent_v1'", 'the web_search tool', "the custom tool 'apply_patch'"]);
   });
 
   it('names what it leaves out: reasoning settings and items, parallel_tool_calls false', () => {
