@@ -4,7 +4,8 @@
 // passthrough routes. Then real agents (the official OpenAI and Anthropic SDK clients with a tool)
 // solving a task through runTask in the sandbox, their tool call round-tripping through the model.
 import assert from 'node:assert/strict';
-import { readFileSync, realpathSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
@@ -18,7 +19,7 @@ import { installedProtocol } from '../../../src/runner/core/protocols/installed/
 import { readTrajectory } from '../../../src/runner/core/records/history.ts';
 import { runTask } from '../../../src/runner/core/run/run.ts';
 import { loadTask } from '../../../src/runner/core/tasks/task.ts';
-import { installedCli } from '../../support/runner/installed.ts';
+import { installedCli, testAgentCache } from '../../support/runner/installed.ts';
 import { serveLocalPassthrough } from '../../../src/runner/core/gateway/lmServe.ts';
 import { hostGateway, type HostedGateway } from '../../../src/runner/core/run/runLlm.ts';
 import { readEvents } from '../../support/runner/lm-streams.ts';
@@ -395,5 +396,47 @@ describe('the real Claude Code CLI on a model in the editor, in the sandbox', ()
     const trajectory = JSON.parse(readFileSync(path.join(result.run_dir, 'trajectory.json'), 'utf8')) as { command: string | null; response: { tool?: string } }[];
     assert.equal(trajectory[0]!.command, SOLVE);
     assert.equal(trajectory[0]!.response.tool, 'Bash');
+  });
+});
+
+describe('the real Codex CLI on a model in the editor', () => {
+  // Codex's pinned CLI, when Belay's install path has put it into the tests' cache (its protocol installs it).
+  const codex = path.join(testAgentCache(), 'codex-0.171.0', 'node_modules', '.bin', 'codex');
+
+  it('solves a task through the Responses API, streamed: its exec_command call round-trips, what the LM API lacks in one line', async (t) => {
+    if (!existsSync(codex)) return t.skip(`Codex 0.171.0 is not in the tests' cache (${codex})`);
+    const gateway = startGateway();
+    const tmp = tempDir('belay-lm-codex-');
+    try {
+      const url = await gateway.listenTcp();
+      const model = new ScriptedModel();
+      model.fallback = (messages, tools) =>
+        hasToolResult(messages) ? textTurn('hello.txt is written.') : { parts: [{ type: 'text', text: 'Writing it.' }, { type: 'toolCall', callId: 'call_codex_1', name: tools.some((tool) => tool.name === 'exec_command') ? 'exec_command' : 'missing', input: { cmd: SOLVE } }] };
+      const records: LlmRequestRecord[] = [];
+      const grant = gateway.openRun({ runId: 'codex', upstream: { local: model }, onRequest: (r) => records.push(r) });
+      const work = path.join(tmp.dir, 'work');
+      const home = path.join(tmp.dir, 'codex-home');
+      mkdirSync(work);
+      mkdirSync(home);
+      const provider = ['model_provider=belay', 'model_providers.belay.name=belay', `model_providers.belay.base_url=${url}/v1`, 'model_providers.belay.env_key=BELAY_RUN_TOKEN', 'model_providers.belay.wire_api="responses"'];
+      const args = ['exec', '--json', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', '-m', model.id, ...provider.flatMap((option) => ['-c', option]), 'Create hello.txt saying Hello, world!'];
+      const output = await new Promise<string>((resolve, reject) => {
+        const child = execFile(codex, args, { cwd: work, timeout: 120_000, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, CODEX_HOME: home, BELAY_RUN_TOKEN: grant.token } }, (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout)));
+        child.stdin?.end();
+      });
+      assert.equal(readFileSync(path.join(work, 'hello.txt'), 'utf8'), 'Hello, world!');
+      const events = output.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as { type: string; item?: { type: string; exit_code?: number }; usage?: { input_tokens: number } });
+      assert.ok(events.some((e) => e.item?.type === 'command_execution' && e.item.exit_code === 0), output);
+      assert.equal(model.sent.length, 2);
+      assert.ok(records.every((r) => r.api === 'responses' && r.stream && r.status === 200 && !r.estimated));
+      // Codex reports the tokens the model's counter gave the gateway.
+      const reported = events.find((e) => e.type === 'turn.completed')?.usage?.input_tokens;
+      assert.equal(reported, records.reduce((sum, r) => sum + r.input_tokens, 0));
+      assert.match(records[0]!.note ?? '', /left out what its API cannot express: .*the web_search tool/);
+      grant.close();
+    } finally {
+      await gateway.close();
+      tmp.remove();
+    }
   });
 });
