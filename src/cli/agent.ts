@@ -13,7 +13,7 @@ import { protocolDescriptors } from '../runner/core/protocols/descriptors.ts';
 import { AgentFolderError, resolveAgentFolder } from '../runner/core/agents/agentFolder.ts';
 import { INSTALLED_AGENTS, installedAgent } from '../runner/core/protocols/installed/agents.ts';
 import { defaultAgentCache, ensureInstalled, findInstalled, InstallError, launchCommand } from '../runner/core/protocols/installed/install.ts';
-import { doctorInstalled } from '../runner/core/protocols/installed/doctor.ts';
+import { doctorInstalled } from '../runner/core/run/installedDoctor.ts';
 import { checkLlmKey, LLM_FLAGS, parseLlmFlags, startLlm } from './llm.ts';
 
 /** Printed by `belay agent --help` (and when no action is given). */
@@ -148,7 +148,7 @@ async function doctorInstalledCli(values: Record<string, unknown>, io: CliIO): P
     }
   } else {
     const found = findInstalled(agent, defaultAgentCache(io.env));
-    if (found) cli = { command: launchCommand(agent, found.bin), folder: found.folder, bin: found.bin };
+    if (found) cli = { command: launchCommand(agent, found), folder: found.folder, bin: found.bin };
   }
   let backend: Backend;
   try {

@@ -21,8 +21,9 @@ export const LLM_USAGE = `  --llm-upstream URL       the model API the agent may
                            LLM_PROXY_URL, LLM_API_URL, OPENAI_BASE_URL, ANTHROPIC_BASE_URL and a
                            per-run token in LLM_API_KEY, OPENAI_API_KEY, ANTHROPIC_API_KEY, …
   --llm-key-env VAR        the variable of this shell holding the real API key (never passed on)
-  --llm-api openai|anthropic
-                           the upstream's API (default: anthropic for api.anthropic.com, else openai)
+  --llm-api openai|anthropic|gemini
+                           the upstream's API (default: anthropic for api.anthropic.com, gemini
+                           for generativelanguage.googleapis.com, else openai)
   --llm-model MODEL        the model for requests that name none
   --llm-budget-usd X       end a run with budget_exceeded once it has spent X dollars
   --llm-budget-tokens N    end a run with budget_exceeded once it has used N tokens
@@ -59,7 +60,7 @@ export function parseLlmFlags(values: Values): LlmFlags | undefined {
   }
   const api = values['llm-api'];
   if (api !== undefined) {
-    if (!(LLM_APIS as readonly string[]).includes(api)) throw new UsageError(`--llm-api must be ${LLM_APIS.join(' or ')} (got '${api}')`);
+    if (!(LLM_APIS as readonly string[]).includes(api)) throw new UsageError(`--llm-api must be ${LLM_APIS.slice(0, -1).join(', ')} or ${LLM_APIS.at(-1)} (got '${api}')`);
     flags.api = api as LlmApi;
   }
   if (values['llm-model'] !== undefined) flags.model = values['llm-model'];

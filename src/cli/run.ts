@@ -177,7 +177,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   if (installed && !values.agent?.trim()) {
     try {
       const cli = await ensureInstalled(installed, { cache: defaultAgentCache(io.env), onProgress: (message) => io.stderr.write(`belay run: ${message}\n`) });
-      values_agent = launchCommand(installed, cli.bin);
+      values_agent = launchCommand(installed, cli);
       agentDirGiven = cli.folder;
     } catch (error) {
       if (!(error instanceof InstallError)) throw error;

@@ -384,7 +384,7 @@ export class RunnerService implements vscode.Disposable {
       const cli =
         findInstalled(described, cache) ??
         (await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Belay: installing ${described.title} ${described.version} from the npm registry…` }, install));
-      return { command: launchCommand(described, cli.bin), folder: cli.folder };
+      return { command: launchCommand(described, cli), folder: cli.folder };
     } catch (error) {
       if (error instanceof InstallError) throw new RunRefusedError(error.message);
       throw error;

@@ -689,6 +689,16 @@ suite('Belay runner', () => {
       const agents = vscode.workspace.getConfiguration('belay').get<{ name: string; protocol: string; command: string }[]>('agents') ?? [];
       assert.deepEqual(agents.find((a) => a.name === 'Doctor-found agent'), { name: 'Doctor-found agent', command: '${node} agents/sdk1-agent.mjs', protocol: 'sdk1', env: {} });
 
+      // No command: a coding CLI Belay installs, its model API and model asked, its key kept in secret storage.
+      inputs = ['Claude via Belay', '', 'https://api.anthropic.com', 'claude-sonnet-4-5', 'sk-ant-add-agent-test'];
+      let clis: readonly vscode.QuickPickItem[] = [];
+      picks = [(items) => ((clis = items), items.find((i) => i.label === 'Claude Code'))];
+      assert.equal(await vscode.commands.executeCommand('belay.runner.addAgent'), 'Claude via Belay', asked.join('\n'));
+      assert.deepEqual(clis.map((i) => i.label), ['Claude Code', 'Codex', 'Gemini CLI', 'OpenCode']);
+      const added = (vscode.workspace.getConfiguration('belay').get<unknown[]>('agents') ?? []).find((a) => (a as { name?: string }).name === 'Claude via Belay');
+      assert.deepEqual(added, { name: 'Claude via Belay', protocol: 'claude-code', llm: { upstream: 'https://api.anthropic.com', api: 'anthropic', keySecret: 'ANTHROPIC_API_KEY', model: 'claude-sonnet-4-5' } });
+      assert.ok(!JSON.stringify(vscode.workspace.getConfiguration('belay').inspect('agents')).includes('sk-ant-add-agent-test'), 'the key went into settings');
+
       // A nanobot bot: offered as a micro-agent, written to belay.microAgents.
       inputs = ['Doctor-found bot', '${node} agents/micro-agent.mjs'];
       picks = [(items) => items.find((i) => i.label.includes('agent doctor')), (items) => items.find((i) => i.label === 'Add as a micro-agent')];

@@ -95,7 +95,7 @@ describe('belay run --llm-upstream', () => {
       [['--llm-upstream', 'https://user:pw@example.com/v1'], /without a user or password/],
       [['--llm-upstream', 'http://127.0.0.1:1/v1', '--llm-key-env', KEY], /--llm-key-env takes the name of a variable .*not the key itself/],
       [['--llm-upstream', 'http://127.0.0.1:1/v1', '--llm-key-env', 'BELAY_SURELY_UNSET_VAR'], /BELAY_SURELY_UNSET_VAR: that variable is not set/],
-      [['--llm-upstream', 'http://127.0.0.1:1/v1', '--llm-api', 'gemini'], /--llm-api must be openai or anthropic/],
+      [['--llm-upstream', 'http://127.0.0.1:1/v1', '--llm-api', 'cohere'], /--llm-api must be openai, anthropic or gemini \(got 'cohere'\)/],
       [['--llm-upstream', 'http://127.0.0.1:1/v1', '--llm-budget-tokens', '1.5'], /--llm-budget-tokens needs a positive whole number/],
       [['--llm-upstream', 'http://127.0.0.1:1/v1', '--llm-price', 'gpt-x=cheap'], /--llm-price takes MODEL=INPUT,OUTPUT/],
     ];

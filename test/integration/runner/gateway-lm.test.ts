@@ -4,8 +4,7 @@
 // passthrough routes. Then real agents (the official OpenAI and Anthropic SDK clients with a tool)
 // solving a task through runTask in the sandbox, their tool call round-tripping through the model.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
@@ -14,12 +13,15 @@ import type { LlmRequestRecord } from '../../../src/runner/core/gateway/grant.ts
 import { startGateway, type Gateway, type RunGrant } from '../../../src/runner/core/gateway/index.ts';
 import type { LmMessage } from '../../../src/runner/core/gateway/lmModel.ts';
 import { claudeCode } from '../../../src/runner/core/protocols/installed/claudeCode.ts';
+import { codex } from '../../../src/runner/core/protocols/installed/codex.ts';
+import { geminiCli } from '../../../src/runner/core/protocols/installed/geminiCli.ts';
 import { launchCommand } from '../../../src/runner/core/protocols/installed/install.ts';
-import { installedProtocol } from '../../../src/runner/core/protocols/installed/installedProtocol.ts';
+import type { InstalledAgent } from '../../../src/runner/core/protocols/installed/installedAgent.ts';
+import { installedProtocol } from '../../../src/runner/core/protocols/installedCli.ts';
 import { readTrajectory } from '../../../src/runner/core/records/history.ts';
 import { runTask } from '../../../src/runner/core/run/run.ts';
 import { loadTask } from '../../../src/runner/core/tasks/task.ts';
-import { installedCli, testAgentCache } from '../../support/runner/installed.ts';
+import { installedCli } from '../../support/runner/installed.ts';
 import { serveLocalPassthrough } from '../../../src/runner/core/gateway/lmServe.ts';
 import { hostGateway, type HostedGateway } from '../../../src/runner/core/run/runLlm.ts';
 import { readEvents } from '../../support/runner/lm-streams.ts';
@@ -346,97 +348,69 @@ describe('agents solving a task on a model in the editor, in the sandbox', () =>
   });
 });
 
-describe('the real Claude Code CLI on a model in the editor, in the sandbox', () => {
+/** Each coding CLI's shell tool, by the name and argument it offers it under. */
+const SHELL_TOOLS: Record<string, { tool: string; input: Record<string, unknown> }> = {
+  'claude-code': { tool: 'Bash', input: { command: SOLVE, description: 'Write hello.txt' } },
+  codex: { tool: 'exec_command', input: { cmd: SOLVE } },
+  'gemini-cli': { tool: 'run_shell_command', input: { command: SOLVE } },
+};
+
+describe('the real coding CLIs on a model in the editor, in the sandbox', () => {
   let host: HostedGateway;
   let tmp: TempDir;
   before(async () => {
     host = await hostGateway();
-    tmp = tempDir('belay-lm-claude-');
+    tmp = tempDir('belay-lm-cli-');
   });
   after(async () => {
     await host.close();
     tmp.remove();
   });
 
-  it('solves the task by its Bash tool call, every request served by the model and counted by its counter', async (t) => {
-    const backend = await backends[1]!.get();
-    if (backend instanceof Error) return t.skip(backend.message);
-    const cli = await installedCli(claudeCode);
-    const model = new ScriptedModel();
-    // The main conversation (it offers tools) calls Bash once, then answers; side requests (titles) get a line.
-    model.fallback = (messages, tools) =>
-      tools.length === 0 ? { parts: [{ type: 'text', text: 'Hello file' }] } : hasToolResult(messages) ? textTurn('hello.txt now says Hello, world!') : { parts: [{ type: 'text', text: 'I will write the file.' }, { type: 'toolCall', callId: 'toolu_lm_1', name: 'Bash', input: { command: SOLVE, description: 'Write hello.txt' } }] };
-    const notices: string[] = [];
-    const result = await runTask({
-      task: await loadTask(taskDir('hello')),
-      agentCommand: launchCommand(claudeCode, cli.bin),
-      agentCwd: cli.folder,
-      agentFolders: [nodeDir],
-      backend,
-      runsDir: path.join(tmp.dir, 'runs'),
-      protocol: installedProtocol(claudeCode),
-      limits: { agentTimeoutMs: 180_000 },
-      llm: { gateway: host.gateway, socketPath: host.socketPath, upstream: { local: model } },
-      onEvent: (event) => event.type === 'notice' && notices.push(event.message),
-    });
-    assert.equal(result.passed, true, `${result.failure_cause}: ${result.error}\n${notices.join('\n')}`);
-    // What the LM API cannot take from Claude Code's requests is one line of the run, not one per request.
-    assert.equal(notices.filter((n) => n.includes('left out what its API cannot express')).length, 1, notices.join('\n'));
-    const main = model.sent.filter((request) => request.tools.length > 0);
-    assert.equal(main.length, 2, 'two turns of the main conversation');
-    assert.ok(main[0]!.tools.some((tool) => tool.name === 'Bash'), 'Claude Code offered its Bash tool');
-    const answer = main[1]!.messages.flatMap((m) => m.parts).find((p) => p.type === 'toolResult');
-    assert.ok(answer && answer.type === 'toolResult' && answer.callId === 'toolu_lm_1', JSON.stringify(answer));
-    // Every request reached the model, each counted twice by its counter (input, output).
-    assert.equal(result.llm?.requests, model.sent.length);
-    assert.equal(model.counts.length, 2 * model.sent.length);
-    assert.equal((result.llm?.input_tokens ?? 0) + (result.llm?.output_tokens ?? 0), model.counts.reduce((a, b) => a + b, 0));
-    const calls = JSON.parse(readFileSync(path.join(result.run_dir, 'llm-requests.json'), 'utf8')) as LlmRequestRecord[];
-    assert.ok(calls.every((c) => c.status === 200 && c.model === model.id && !c.estimated), JSON.stringify(calls.map((c) => [c.status, c.error])));
-    const trajectory = JSON.parse(readFileSync(path.join(result.run_dir, 'trajectory.json'), 'utf8')) as { command: string | null; response: { tool?: string } }[];
-    assert.equal(trajectory[0]!.command, SOLVE);
-    assert.equal(trajectory[0]!.response.tool, 'Bash');
-  });
-});
-
-describe('the real Codex CLI on a model in the editor', () => {
-  // Codex's pinned CLI, when Belay's install path has put it into the tests' cache (its protocol installs it).
-  const codex = path.join(testAgentCache(), 'codex-0.171.0', 'node_modules', '.bin', 'codex');
-
-  it('solves a task through the Responses API, streamed: its exec_command call round-trips, what the LM API lacks in one line', async (t) => {
-    if (!existsSync(codex)) return t.skip(`Codex 0.171.0 is not in the tests' cache (${codex})`);
-    const gateway = startGateway();
-    const tmp = tempDir('belay-lm-codex-');
-    try {
-      const url = await gateway.listenTcp();
+  const agents: InstalledAgent[] = [claudeCode, codex, geminiCli];
+  for (const agent of agents) {
+    it(`${agent.title} solves the task by its shell tool call, every request served by the model and counted by its counter`, async (t) => {
+      const backend = await backends[1]!.get();
+      if (backend instanceof Error) return t.skip(backend.message);
+      const cli = await installedCli(agent);
+      const shell = SHELL_TOOLS[agent.name]!;
       const model = new ScriptedModel();
+      // The main conversation (it offers the shell tool) calls it once, then answers; side requests get a line.
       model.fallback = (messages, tools) =>
-        hasToolResult(messages) ? textTurn('hello.txt is written.') : { parts: [{ type: 'text', text: 'Writing it.' }, { type: 'toolCall', callId: 'call_codex_1', name: tools.some((tool) => tool.name === 'exec_command') ? 'exec_command' : 'missing', input: { cmd: SOLVE } }] };
-      const records: LlmRequestRecord[] = [];
-      const grant = gateway.openRun({ runId: 'codex', upstream: { local: model }, onRequest: (r) => records.push(r) });
-      const work = path.join(tmp.dir, 'work');
-      const home = path.join(tmp.dir, 'codex-home');
-      mkdirSync(work);
-      mkdirSync(home);
-      const provider = ['model_provider=belay', 'model_providers.belay.name=belay', `model_providers.belay.base_url=${url}/v1`, 'model_providers.belay.env_key=BELAY_RUN_TOKEN', 'model_providers.belay.wire_api="responses"'];
-      const args = ['exec', '--json', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', '-m', model.id, ...provider.flatMap((option) => ['-c', option]), 'Create hello.txt saying Hello, world!'];
-      const output = await new Promise<string>((resolve, reject) => {
-        const child = execFile(codex, args, { cwd: work, timeout: 120_000, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, CODEX_HOME: home, BELAY_RUN_TOKEN: grant.token } }, (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout)));
-        child.stdin?.end();
+        !tools.some((tool) => tool.name === shell.tool)
+          ? { parts: [{ type: 'text', text: 'Hello file' }] }
+          : hasToolResult(messages)
+            ? textTurn('hello.txt now says Hello, world!')
+            : { parts: [{ type: 'text', text: 'I will write the file.' }, { type: 'toolCall', callId: 'call_lm_cli_1', name: shell.tool, input: shell.input }] };
+      const notices: string[] = [];
+      const result = await runTask({
+        task: await loadTask(taskDir('hello')),
+        agentCommand: launchCommand(agent, cli),
+        agentCwd: cli.folder,
+        agentFolders: [nodeDir],
+        backend,
+        runsDir: path.join(tmp.dir, 'runs'),
+        protocol: installedProtocol(agent),
+        limits: { agentTimeoutMs: 180_000 },
+        llm: { gateway: host.gateway, socketPath: host.socketPath, upstream: { local: model } },
+        onEvent: (event) => event.type === 'notice' && notices.push(event.message),
       });
-      assert.equal(readFileSync(path.join(work, 'hello.txt'), 'utf8'), 'Hello, world!');
-      const events = output.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as { type: string; item?: { type: string; exit_code?: number }; usage?: { input_tokens: number } });
-      assert.ok(events.some((e) => e.item?.type === 'command_execution' && e.item.exit_code === 0), output);
-      assert.equal(model.sent.length, 2);
-      assert.ok(records.every((r) => r.api === 'responses' && r.stream && r.status === 200 && !r.estimated));
-      // Codex reports the tokens the model's counter gave the gateway.
-      const reported = events.find((e) => e.type === 'turn.completed')?.usage?.input_tokens;
-      assert.equal(reported, records.reduce((sum, r) => sum + r.input_tokens, 0));
-      assert.match(records[0]!.note ?? '', /left out what its API cannot express: .*the web_search tool/);
-      grant.close();
-    } finally {
-      await gateway.close();
-      tmp.remove();
-    }
-  });
+      assert.equal(result.passed, true, `${result.failure_cause}: ${result.error}\n${notices.join('\n')}`);
+      const main = model.sent.filter((request) => request.tools.some((tool) => tool.name === shell.tool));
+      assert.equal(main.length, 2, 'two turns of the main conversation');
+      const answer = main[1]!.messages.flatMap((m) => m.parts).find((p) => p.type === 'toolResult');
+      assert.ok(answer && answer.type === 'toolResult' && answer.callId === 'call_lm_cli_1', JSON.stringify(answer));
+      // Every request reached the model, each counted twice by its counter (input, output).
+      assert.equal(result.llm?.requests, model.sent.length);
+      assert.equal(model.counts.length, 2 * model.sent.length);
+      assert.equal((result.llm?.input_tokens ?? 0) + (result.llm?.output_tokens ?? 0), model.counts.reduce((a, b) => a + b, 0));
+      const calls = JSON.parse(readFileSync(path.join(result.run_dir, 'llm-requests.json'), 'utf8')) as LlmRequestRecord[];
+      assert.ok(calls.every((c) => c.status === 200 && c.model === model.id && !c.estimated), JSON.stringify(calls.map((c) => [c.status, c.error])));
+      assert.ok(calls.every((c) => c.api === agent.api), `${agent.title} spoke ${agent.api}: ${calls.map((c) => c.api).join(', ')}`);
+      const trajectory = JSON.parse(readFileSync(path.join(result.run_dir, 'trajectory.json'), 'utf8')) as { command: string | null }[];
+      assert.ok(trajectory.some((step) => step.command?.includes("printf 'Hello, world!' > hello.txt")), JSON.stringify(trajectory.map((s) => s.command)));
+      // What the LM API cannot take from the CLI's requests is one line of the run, not one per request.
+      assert.ok(notices.filter((n) => n.includes('left out what its API cannot express')).length <= 1, notices.join('\n'));
+    });
+  }
 });

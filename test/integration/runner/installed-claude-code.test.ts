@@ -12,7 +12,7 @@ import { LABELS } from '../../../src/runner/core/backends/container.ts';
 import { detectEngine } from '../../../src/runner/core/backends/engine.ts';
 import { claudeCode } from '../../../src/runner/core/protocols/installed/claudeCode.ts';
 import { launchCommand, type InstalledCli } from '../../../src/runner/core/protocols/installed/install.ts';
-import { installedProtocol } from '../../../src/runner/core/protocols/installed/installedProtocol.ts';
+import { installedProtocol } from '../../../src/runner/core/protocols/installedCli.ts';
 import type { RunEvent } from '../../../src/runner/core/records/events.ts';
 import type { RunResult } from '../../../src/runner/core/records/records.ts';
 import { runTask, type RunTaskOptions } from '../../../src/runner/core/run/run.ts';
@@ -66,7 +66,7 @@ async function runClaude(backend: Backend, turns: Turn[], options: Partial<RunTa
   const events: RunEvent[] = [];
   const result = await runTask({
     task: await loadTask(taskDir('hello')),
-    agentCommand: launchCommand(claudeCode, cli.bin),
+    agentCommand: launchCommand(claudeCode, cli),
     agentCwd: cli.folder,
     agentFolders: [nodeDir],
     backend,
@@ -198,7 +198,7 @@ describe('Claude Code on a task, through the gateway', { concurrency: true }, ()
     if (backend instanceof Error) return t.skip(`sandbox: ${backend.message}`);
     const result = await runTask({
       task: await loadTask(taskDir('hello')),
-      agentCommand: launchCommand(claudeCode, cli.bin),
+      agentCommand: launchCommand(claudeCode, cli),
       agentCwd: cli.folder,
       backend,
       runsDir: path.join(tmp.dir, 'runs'),

@@ -110,10 +110,13 @@ describe('gateway URLs and environment', () => {
       ANTHROPIC_BASE_URL: 'http://127.0.0.1:4141',
       ANTHROPIC_API_BASE: 'http://127.0.0.1:4141',
       OPENROUTER_API_BASE: 'http://127.0.0.1:4141/v1',
+      GOOGLE_GEMINI_BASE_URL: 'http://127.0.0.1:4141',
       LLM_API_KEY: 'belay-run-token',
       OPENAI_API_KEY: 'belay-run-token',
       ANTHROPIC_API_KEY: 'belay-run-token',
       OPENROUTER_API_KEY: 'belay-run-token',
+      GEMINI_API_KEY: 'belay-run-token',
+      GOOGLE_API_KEY: 'belay-run-token',
       TERM_AGENT_HASH: 'belay-run-token',
     });
   });

@@ -4,7 +4,7 @@
 import * as z from 'zod';
 import { isSecretName, SECRET_NAME_RULE } from './secrets.ts';
 
-export const LLM_APIS = ['openai', 'anthropic'] as const;
+export const LLM_APIS = ['openai', 'anthropic', 'gemini'] as const;
 
 /** The `upstream` that serves runs from a model VS Code offers (its language-model API) instead of a URL. */
 export const VSCODE_LM_UPSTREAM = 'vscode-lm';

@@ -27,6 +27,7 @@ export function anthropicError(status: number, code: string, message: string): u
 export const messages: ApiShape = {
   api: 'messages',
   plan(request, upstream) {
+    if (upstream.api === 'gemini') return { refused: "this run's model upstream speaks the Gemini API; send /v1/messages requests to /v1beta/models/{model}:generateContent instead" };
     if (upstream.api !== 'anthropic') return { refused: "this run's model upstream speaks the OpenAI API; send /v1/messages requests to /v1/chat/completions instead" };
     const body: Record<string, unknown> = { ...request };
     if (body.model === undefined && upstream.model) body.model = upstream.model;

@@ -67,6 +67,9 @@ export function upstreamHeaders(grant: Grant, agentHeaders: http.IncomingHttpHea
     headers['anthropic-version'] = typeof version === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(version) ? version : ANTHROPIC_VERSION;
     const beta = agentHeaders['anthropic-beta'];
     if (typeof beta === 'string' && HEADER_TOKEN.test(beta)) headers['anthropic-beta'] = beta;
+  } else if (grant.upstream.api === 'gemini') {
+    // The Gemini API takes its key in this header (never in the query, where logs keep it).
+    if (grant.upstream.key) headers['x-goog-api-key'] = grant.upstream.key;
   } else {
     if (grant.upstream.key) headers.authorization = `Bearer ${grant.upstream.key}`;
     const beta = agentHeaders['openai-beta'];

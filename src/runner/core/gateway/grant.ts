@@ -19,12 +19,13 @@ export interface HttpUpstream {
   /**
    * The API's base URL as its own SDK takes it: for OpenAI-compatible upstreams with the version
    * (`https://api.openai.com/v1`, `https://openrouter.ai/api/v1`), for Anthropic without
-   * (`https://api.anthropic.com`; a trailing `/v1` is accepted too). A full endpoint URL
+   * (`https://api.anthropic.com`; a trailing `/v1` is accepted too), for Gemini without
+   * (`https://generativelanguage.googleapis.com`; a trailing `/v1beta` is dropped). A full endpoint URL
    * (`…/v1/chat/completions`, `…/v1/messages`) is taken back to its base.
    */
   baseUrl: string;
   key: string;
-  /** The API the upstream speaks (default: 'anthropic' for anthropic.com, else 'openai'). */
+  /** The API the upstream speaks (default: 'anthropic' for anthropic.com, 'gemini' for generativelanguage.googleapis.com, else 'openai'). */
   api?: UpstreamApi;
   /** The model used when a request names none. */
   model?: string;
@@ -148,9 +149,10 @@ export class Grant implements RunGrant {
     const baseUrl = new URL(options.upstream.baseUrl);
     if (baseUrl.protocol !== 'http:' && baseUrl.protocol !== 'https:') throw new Error(`the LLM upstream must be an http(s) URL, not ${baseUrl.protocol}`);
     if (baseUrl.username || baseUrl.password || baseUrl.search || baseUrl.hash) throw new Error('the LLM upstream URL must hold no credentials, query or fragment');
-    const api = options.upstream.api ?? (/(^|\.)anthropic\.com$/.test(baseUrl.hostname) ? 'anthropic' : 'openai');
-    // An endpoint URL given where the base was meant (LLM_API_URL style) is taken back to its base.
-    const base = baseUrl.href.replace(/\/+$/, '').replace(api === 'anthropic' ? /\/v1\/messages$/ : /\/chat\/completions$/, '');
+    const api = options.upstream.api ?? (/(^|\.)anthropic\.com$/.test(baseUrl.hostname) ? 'anthropic' : baseUrl.hostname === 'generativelanguage.googleapis.com' ? 'gemini' : 'openai');
+    // An endpoint URL given where the base was meant (LLM_API_URL style) is taken back to its base;
+    // a Gemini base loses its API version (each request's path names its own).
+    const base = baseUrl.href.replace(/\/+$/, '').replace(api === 'anthropic' ? /\/v1\/messages$/ : api === 'gemini' ? /\/(v1beta|v1|v1alpha)$/ : /\/chat\/completions$/, '');
     this.upstream = { baseUrl: base, key: options.upstream.key, api, model: options.upstream.model };
     // A keyless upstream (a model server on this machine) shares its backoff by its address.
     this.keyId = KeyGate.id(options.upstream.key || base);

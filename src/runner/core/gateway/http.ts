@@ -1,6 +1,7 @@
 // The gateway's HTTP side: the one door of a run to a model. A request names its run by the token
-// it carries (Authorization: Bearer, x-api-key, api-key, or the Term Challenge proxy body's
-// agent_hash), is routed by its exact path to one API shape, and goes only to that run's upstream:
+// it carries (Authorization: Bearer, x-api-key, api-key, x-goog-api-key, a Gemini path's `?key=`,
+// or the Term Challenge proxy body's agent_hash), is routed by its exact path (or a Gemini path
+// read by gemini.ts) to one API shape, and goes only to that run's upstream:
 // nothing in the request (path, absolute URL, Host, headers, model) can point it elsewhere.
 import { chmod, lstat, mkdir, rm, stat } from 'node:fs/promises';
 import * as http from 'node:http';
@@ -10,11 +11,12 @@ import { errorMessage } from '../../../shared/errors.ts';
 import { anthropicError, messages } from './anthropic.ts';
 import { DEFAULT_RETRY, KeyGate, type RetryPolicy } from './backoff.ts';
 import { forward, scrub, sendJson, sendOnce, upstreamHeaders, upstreamUrl, type Transport } from './forward.ts';
+import { gemini, geminiError, geminiRoute, queryKey } from './gemini.ts';
 import { Grant, type OpenRunOptions, type RunGrant } from './grant.ts';
 import { serveLocal, serveLocalPassthrough } from './lmServe.ts';
 import { chat, responses } from './openai.ts';
 import { proxy } from './proxy.ts';
-import { isRecord, openAiError, RequestSchema, type ApiShape } from './shape.ts';
+import { isRecord, openAiError, RequestSchema, type ApiShape, type PathRoute, type UpstreamApi } from './shape.ts';
 
 export interface GatewayOptions {
   /** Largest request body an agent may send (default 8 MiB). */
@@ -45,13 +47,15 @@ export interface Gateway {
 interface Passthrough {
   method: 'GET' | 'POST';
   /** The upstream path for each upstream API (none: that API has no such endpoint). */
-  paths: Partial<Record<'openai' | 'anthropic', string>>;
+  paths: Partial<Record<UpstreamApi, string>>;
 }
 
 /** A request in one API's shape, counted and forwarded (`stream`: the route always streams). */
 interface ApiRoute {
   shape: ApiShape;
   stream: boolean;
+  /** What the path itself says (Gemini's model and method). */
+  path?: PathRoute;
 }
 
 type Route = ApiRoute | Passthrough;
@@ -73,6 +77,14 @@ const ROUTES = new Map<string, Route>([
   ['/models', MODELS],
 ]);
 
+/** A Gemini path's route: a call in the Gemini shape, or a passthrough to the same path upstream. */
+function geminiRouteOf(read: Exclude<ReturnType<typeof geminiRoute>, undefined>): Route | undefined {
+  if (read.kind === 'call') return { shape: gemini, stream: read.route.sse, path: read.route };
+  if (read.kind === 'countTokens') return { method: 'POST', paths: { gemini: read.upstreamPath } };
+  if (read.kind === 'models') return { method: 'GET', paths: { gemini: read.upstreamPath } };
+  return undefined;
+}
+
 const NO_TOKEN = 'Belay gateway: this request carries no run token (send the key Belay gave the run, e.g. as Authorization: Bearer)';
 const UNKNOWN_TOKEN = 'Belay gateway: unknown or closed run token';
 
@@ -82,7 +94,7 @@ const MAX_SOCKET_PATH_BYTES = 107;
 function headerToken(headers: http.IncomingHttpHeaders): string | undefined {
   const bearer = /^\s*Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? '');
   if (bearer) return bearer[1];
-  for (const name of ['x-api-key', 'api-key'] as const) {
+  for (const name of ['x-api-key', 'api-key', 'x-goog-api-key'] as const) {
     const value = headers[name];
     if (typeof value === 'string' && value.trim()) return value.trim();
   }
@@ -135,21 +147,26 @@ export function startGateway(options: GatewayOptions = {}): Gateway {
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const startedAt = Date.now();
     const url = req.url ?? '';
-    const route = url.startsWith('/') ? ROUTES.get(url.split('?', 1)[0]!) : undefined;
+    const cut = url.indexOf('?');
+    const pathname = cut < 0 ? url : url.slice(0, cut);
+    const query = cut < 0 ? '' : url.slice(cut + 1);
+    const geminiPath = url.startsWith('/') && !ROUTES.has(pathname) ? geminiRoute(pathname, query) : undefined;
+    const route = url.startsWith('/') ? (ROUTES.get(pathname) ?? (geminiPath ? geminiRouteOf(geminiPath) : undefined)) : undefined;
     const passthrough = route && 'paths' in route ? route : undefined;
-    const shape = route && 'shape' in route ? route.shape : undefined;
+    const shape = route && 'shape' in route ? route.shape : geminiPath ? gemini : undefined;
     const fail = (status: number, code: string, message: string) => {
       sendJson(res, status, shape ? shape.error(status, code, message) : openAiError(status, code, message));
       if (!req.complete) req.resume();
     };
     if (closed) return fail(503, 'gateway_closed', 'Belay gateway: the gateway is closing');
-    if (!route) return fail(404, 'not_found', `Belay gateway: no such endpoint; this gateway serves /v1/chat/completions, /v1/responses, /v1/messages, /v1/messages/count_tokens, /llm/proxy, /llm/proxy/stream and /v1/models`);
+    if (geminiPath?.kind === 'invalid') return fail(400, 'invalid_path', `Belay gateway: ${geminiPath.message}`);
+    if (!route) return fail(404, 'not_found', `Belay gateway: no such endpoint; this gateway serves /v1/chat/completions, /v1/responses, /v1/messages, /v1/messages/count_tokens, /v1beta/models/{model}:generateContent and :streamGenerateContent, /llm/proxy, /llm/proxy/stream and /v1/models`);
     const method = passthrough?.method ?? 'POST';
     if (req.method !== method) {
       res.setHeader('allow', method);
       return fail(405, 'method_not_allowed', `Belay gateway: use ${method} here`);
     }
-    const token = headerToken(req.headers);
+    const token = headerToken(req.headers) ?? (geminiPath ? queryKey(query) : undefined);
     const grant = token === undefined ? undefined : grants.get(token);
     if (!grant && !(token === undefined && shape === proxy)) return fail(401, 'invalid_run_token', token === undefined ? NO_TOKEN : UNKNOWN_TOKEN);
     if (passthrough) return grant!.local ? passLocal(passthrough, grant!, req, res) : pass(passthrough, grant!, req, res);
@@ -182,11 +199,11 @@ export function startGateway(options: GatewayOptions = {}): Gateway {
     if (token === undefined && shape === proxy && isRecord(json) && typeof json.agent_hash === 'string') grant = grants.get(json.agent_hash);
     if (!grant) return fail(401, 'invalid_run_token', token === undefined ? NO_TOKEN : UNKNOWN_TOKEN);
     if (grant.budgetExceeded) {
-      grant.account({ api: shape.api, model: request.data.model ?? null, stream: request.data.stream === true || route.stream, status: 402, startedAt, inputChars: raw.length, outputChars: 0, reachedModel: false, retries: 0, error: 'budget_exceeded', refused: true });
+      grant.account({ api: shape.api, model: route.path?.model ?? request.data.model ?? null, stream: request.data.stream === true || route.stream, status: 402, startedAt, inputChars: raw.length, outputChars: 0, reachedModel: false, retries: 0, error: 'budget_exceeded', refused: true });
       return fail(402, shape === proxy ? 'cost_limit_exceeded' : 'budget_exceeded', grant.budgetMessage());
     }
     // A run served by a model in the editor has no HTTP upstream: lmServe.ts translates for it.
-    const plan = grant.local ? undefined : shape.plan(request.data, grant.upstream, { forceStream: route.stream });
+    const plan = grant.local ? undefined : shape.plan(request.data, grant.upstream, { forceStream: route.stream, ...(route.path ? { route: route.path } : {}) });
     if (plan && 'refused' in plan) return fail(400, 'unsupported_by_upstream', `Belay gateway: ${plan.refused}`);
     // The Anthropic SDK's beta client (Claude Code's) asks for `?beta=true`: that one parameter goes on, nothing else of the query.
     if (plan && shape === messages && new URLSearchParams(req.url?.split('?')[1] ?? '').get('beta') === 'true') plan.path += '?beta=true';
@@ -199,7 +216,7 @@ export function startGateway(options: GatewayOptions = {}): Gateway {
     });
     if (res.destroyed || req.socket.destroyed) agentGone();
     try {
-      if (grant.local) await serveLocal({ grant, model: grant.local, shape, body: request.data, route: { stream: route.stream }, res, signal: controller.signal, startedAt, inputChars: raw.length, idleTimeoutMs: transport.idleTimeoutMs });
+      if (grant.local) await serveLocal({ grant, model: grant.local, shape, body: request.data, route: { stream: route.stream, ...(route.path ? { model: route.path.model, list: route.path.method === 'streamGenerateContent' && !route.path.sse } : {}) }, res, signal: controller.signal, startedAt, inputChars: raw.length, idleTimeoutMs: transport.idleTimeoutMs });
       else await forward(transport, { grant, shape, plan: plan!, inputChars: raw.length, agentHeaders: req.headers, res, signal: controller.signal, startedAt });
     } finally {
       grant.inflight.delete(controller);
@@ -208,6 +225,8 @@ export function startGateway(options: GatewayOptions = {}): Gateway {
 
   /** A passthrough request on a run served by a model in the editor: its model list, its token counter. */
   async function passLocal(route: Passthrough, grant: Grant, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const onGemini = route.paths.gemini !== undefined;
+    const errorShape = onGemini ? geminiError : anthropicError;
     let body: unknown;
     try {
       body = route.method === 'POST' ? JSON.parse((await readBody(req, maxBodyBytes)).toString('utf8')) : undefined;
@@ -215,15 +234,15 @@ export function startGateway(options: GatewayOptions = {}): Gateway {
     } catch (error) {
       if (error instanceof BodyTooLarge) {
         res.once('finish', () => req.destroy());
-        return sendJson(res, 413, anthropicError(413, 'request_too_large', `Belay gateway: the request body is larger than ${maxBodyBytes} bytes`));
+        return sendJson(res, 413, errorShape(413, 'request_too_large', `Belay gateway: the request body is larger than ${maxBodyBytes} bytes`));
       }
-      return sendJson(res, 400, anthropicError(400, 'invalid_json', 'Belay gateway: the request body must be a JSON object'));
+      return sendJson(res, 400, errorShape(400, 'invalid_json', 'Belay gateway: the request body must be a JSON object'));
     }
     const controller = new AbortController();
     grant.inflight.add(controller);
     res.once('close', () => controller.abort(new Error('the agent disconnected')));
     try {
-      await serveLocalPassthrough(grant.local!, req.url?.split('?', 1)[0] ?? '', body, res, controller.signal);
+      await serveLocalPassthrough(grant.local!, req.url?.split('?', 1)[0] ?? '', body, res, controller.signal, onGemini);
     } finally {
       grant.inflight.delete(controller);
     }
@@ -231,7 +250,7 @@ export function startGateway(options: GatewayOptions = {}): Gateway {
 
   /** A passthrough request goes to the upstream as it is (nothing is counted). */
   async function pass(route: Passthrough, grant: Grant, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const errorShape = grant.upstream.api === 'anthropic' ? anthropicError : openAiError;
+    const errorShape = route.paths.gemini ? geminiError : grant.upstream.api === 'anthropic' ? anthropicError : openAiError;
     const path = route.paths[grant.upstream.api];
     if (!path) {
       req.resume();

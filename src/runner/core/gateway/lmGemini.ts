@@ -4,18 +4,12 @@
 // chunks each holding one. The route names the model and whether it streams. Inline data, files,
 // structured output and function calling limited to some functions are refused in Gemini's error
 // shape; built-in tools (search, code execution) are left out, named in the run's line.
+import { geminiError } from './gemini.ts';
 import { isRecord } from './shape.ts';
 import { cannot, joinText, lmTool, modelOptions, present, pushPart, type LmMessage, type LmOutPart, type LmRequest, type LmStreamWriter, type LmTool, type LmTranslator, type LmUsage } from './lmModel.ts';
 
 const DROPPED_CONFIG = ['topP', 'topK', 'stopSequences', 'thinkingConfig', 'seed', 'presencePenalty', 'frequencyPenalty', 'responseLogprobs', 'logprobs'] as const;
 
-const STATUS_NAMES: Record<number, string> = { 400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 402: 'RESOURCE_EXHAUSTED', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 413: 'INVALID_ARGUMENT', 429: 'RESOURCE_EXHAUSTED', 499: 'CANCELLED', 503: 'UNAVAILABLE', 504: 'DEADLINE_EXCEEDED' };
-
-export function geminiError(status: number, _code: string, message: string): unknown {
-  return { error: { code: status, message, status: STATUS_NAMES[status] ?? (status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT') } };
-}
-
-/** The function declarations; built-in tools (search, code execution) are left out, each named in `dropped`. */
 function readTools(value: unknown, dropped: string[]): LmTool[] | { refused: string } {
   if (value === undefined || value === null) return [];
   if (!Array.isArray(value)) return { refused: 'Belay gateway: tools must be a list' };

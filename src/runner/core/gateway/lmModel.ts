@@ -111,6 +111,8 @@ export interface LmStreamWriter {
 export interface LmRoute {
   stream: boolean;
   model?: string;
+  /** The whole answer goes as a one-element JSON list (Gemini's streamGenerateContent without alt=sse). */
+  list?: boolean;
 }
 
 export interface LmTranslator {

@@ -151,7 +151,8 @@ async function serveWatched(exchange: LocalExchange, signal: AbortSignal, awake:
     }
     const whole = t.whole({ model: request.model ?? model.id, parts, usage: tokens, stop });
     const record = account();
-    sendJson(res, 200, reshape?.reply ? reshape.reply(whole, record.cost_usd) : whole);
+    const answer = reshape?.reply ? reshape.reply(whole, record.cost_usd) : whole;
+    sendJson(res, 200, exchange.route.list ? [answer] : answer);
   } catch (error) {
     const silent = signal.aborted && !agentGone() && signal.reason instanceof SilentModel;
     const gone = signal.aborted && !silent;
@@ -230,7 +231,7 @@ function sendJson(res: http.ServerResponse, status: number, body: unknown): void
  * The passthrough routes for a model in the editor: its one model, and token counting by the
  * model's counter (Anthropic's `/v1/messages/count_tokens`, Gemini's `models/M:countTokens`).
  */
-export async function serveLocalPassthrough(model: LocalModel, path: string, body: unknown, res: http.ServerResponse, signal: AbortSignal): Promise<void> {
+export async function serveLocalPassthrough(model: LocalModel, path: string, body: unknown, res: http.ServerResponse, signal: AbortSignal, gemini = false): Promise<void> {
   const counting = path.endsWith('/count_tokens') ? lmMessages : path.endsWith(':countTokens') ? lmGemini : undefined;
   if (counting) {
     const request = body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
@@ -240,6 +241,10 @@ export async function serveLocalPassthrough(model: LocalModel, path: string, bod
     const tokens = await count(model, countedText(read.messages, read.tools), signal).catch(() => undefined);
     if (tokens === undefined) return sendJson(res, 502, counting.error(502, 'model_failed', `Belay gateway: the VS Code model ${model.id} could not count tokens`));
     return sendJson(res, 200, counting === lmGemini ? { totalTokens: tokens } : { input_tokens: tokens });
+  }
+  if (gemini) {
+    const entry = { name: `models/${model.id}`, displayName: model.name, inputTokenLimit: model.maxInputTokens, supportedGenerationMethods: ['generateContent', 'streamGenerateContent', 'countTokens'] };
+    return sendJson(res, 200, path.includes('/models/') ? entry : { models: [entry] });
   }
   const entry = { id: model.id, object: 'model', created: 0, owned_by: 'vscode', type: 'model', display_name: model.name };
   sendJson(res, 200, { object: 'list', data: [entry], has_more: false, first_id: model.id, last_id: model.id });

@@ -9,8 +9,10 @@ import * as z from 'zod';
 import { eventJson, type SseEvent } from './sse.ts';
 import { isRecord, openAiError, OpenAiUsageSchema, textChars, type ApiShape, type ForwardPlan, type ReportedUsage, type StreamWatcher } from './shape.ts';
 
-function refusedOnAnthropic(path: string): { refused: string } {
-  return { refused: `this run's model upstream speaks the Anthropic Messages API; send ${path} requests to /v1/messages instead` };
+function refusedElsewhere(path: string, api: 'anthropic' | 'gemini'): { refused: string } {
+  return api === 'anthropic'
+    ? { refused: `this run's model upstream speaks the Anthropic Messages API; send ${path} requests to /v1/messages instead` }
+    : { refused: `this run's model upstream speaks the Gemini API; send ${path} requests to /v1beta/models/{model}:generateContent instead` };
 }
 
 export function chatUsage(value: unknown): ReportedUsage | undefined {
@@ -45,7 +47,7 @@ export function chatWatcher(hideUsage: boolean): StreamWatcher {
 export const chat: ApiShape = {
   api: 'chat',
   plan(request, upstream, { forceStream }): ForwardPlan | { refused: string } {
-    if (upstream.api === 'anthropic') return refusedOnAnthropic('/v1/chat/completions');
+    if (upstream.api !== 'openai') return refusedElsewhere('/v1/chat/completions', upstream.api);
     const body: Record<string, unknown> = { ...request };
     if (body.model === undefined && upstream.model) body.model = upstream.model;
     const stream = forceStream || body.stream === true;
@@ -74,7 +76,7 @@ function responsesUsage(value: unknown): ReportedUsage | undefined {
 export const responses: ApiShape = {
   api: 'responses',
   plan(request, upstream) {
-    if (upstream.api === 'anthropic') return refusedOnAnthropic('/v1/responses');
+    if (upstream.api !== 'openai') return refusedElsewhere('/v1/responses', upstream.api);
     const body: Record<string, unknown> = { ...request };
     if (body.model === undefined && upstream.model) body.model = upstream.model;
     return { path: '/responses', body, model: typeof body.model === 'string' ? body.model : null, stream: body.stream === true };

@@ -45,6 +45,12 @@ export const DEFAULT_PRICES: PriceTable = {
   'claude-opus-4': { input: 15, output: 75 },
   'claude-opus-4-1': { input: 15, output: 75 },
   'claude-opus-4-5': { input: 5, output: 25 },
+  // Gemini: the standard tier's prompts up to 200k tokens (longer prompts cost more; thoughts are output).
+  'gemini-2.0-flash': { input: 0.1, output: 0.4 },
+  'gemini-2.5-flash-lite': { input: 0.1, output: 0.4 },
+  'gemini-2.5-flash': { input: 0.3, output: 2.5 },
+  'gemini-2.5-pro': { input: 1.25, output: 10 },
+  'gemini-3-pro-preview': { input: 2, output: 12 },
 };
 
 /** The form names are compared in. */

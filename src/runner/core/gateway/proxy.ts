@@ -136,6 +136,7 @@ function errorText(text: string): string {
 export const proxy: ApiShape = {
   api: 'proxy',
   plan(raw, upstream, { forceStream }): ForwardPlan | { refused: string } {
+    if (upstream.api === 'gemini') return { refused: "this run's model upstream speaks the Gemini API, which the Term Challenge proxy route does not translate to; give the run an OpenAI-compatible or Anthropic upstream" };
     const parsed = ProxyRequestSchema.safeParse(raw);
     if (!parsed.success) return { refused: `the /llm/proxy request is malformed: ${parsed.error.issues[0]?.message ?? 'invalid'}` };
     const model = parsed.data.model ?? upstream.model;

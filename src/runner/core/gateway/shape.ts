@@ -1,11 +1,21 @@
 // What each API shape the gateway speaks tells the forwarding code: where a request goes on the
 // upstream, what it sends there, how usage is read from an answer or a stream, and how an error
-// looks in that API's own words. One module per shape implements it (openai, anthropic, proxy).
+// looks in that API's own words. One module per shape implements it (openai, anthropic, gemini,
+// proxy).
 import * as z from 'zod';
 import type { SseEvent } from './sse.ts';
 
-export type ApiName = 'chat' | 'responses' | 'messages' | 'proxy';
-export type UpstreamApi = 'openai' | 'anthropic';
+export type ApiName = 'chat' | 'responses' | 'messages' | 'gemini' | 'proxy';
+export type UpstreamApi = 'openai' | 'anthropic' | 'gemini';
+
+/** What a request's path says when the API puts the model and the method there (Gemini). */
+export interface PathRoute {
+  version: 'v1beta' | 'v1' | 'v1alpha';
+  model: string;
+  method: 'generateContent' | 'streamGenerateContent';
+  /** Streamed as server-sent events (`?alt=sse`). */
+  sse: boolean;
+}
 
 /** Tokens as the upstream reported them (and its own cost, when it reports one, as OpenRouter does). */
 export interface ReportedUsage {
@@ -39,7 +49,7 @@ export interface StreamWatcher {
 export interface ApiShape {
   readonly api: ApiName;
   /** What goes upstream for this request, or the reason this upstream cannot serve it. */
-  plan(request: Record<string, unknown>, upstream: { api: UpstreamApi; model?: string }, options: { forceStream: boolean }): ForwardPlan | { refused: string };
+  plan(request: Record<string, unknown>, upstream: { api: UpstreamApi; model?: string }, options: { forceStream: boolean; route?: PathRoute }): ForwardPlan | { refused: string };
   /** Usage and generated characters of a whole (non-streaming) answer. */
   answer(json: unknown): { usage?: ReportedUsage; outputChars: number };
   watch(plan: ForwardPlan): StreamWatcher;

@@ -6,7 +6,7 @@ import { sdk1 } from './sdk1.ts';
 import { sdk2 } from './sdk2.ts';
 import { sdk3 } from './sdk3.ts';
 import { INSTALLED_AGENTS } from './installed/agents.ts';
-import { installedProtocol } from './installed/installedProtocol.ts';
+import { installedProtocol } from './installedCli.ts';
 
 const BY_NAME: Record<Protocol, AgentProtocol> = {
   sdk1,

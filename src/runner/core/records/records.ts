@@ -26,7 +26,7 @@ export const FAILURE_CAUSES = [
 export type FailureCause = (typeof FAILURE_CAUSES)[number];
 
 /** The coding CLIs Belay installs and runs headless (protocols/installed/). */
-export const INSTALLED_PROTOCOLS = ['claude-code'] as const;
+export const INSTALLED_PROTOCOLS = ['claude-code', 'codex', 'gemini-cli', 'opencode'] as const;
 export type InstalledProtocol = (typeof INSTALLED_PROTOCOLS)[number];
 export const PROTOCOLS = ['sdk1', 'sdk2', 'sdk3', ...INSTALLED_PROTOCOLS] as const;
 export type Protocol = (typeof PROTOCOLS)[number];

@@ -63,7 +63,9 @@ export class RunLlm {
   /** The model asked for when a request names none (and the one an installed CLI asks for). */
   get model(): string | undefined {
     const upstream = this.#options.upstream;
-    return 'local' in upstream ? upstream.local.id : upstream.model;
+    // A model in the editor serves whatever a request names; its `vendor/id` goes as one plain
+    // word, since a CLI may put the name in a URL path (Gemini's /models/{model}:generateContent).
+    return 'local' in upstream ? upstream.local.id.replace(/[^\w.-]+/g, '-') : upstream.model;
   }
 
   /** The agent's variables for a gateway it reaches at `baseUrl`: the URLs and the run's token in every key variable. */

@@ -25,8 +25,8 @@ export interface MessagesRequest {
 export interface MessagesUpstreamOptions {
   /** What the main conversation's model says, turn by turn; after the last, "Done." */
   turns: Turn[];
-  /** The key the service takes (x-api-key or Bearer); anything else is a 401. */
-  key: string;
+  /** The key the service takes (x-api-key or Bearer); anything else is a 401. None: any key, or none (a local server). */
+  key?: string;
   firstByteMs?: number;
   chunkMs?: number;
   /** Tokens reported per request. */
@@ -62,7 +62,7 @@ export async function startMessagesUpstream(options: MessagesUpstreamOptions): P
     const hasTools = Array.isArray(body.tools) && body.tools.length > 0;
     const turn = route === '/v1/messages' && hasTools ? messages.filter((m) => m.role === 'assistant').length : undefined;
     received.push({ url, headers: req.headers, body, turn, at: Date.now() });
-    if (key !== options.key) return json(res, 401, apiError('authentication_error', 'invalid x-api-key'));
+    if (options.key !== undefined && key !== options.key) return json(res, 401, apiError('authentication_error', 'invalid x-api-key'));
     if (route === '/v1/models') return json(res, 200, { data: [{ type: 'model', id: 'claude-sonnet-4-5', display_name: 'Claude Sonnet 4.5', created_at: '2025-09-29T00:00:00Z' }], has_more: false, first_id: 'claude-sonnet-4-5', last_id: 'claude-sonnet-4-5' });
     if (route === '/v1/messages/count_tokens') return json(res, 200, { input_tokens: Math.ceil(JSON.stringify(body).length / 4) });
     if (route !== '/v1/messages' || req.method !== 'POST') return json(res, 404, apiError('not_found_error', `no such endpoint: ${route}`));

@@ -66,7 +66,21 @@ describe('installed CLIs', () => {
   });
 
   it('start a Node program with Belay\'s own runtime, quoted', () => {
-    assert.equal(launchCommand({ needsNode: false }, "/c/it's/claude"), `'/c/it'\\''s/claude'`);
-    assert.equal(launchCommand({ needsNode: true }, '/c/gemini', '/opt/node 22/node'), `'/opt/node 22/node' '/c/gemini'`);
+    assert.equal(launchCommand({ needsNode: false }, { bin: "/c/it's/claude", folder: '/c' }), `'/c/it'\\''s/claude'`);
+    assert.equal(launchCommand({ needsNode: true }, { bin: '/c/gemini', folder: '/c' }, '/opt/node 22/node'), `'/opt/node 22/node' '/c/gemini'`);
+  });
+
+  it('start a native executable in place of its Node launcher where the install has it, never one outside the install', () => {
+    const tmp = tempDir('belay-install-');
+    try {
+      mkdirSync(path.join(tmp.dir, 'vendor'), { recursive: true });
+      writeFileSync(path.join(tmp.dir, 'vendor', 'tool'), '');
+      const cli = { bin: path.join(tmp.dir, 'node_modules', '.bin', 'tool'), folder: tmp.dir };
+      assert.equal(launchCommand({ needsNode: true, nativeExecutable: () => 'vendor/tool' }, cli, '/node'), `'${path.join(tmp.dir, 'vendor', 'tool')}'`);
+      assert.equal(launchCommand({ needsNode: true, nativeExecutable: () => 'vendor/missing' }, cli, '/node'), `'/node' '${cli.bin}'`);
+      assert.equal(launchCommand({ needsNode: true, nativeExecutable: () => '../../etc/passwd' }, cli, '/node'), `'/node' '${cli.bin}'`);
+    } finally {
+      tmp.remove();
+    }
   });
 });

@@ -114,9 +114,15 @@ export function npmReason(output: string): string {
 }
 
 /**
- * The shell command that starts an installed CLI: its program, or for a Node program Belay's own
- * runtime (`node`, the editor's with ELECTRON_RUN_AS_NODE) with the program's script.
+ * The shell command that starts an installed CLI: its native executable where the install has one
+ * for this platform (no Node needed inside the run), else its program, or for a Node program
+ * Belay's own runtime (`node`, the editor's with ELECTRON_RUN_AS_NODE) with the program's script.
  */
-export function launchCommand(agent: Pick<InstalledAgent, 'needsNode'>, bin: string, node: string = process.execPath): string {
-  return agent.needsNode ? `${shellQuote(node)} ${shellQuote(bin)}` : shellQuote(bin);
+export function launchCommand(agent: Pick<InstalledAgent, 'needsNode' | 'nativeExecutable'>, cli: Pick<InstalledCli, 'bin' | 'folder'>, node: string = process.execPath): string {
+  const native = agent.nativeExecutable?.(process.platform, process.arch);
+  if (native !== undefined) {
+    const program = path.join(cli.folder, native);
+    if (program.startsWith(cli.folder + path.sep) && existsSync(program)) return shellQuote(program);
+  }
+  return agent.needsNode ? `${shellQuote(node)} ${shellQuote(cli.bin)}` : shellQuote(cli.bin);
 }

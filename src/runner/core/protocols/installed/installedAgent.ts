@@ -1,7 +1,7 @@
 // The coding CLIs people evaluate (Claude Code, Codex, Gemini CLI, OpenCode) as protocols: each is
 // described once here (its package and pinned version, how it runs headless with the task's
 // instruction, which model API it speaks, how its event stream is read) and run by one protocol
-// (installedProtocol.ts). A CLI reaches its model only through Belay's gateway, with the run's
+// (../installedCli.ts). A CLI reaches its model only through Belay's gateway, with the run's
 // token: its update checks, telemetry and anything else that would wait on a network are off.
 // Pure data and pure readers: nothing here starts a process.
 import type { InstalledProtocol } from '../../records/records.ts';
@@ -45,6 +45,12 @@ export type InstalledEvent =
 /** Reads a CLI's stdout, a line at a time; a line it does not understand gives nothing (never throws). */
 export interface EventReader {
   line(text: string): InstalledEvent[];
+  /**
+   * Optional: what the reader still holds when the stream ends. A CLI that streams its text in
+   * pieces (Gemini CLI's `delta` messages) is read a turn's text at a time, so a run cut off in
+   * the middle of a turn leaves that text here.
+   */
+  end?(): InstalledEvent[];
 }
 
 export interface InstalledAgent {
@@ -58,6 +64,14 @@ export interface InstalledAgent {
   readonly bin: string;
   /** True when the executable is a Node program (it is then run with Belay's own Node, shown read-only). */
   readonly needsNode: boolean;
+  /**
+   * Optional: the native executable in the install (path relative to its folder) for a platform
+   * and architecture (`process.platform`, `process.arch`), which may be started in place of
+   * `.bin/<bin>` when that is only a Node launcher for it (Codex's `bin/codex.js` execs its
+   * statically linked binary): started directly it needs no Node, so a task image without Node can
+   * run it. Absent, or undefined for a platform: start `.bin/<bin>`.
+   */
+  nativeExecutable?(platform: string, arch: string): string | undefined;
   readonly api: InstalledApi;
   /** The model asked for when the run names none. */
   readonly defaultModel: string;

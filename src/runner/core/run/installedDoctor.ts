@@ -7,16 +7,16 @@
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { errorMessage } from '../../../../shared/errors.ts';
-import { runBounded } from '../../../../shared/process.ts';
-import type { Backend } from '../../backends/backend.ts';
-import type { Upstream } from '../../gateway/index.ts';
-import { runTask } from '../../run/run.ts';
-import { hostGateway } from '../../run/runLlm.ts';
-import { loadTask } from '../../tasks/task.ts';
-import type { InstalledAgent } from './installedAgent.ts';
-import { installedProtocol } from './installedProtocol.ts';
-import { startProbeModel } from './probeModel.ts';
+import { errorMessage } from '../../../shared/errors.ts';
+import { runBounded } from '../../../shared/process.ts';
+import type { Backend } from '../backends/backend.ts';
+import type { Upstream } from '../gateway/index.ts';
+import { runTask } from './run.ts';
+import { hostGateway } from './runLlm.ts';
+import { loadTask } from '../tasks/task.ts';
+import type { InstalledAgent } from '../protocols/installed/installedAgent.ts';
+import { installedProtocol } from '../protocols/installedCli.ts';
+import { startProbeModel } from '../protocols/installed/probeModel.ts';
 
 export interface InstalledDoctorOptions {
   agent: InstalledAgent;

@@ -8,12 +8,12 @@
 // run's step limit, the whole tree is ended.
 import { writeFile, mkdir } from 'node:fs/promises';
 import * as path from 'node:path';
-import { shellPath } from '../../backends/backend.ts';
-import { RunFailure } from '../../records/events.ts';
-import { runFiles, stepOutputFile } from '../../records/records.ts';
-import type { AgentContext, AgentOutcome, AgentProtocol } from '../agentProtocol.ts';
-import { AgentProcess, type ExitInfo } from '../agent-process.ts';
-import type { HeadlessInput, InstalledAgent, InstalledEvent } from './installedAgent.ts';
+import { shellPath } from '../backends/backend.ts';
+import { RunFailure } from '../records/events.ts';
+import { runFiles, stepOutputFile } from '../records/records.ts';
+import type { AgentContext, AgentOutcome, AgentProtocol } from './agentProtocol.ts';
+import { AgentProcess, type ExitInfo } from './agent-process.ts';
+import type { HeadlessInput, InstalledAgent, InstalledEvent } from './installed/installedAgent.ts';
 
 /** An event line longer than this is cut (and then not read): the log keeps it whole. */
 const MAX_EVENT_LINE_CHARS = 4_000_000;
@@ -134,6 +134,8 @@ export async function runInstalled(agent: InstalledAgent, ctx: AgentContext): Pr
         break;
       }
     }
+    // What the reader still holds (a turn's text cut short) comes out now.
+    for (const event of reader.end?.() ?? []) take(event);
     if (ending === 'aborted') throw new RunFailure('aborted', 'the run was stopped');
     // Its stdout closed: it has a moment to exit by itself (within its time), then it is ended.
     const exit = ending === 'eof' ? await exitWithin(agentProcess, Math.min(ctx.limits.doneGraceMs, Math.max(0, ctx.remainingMs()))) : await agentProcess.kill();
