@@ -5,8 +5,6 @@
 // solving a task through runTask in the sandbox, their tool call round-tripping through the model.
 import assert from 'node:assert/strict';
 import { readFileSync, realpathSync } from 'node:fs';
-import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { LlmRequestRecord } from '../../../src/runner/core/gateway/grant.ts';
@@ -22,7 +20,6 @@ import { readTrajectory } from '../../../src/runner/core/records/history.ts';
 import { runTask } from '../../../src/runner/core/run/run.ts';
 import { loadTask } from '../../../src/runner/core/tasks/task.ts';
 import { installedCli } from '../../support/runner/installed.ts';
-import { serveLocalPassthrough } from '../../../src/runner/core/gateway/lmServe.ts';
 import { hostGateway, type HostedGateway } from '../../../src/runner/core/run/runLlm.ts';
 import { readEvents } from '../../support/runner/lm-streams.ts';
 import { ScriptedModel, wordCount } from '../../support/runner/scripted-lm.ts';
@@ -248,27 +245,37 @@ describe('the gateway serving a model in the editor', () => {
     grant.close();
   });
 
-  it('counts a Gemini request with the model’s counter (for the Gemini routes’ countTokens)', async () => {
+  it('serves the Gemini routes: generateContent, streamGenerateContent (SSE and as a list), countTokens and the model list', async () => {
     const model = new ScriptedModel(undefined, FAST);
-    const server = http.createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (chunk: Buffer) => chunks.push(chunk));
-      req.on('end', () => void serveLocalPassthrough(model, req.url ?? '', JSON.parse(Buffer.concat(chunks).toString('utf8')), res, new AbortController().signal));
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    try {
-      const ask = (body: unknown) => fetch(`${base}/v1beta/models/gemini-2.5-pro:countTokens`, { method: 'POST', body: JSON.stringify(body) });
-      const plain = (await (await ask({ contents: [{ role: 'user', parts: [{ text: 'four words right here' }] }] })).json()) as { totalTokens: number };
-      assert.equal(plain.totalTokens, wordCount('four words right here'));
-      const wrapped = (await (await ask({ generateContentRequest: { contents: [{ parts: [{ text: 'two words' }] }] } })).json()) as { totalTokens: number };
-      assert.equal(wrapped.totalTokens, 2);
-      const refused = await ask({ contents: [{ parts: [{ inlineData: { data: 'AA==' } }] }] });
-      assert.equal(refused.status, 400);
-      assert.equal(((await refused.json()) as { error: { status: string } }).error.status, 'INVALID_ARGUMENT');
-    } finally {
-      server.close();
-    }
+    const { grant, records } = open(model);
+    const gemini = (route: string, body?: unknown) =>
+      fetch(`${url}/v1beta/models/${route}`, { method: body === undefined ? 'GET' : 'POST', headers: { 'x-goog-api-key': grant.token, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    const ask = { contents: [{ role: 'user', parts: [{ text: 'four words right here' }] }], tools: [{ functionDeclarations: [{ name: 'run_shell_command', parameters: { type: 'OBJECT', properties: { command: { type: 'STRING' } } } }] }] };
+    model.reply(toolTurn('ls'));
+    const whole = (await (await gemini('gemini-2.5-pro:generateContent', ask)).json()) as { candidates: { content: { parts: Record<string, unknown>[] } }[]; usageMetadata: { promptTokenCount: number } };
+    assert.deepEqual(whole.candidates[0]!.content.parts, [{ text: 'I will write the file.' }, { functionCall: { id: 'call_lm_1', name: 'shell', args: { command: 'ls' } } }]);
+    assert.equal(whole.usageMetadata.promptTokenCount, model.counts[0]);
+    assert.deepEqual(model.sent[0]!.tools[0]!.inputSchema, { type: 'object', properties: { command: { type: 'string' } } });
+    model.reply(textTurn('Hello there.'));
+    const sse = readEvents(await (await gemini('gemini-2.5-pro:streamGenerateContent?alt=sse', ask)).text());
+    assert.deepEqual(sse.map((e) => (e.json.candidates as { content: { parts: { text?: string }[] } }[])[0]!.content.parts.map((p) => p.text).join('')), ['Hello ', 'there.', '']);
+    model.reply(textTurn('As a list.'));
+    const list = (await (await gemini('gemini-2.5-pro:streamGenerateContent', ask)).json()) as { candidates: { content: { parts: { text: string }[] } }[] }[];
+    assert.ok(Array.isArray(list) && list.length === 1);
+    assert.equal(list[0]!.candidates[0]!.content.parts[0]!.text, 'As a list.');
+    assert.deepEqual(records.map((r) => [r.api, r.stream, r.status]), [['gemini', false, 200], ['gemini', true, 200], ['gemini', false, 200]]);
+    // Counting and the model list answer from the model itself, uncounted.
+    const counted = (await (await gemini('gemini-2.5-pro:countTokens', { contents: [{ parts: [{ text: 'two words' }] }] })).json()) as { totalTokens: number };
+    assert.equal(counted.totalTokens, 2);
+    const wrapped = (await (await gemini('gemini-2.5-pro:countTokens', { generateContentRequest: { contents: [{ parts: [{ text: 'three more words' }] }] } })).json()) as { totalTokens: number };
+    assert.equal(wrapped.totalTokens, 3);
+    const image = await gemini('gemini-2.5-pro:countTokens', { contents: [{ parts: [{ inlineData: { data: 'AA==' } }] }] });
+    assert.equal(image.status, 400);
+    assert.equal(((await image.json()) as { error: { status: string } }).error.status, 'INVALID_ARGUMENT');
+    const listed = (await (await fetch(`${url}/v1beta/models`, { headers: { 'x-goog-api-key': grant.token } })).json()) as { models: { name: string }[] };
+    assert.deepEqual(listed.models.map((m) => m.name), [`models/${model.id}`]);
+    assert.equal(grant.usage().requests, 3);
+    grant.close();
   });
 
   it('refuses a request larger than the model takes before sending it', async () => {
