@@ -23,7 +23,9 @@ import { hostGateway, type HostedGateway } from '../../../src/runner/core/run/ru
 import { loadTask } from '../../../src/runner/core/tasks/task.ts';
 import { containerOrReason } from '../../support/runner/container-helpers.ts';
 import { nodeDir, processesWith, sandboxOrReason, taskDir, tempDir } from '../../support/runner/helpers.ts';
-import { installedCli } from '../../support/runner/installed.ts';
+import { installedCli, testAgentCache } from '../../support/runner/installed.ts';
+import { runCli } from '../../support/cli-process.ts';
+import { repoRoot } from '../../support/runner/helpers.ts';
 import { startChatUpstream } from '../../support/runner/upstreams/chat.ts';
 import { startGeminiUpstream } from '../../support/runner/upstreams/gemini.ts';
 import { startResponsesUpstream } from '../../support/runner/upstreams/responses.ts';
@@ -135,5 +137,18 @@ describe('the coding CLIs on a task in every isolating backend', { concurrency: 
         }
       });
     }
+  }
+
+  for (const { agent } of SERVICES) {
+    it(`belay agent doctor --protocol ${agent.name}: installed, its version, one step through the gateway with the probe model in its API`, async (t) => {
+      if (available.sandbox instanceof Error) return t.skip(`sandbox: ${available.sandbox.message}`);
+      await installedCli(agent);
+      const run = await runCli(path.join(repoRoot, 'dist', 'cli.js'), ['agent', 'doctor', '--protocol', agent.name, '--json'], { cwd: tmp.dir, env: { XDG_CACHE_HOME: path.dirname(path.dirname(testAgentCache())) } });
+      assert.equal(run.code, 0, run.stdout + run.stderr);
+      const report = JSON.parse(run.stdout) as { installed: boolean; version: string; exchange: { ok: boolean; model: string; requests: number }; problems: string[] };
+      assert.equal(report.installed, true);
+      assert.ok(report.version.includes(agent.version), report.version);
+      assert.deepEqual([report.exchange.ok, report.exchange.model, report.exchange.requests >= 2, report.problems], [true, 'probe', true, []]);
+    });
   }
 });

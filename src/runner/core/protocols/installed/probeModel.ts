@@ -20,13 +20,15 @@ export interface ProbeModel {
 type Speaker = (body: Record<string, unknown>, res: http.ServerResponse) => void;
 
 /** Each API the probe speaks: one shell tool call, then done. */
-const SPEAKERS: Partial<Record<InstalledAgent['api'], { api: HttpUpstream['api']; speak: Speaker }>> = {
+const SPEAKERS: Record<InstalledAgent['api'], { api: HttpUpstream['api']; speak: Speaker }> = {
   messages: { api: 'anthropic', speak: messagesTurn },
+  responses: { api: 'openai', speak: responsesTurn },
+  chat: { api: 'openai', speak: chatTurn },
+  gemini: { api: 'gemini', speak: geminiTurn },
 };
 
 export async function startProbeModel(agent: InstalledAgent): Promise<ProbeModel> {
   const speaker = SPEAKERS[agent.api];
-  if (!speaker) throw new Error(`Belay's probe model does not speak ${agent.title}'s API (${agent.api}) yet: give an upstream (--llm-upstream) to check the exchange`);
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -48,7 +50,7 @@ export async function startProbeModel(agent: InstalledAgent): Promise<ProbeModel
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
   return {
-    upstream: { baseUrl: `http://127.0.0.1:${port}`, key: PROBE_KEY, api: speaker.api },
+    upstream: { baseUrl: `http://127.0.0.1:${port}${speaker.api === 'openai' ? '/v1' : ''}`, key: PROBE_KEY, api: speaker.api },
     close: () =>
       new Promise((resolve) => {
         server.close(() => resolve());
@@ -83,4 +85,74 @@ function messagesTurn(body: Record<string, unknown>, res: http.ServerResponse): 
   res.write(event('content_block_stop', { type: 'content_block_stop', index: 0 }));
   res.write(event('message_delta', { type: 'message_delta', delta: { stop_reason: message.stop_reason, stop_sequence: null }, usage: { output_tokens: 5 } }));
   res.end(event('message_stop', { type: 'message_stop' }));
+}
+
+const sse = (data: unknown, name?: string) => `${name ? `event: ${name}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
+
+/** OpenAI Responses (Codex): an `exec_command` function call, then a message. */
+function responsesTurn(body: Record<string, unknown>, res: http.ServerResponse): void {
+  const input = Array.isArray(body.input) ? (body.input as { type?: unknown }[]) : [];
+  const first = !input.some((item) => item?.type === 'function_call_output');
+  const model = typeof body.model === 'string' ? body.model : 'probe';
+  const args = JSON.stringify({ cmd: PROBE_COMMAND });
+  const item = first ? { id: 'fc_probe', type: 'function_call', status: 'completed', arguments: args, call_id: 'call_probe', name: 'exec_command' } : { id: 'msg_probe', type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'done', annotations: [] }] };
+  const response = (status: string, done: boolean) => ({ id: 'resp_probe', object: 'response', created_at: Math.floor(Date.now() / 1000), status, error: null, incomplete_details: null, model, output: done ? [item] : [], usage: done ? { input_tokens: 10, input_tokens_details: { cached_tokens: 0 }, output_tokens: 5, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 15 } : null });
+  if (body.stream !== true) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(response('completed', true)));
+    return;
+  }
+  let sequence = 0;
+  const send = (type: string, fields: Record<string, unknown>) => res.write(sse({ type, sequence_number: sequence++, ...fields }, type));
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  send('response.created', { response: response('in_progress', false) });
+  send('response.output_item.added', { output_index: 0, item: first ? { ...item, status: 'in_progress', arguments: '' } : { ...item, status: 'in_progress', content: [] } });
+  if (first) send('response.function_call_arguments.done', { item_id: item.id, output_index: 0, arguments: args });
+  else send('response.output_text.delta', { item_id: item.id, output_index: 0, content_index: 0, delta: 'done' });
+  send('response.output_item.done', { output_index: 0, item });
+  send('response.completed', { response: response('completed', true) });
+  res.end();
+}
+
+/** OpenAI-compatible chat (OpenCode): a `bash` tool call, then text. */
+function chatTurn(body: Record<string, unknown>, res: http.ServerResponse): void {
+  const messages = Array.isArray(body.messages) ? (body.messages as { role?: unknown }[]) : [];
+  const hasTools = Array.isArray(body.tools) && body.tools.length > 0;
+  const first = hasTools && !messages.some((m) => m.role === 'tool');
+  const model = typeof body.model === 'string' ? body.model : 'probe';
+  const call = { index: 0, id: 'call_probe', type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command: PROBE_COMMAND, description: 'Write doctor.txt' }) } };
+  const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+  if (body.stream !== true) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ id: 'chatcmpl-probe', object: 'chat.completion', created: Math.floor(Date.now() / 1000), model, choices: [{ index: 0, message: first ? { role: 'assistant', content: null, tool_calls: [call] } : { role: 'assistant', content: 'done' }, finish_reason: first ? 'tool_calls' : 'stop' }], usage }));
+    return;
+  }
+  const chunk = (delta: unknown, finish: string | null) => ({ id: 'chatcmpl-probe', object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model, choices: [{ index: 0, delta, finish_reason: finish }] });
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  res.write(sse(chunk(first ? { role: 'assistant', tool_calls: [call] } : { role: 'assistant', content: 'done' }, null)));
+  res.write(sse(chunk({}, first ? 'tool_calls' : 'stop')));
+  const options = body.stream_options as { include_usage?: unknown } | undefined;
+  if (options?.include_usage === true) res.write(sse({ id: 'chatcmpl-probe', object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model, choices: [], usage }));
+  res.end(sse('[DONE]'));
+}
+
+/** The Gemini API (Gemini CLI): a `run_shell_command` function call, then text. */
+function geminiTurn(body: Record<string, unknown>, res: http.ServerResponse): void {
+  const contents = Array.isArray(body.contents) ? (body.contents as { parts?: unknown }[]) : [];
+  const first = !contents.some((c) => Array.isArray(c?.parts) && (c.parts as { functionResponse?: unknown }[]).some((p) => p && p.functionResponse !== undefined));
+  const parts = first ? [{ functionCall: { name: 'run_shell_command', args: { command: PROBE_COMMAND, description: 'Write doctor.txt' } } }] : [{ text: 'done' }];
+  const answer = { candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0 }], usageMetadata: { promptTokenCount: 10, candidatesTokenCount: 5, totalTokenCount: 15 }, modelVersion: 'probe' };
+  const streamed = (res.req.url ?? '').includes(':streamGenerateContent');
+  if (!streamed) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(answer));
+    return;
+  }
+  if ((res.req.url ?? '').includes('alt=sse')) {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.end(sse(answer));
+  } else {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify([answer]));
+  }
 }
