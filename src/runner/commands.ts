@@ -24,6 +24,7 @@ import type { ResultsActions, ResultsPanel } from './resultsPanel.ts';
 import type { TrajectoryPanels } from './trajectoryPanel.ts';
 import type { TaskNode, TasksTree } from './tree.ts';
 import { openRunFile } from './views.ts';
+import { chooseVscodeModel } from './vscodeModels.ts';
 
 /** The runner's editor parts, built once on first use (parts.ts); each command is a function of them. */
 export interface RunnerParts {
@@ -79,6 +80,7 @@ export const runnerCommands = {
   openJobFolder: (parts, dir?: unknown) => openJobFolder(parts, dir),
   runJob: (parts, arg?: unknown) => runJobCommand(parts, arg),
   resumeJob: (parts, jobDir?: unknown) => resumeJobCommand(parts, jobDir),
+  chooseVscodeModel: (parts) => chooseVscodeModel(parts.ctx, parts.prompts),
 } satisfies Record<string, CommandHandler>;
 
 /** Runs a task (from the argument or a pick) with an agent (named by `arg.agent`, or picked). */

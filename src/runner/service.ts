@@ -337,18 +337,34 @@ export class RunnerService implements vscode.Disposable {
       throw new RunRefusedError(errorMessage(error));
     }
     if (!choice) return undefined;
+    if ('vscodeModel' in choice) {
+      const { vscodeLocalModel } = await import('./vscodeModels.ts');
+      let local: Awaited<ReturnType<typeof vscodeLocalModel>>;
+      try {
+        local = await vscodeLocalModel(this.#ctx, choice.vscodeModel);
+      } catch (error) {
+        throw new RunRefusedError(errorMessage(error));
+      }
+      const host = await this.#hostGateway();
+      return { gateway: host.gateway, socketPath: host.socketPath, upstream: { local }, budget: choice.budget, prices };
+    }
     let key = '';
     if (choice.keySecret) {
       key = (await this.#ctx.extension.secrets.get(SECRET_PREFIX + choice.keySecret)) ?? '';
       if (key === '') throw new RunRefusedError(new MissingSecretError(choice.keySecret, owner).message);
     }
+    const host = await this.#hostGateway();
+    return { gateway: host.gateway, socketPath: host.socketPath, upstream: { baseUrl: choice.baseUrl, key, api: choice.api, ...(choice.model ? { model: choice.model } : {}) }, budget: choice.budget, prices };
+  }
+
+  /** The window's one gateway, started with the first run that needs it. */
+  async #hostGateway(): Promise<HostedGateway> {
     const { hostGateway } = await import('./core/run/runLlm.ts');
     this.#gateway ??= hostGateway().catch((error: unknown) => {
       this.#gateway = undefined;
       throw new RunRefusedError(`Belay's LLM gateway could not start: ${errorMessage(error)}`);
     });
-    const host = await this.#gateway;
-    return { gateway: host.gateway, socketPath: host.socketPath, upstream: { baseUrl: choice.baseUrl, key, api: choice.api, ...(choice.model ? { model: choice.model } : {}) }, budget: choice.budget, prices };
+    return this.#gateway;
   }
 
   /**

@@ -5,6 +5,9 @@ import * as z from 'zod';
 import { isSecretName, SECRET_NAME_RULE } from './secrets.ts';
 
 export const LLM_APIS = ['openai', 'anthropic', 'gemini'] as const;
+
+/** The `upstream` that serves runs from a model VS Code offers (its language-model API) instead of a URL. */
+export const VSCODE_LM_UPSTREAM = 'vscode-lm';
 export type LlmApi = (typeof LLM_APIS)[number];
 
 export const LlmSettingSchema = z
@@ -12,7 +15,12 @@ export const LlmSettingSchema = z
     upstream: z
       .string()
       .trim()
-      .refine((v) => v === '' || isHttpUrl(v), 'must be an http:// or https:// URL')
+      .refine((v) => v === '' || v === VSCODE_LM_UPSTREAM || isHttpUrl(v), `must be an http:// or https:// URL, or "${VSCODE_LM_UPSTREAM}"`)
+      .optional(),
+    vscodeModel: z
+      .string()
+      .trim()
+      .refine((v) => v === '' || /^[^/\s]+\/\S+$/.test(v), 'must be "vendor/id", as Belay: Choose a VS Code Model for Runs… writes it')
       .optional(),
     api: z.enum(LLM_APIS).optional(),
     keySecret: z
@@ -32,7 +40,15 @@ export const LlmPricesSchema = z.record(z.string().min(1), z.object({ input: z.n
 export type LlmPrices = z.infer<typeof LlmPricesSchema>;
 
 /** A run's model access, decided: where to, which secret holds the key, the budget. */
-export interface LlmChoice {
+export type LlmChoice = HttpLlmChoice | VscodeLlmChoice;
+
+/** A model VS Code offers (`vscode.lm`), by `vendor/id`: no URL, no key. */
+export interface VscodeLlmChoice {
+  vscodeModel: string;
+  budget: { usd?: number; tokens?: number };
+}
+
+export interface HttpLlmChoice {
   baseUrl: string;
   api: LlmApi;
   /** The SecretStorage name of the real key; none for an upstream that needs no key (a local server). */
@@ -61,15 +77,21 @@ export function chooseLlm(agentSetting: unknown, defaultSetting: unknown, owner:
   const merged: LlmSetting = { ...fallback, ...stripEmpty(own) };
   const baseUrl = merged.upstream?.trim();
   if (!baseUrl) return undefined;
+  const budget = {
+    ...(merged.budgetUsd !== undefined ? { usd: merged.budgetUsd } : {}),
+    ...(merged.budgetTokens !== undefined ? { tokens: merged.budgetTokens } : {}),
+  };
+  if (baseUrl === VSCODE_LM_UPSTREAM) {
+    const vscodeModel = merged.vscodeModel?.trim();
+    if (!vscodeModel) throw new Error(`${own.upstream?.trim() ? `${owner}: llm` : 'belay.runner.llm'}: upstream "${VSCODE_LM_UPSTREAM}" needs a vscodeModel (run Belay: Choose a VS Code Model for Runs…)`);
+    return { vscodeModel, budget };
+  }
   return {
     baseUrl,
     api: merged.api ?? 'openai',
     keySecret: merged.keySecret?.trim() || undefined,
     ...(merged.model?.trim() ? { model: merged.model.trim() } : {}),
-    budget: {
-      ...(merged.budgetUsd !== undefined ? { usd: merged.budgetUsd } : {}),
-      ...(merged.budgetTokens !== undefined ? { tokens: merged.budgetTokens } : {}),
-    },
+    budget,
   };
 }
 

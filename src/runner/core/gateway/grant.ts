@@ -4,10 +4,18 @@ import { randomBytes } from 'node:crypto';
 import { errorMessage } from '../../../shared/errors.ts';
 import { KeyGate } from './backoff.ts';
 import { costOf, findPrice, priceTable, type ModelPrice, type PriceTable } from './prices.ts';
+import type { LocalModel } from './lmModel.ts';
 import type { ApiName, ReportedUsage, UpstreamApi } from './shape.ts';
 
-/** Where a run's requests go, with the real key. */
-export interface Upstream {
+/** Where a run's requests go: an HTTP API with the real key, or a model in the editor. */
+export type Upstream = HttpUpstream | LocalUpstream;
+
+/** A model the editor offers (VS Code's language-model API): no key, no URL. */
+export interface LocalUpstream {
+  local: LocalModel;
+}
+
+export interface HttpUpstream {
   /**
    * The API's base URL as its own SDK takes it: for OpenAI-compatible upstreams with the version
    * (`https://api.openai.com/v1`, `https://openrouter.ai/api/v1`), for Anthropic without
@@ -54,6 +62,8 @@ export interface LlmRequestRecord {
   unpriced?: true;
   /** Times the request was sent again after a 429 or 503. */
   retries?: number;
+  /** What the upstream could not take from this request (a model in the editor), in one line. */
+  note?: string;
 }
 
 export interface RunGrant {
@@ -64,6 +74,8 @@ export interface RunGrant {
   readonly budgetExceeded: boolean;
   /** Called once, when the budget is first reached (at once if it already is). */
   onBudgetExceeded(listener: () => void): void;
+  /** Called once, when the run's upstream can serve it no more (a model in the editor refused or gone). */
+  onFailure(listener: (message: string) => void): void;
   close(): void;
 }
 
@@ -93,6 +105,7 @@ export interface Outcome {
   error?: string;
   /** Refused by the gateway itself (the budget): recorded, but not counted as a request. */
   refused?: true;
+  note?: string;
 }
 
 const CHARS_PER_TOKEN = 4;
@@ -102,7 +115,9 @@ export const MAX_RECORDS = 10_000;
 export class Grant implements RunGrant {
   readonly token = `belay-run-${randomBytes(24).toString('base64url')}`;
   readonly runId: string;
-  readonly upstream: Required<Pick<Upstream, 'baseUrl' | 'key' | 'api'>> & Pick<Upstream, 'model'>;
+  readonly upstream: Required<Pick<HttpUpstream, 'baseUrl' | 'key' | 'api'>> & Pick<HttpUpstream, 'model'>;
+  /** The model in the editor that serves this run, when its upstream is one. */
+  readonly local: LocalModel | undefined;
   readonly keyId: string;
   /** Aborts every request of this run still in flight. */
   readonly inflight = new Set<AbortController>();
@@ -110,6 +125,8 @@ export class Grant implements RunGrant {
   private readonly prices: ReadonlyMap<string, ModelPrice>;
   private readonly onRequest: ((record: LlmRequestRecord) => void) | undefined;
   private readonly listeners: (() => void)[] = [];
+  private readonly failureListeners: ((message: string) => void)[] = [];
+  private failure: string | undefined;
   private readonly log: LlmRequestRecord[] = [];
   private readonly totals: LlmUsage = { requests: 0, input_tokens: 0, output_tokens: 0, cost_usd: 0 };
   private exceeded = false;
@@ -117,10 +134,21 @@ export class Grant implements RunGrant {
   private readonly forget: (grant: Grant) => void;
 
   constructor(options: OpenRunOptions, forget: (grant: Grant) => void) {
+    this.runId = options.runId;
+    this.budget = options.budget;
+    this.prices = priceTable(options.prices);
+    this.onRequest = options.onRequest;
+    this.forget = forget;
+    if ('local' in options.upstream) {
+      this.local = options.upstream.local;
+      this.upstream = { baseUrl: '', key: '', api: 'openai', model: this.local.id };
+      this.keyId = KeyGate.id(`local:${this.local.id}`);
+      return;
+    }
+    this.local = undefined;
     const baseUrl = new URL(options.upstream.baseUrl);
     if (baseUrl.protocol !== 'http:' && baseUrl.protocol !== 'https:') throw new Error(`the LLM upstream must be an http(s) URL, not ${baseUrl.protocol}`);
     if (baseUrl.username || baseUrl.password || baseUrl.search || baseUrl.hash) throw new Error('the LLM upstream URL must hold no credentials, query or fragment');
-    this.runId = options.runId;
     const api = options.upstream.api ?? (/(^|\.)anthropic\.com$/.test(baseUrl.hostname) ? 'anthropic' : baseUrl.hostname === 'generativelanguage.googleapis.com' ? 'gemini' : 'openai');
     // An endpoint URL given where the base was meant (LLM_API_URL style) is taken back to its base;
     // a Gemini base loses its API version (each request's path names its own).
@@ -128,10 +156,6 @@ export class Grant implements RunGrant {
     this.upstream = { baseUrl: base, key: options.upstream.key, api, model: options.upstream.model };
     // A keyless upstream (a model server on this machine) shares its backoff by its address.
     this.keyId = KeyGate.id(options.upstream.key || base);
-    this.budget = options.budget;
-    this.prices = priceTable(options.prices);
-    this.onRequest = options.onRequest;
-    this.forget = forget;
   }
 
   get budgetExceeded(): boolean {
@@ -153,6 +177,30 @@ export class Grant implements RunGrant {
   onBudgetExceeded(listener: () => void): void {
     if (this.exceeded) queueMicrotask(listener);
     else this.listeners.push(listener);
+  }
+
+  /**
+   * Called once, when the upstream can serve this run no more (a model in the editor the person
+   * did not consent to, or that went away); at once if that already happened.
+   */
+  onFailure(listener: (message: string) => void): void {
+    if (this.failure !== undefined) {
+      const message = this.failure;
+      queueMicrotask(() => listener(message));
+    } else this.failureListeners.push(listener);
+  }
+
+  /** The upstream can serve this run no more: tells the run once, in one line. */
+  fail(message: string): void {
+    if (this.failure !== undefined) return;
+    this.failure = message;
+    for (const listener of this.failureListeners.splice(0)) {
+      try {
+        listener(message);
+      } catch {
+        // a listener's failure is its own
+      }
+    }
   }
 
   /** The sentence a refused request gets once the budget is spent. */
@@ -185,6 +233,7 @@ export class Grant implements RunGrant {
     if (estimated && (input > 0 || output > 0)) record.estimated = true;
     if (!price && outcome.reported?.costUsd === undefined && (input > 0 || output > 0)) record.unpriced = true;
     if (outcome.retries > 0) record.retries = outcome.retries;
+    if (outcome.note) record.note = outcome.note;
     if (!outcome.refused) this.totals.requests++;
     this.totals.input_tokens += input;
     this.totals.output_tokens += output;

@@ -13,6 +13,7 @@ import { DEFAULT_RETRY, KeyGate, type RetryPolicy } from './backoff.ts';
 import { forward, scrub, sendJson, sendOnce, upstreamHeaders, upstreamUrl, type Transport } from './forward.ts';
 import { gemini, geminiError, geminiRoute, queryKey } from './gemini.ts';
 import { Grant, type OpenRunOptions, type RunGrant } from './grant.ts';
+import { serveLocal, serveLocalPassthrough } from './lmServe.ts';
 import { chat, responses } from './openai.ts';
 import { proxy } from './proxy.ts';
 import { isRecord, openAiError, RequestSchema, type ApiShape, type PathRoute, type UpstreamApi } from './shape.ts';
@@ -168,7 +169,7 @@ export function startGateway(options: GatewayOptions = {}): Gateway {
     const token = headerToken(req.headers) ?? (geminiPath ? queryKey(query) : undefined);
     const grant = token === undefined ? undefined : grants.get(token);
     if (!grant && !(token === undefined && shape === proxy)) return fail(401, 'invalid_run_token', token === undefined ? NO_TOKEN : UNKNOWN_TOKEN);
-    if (passthrough) return pass(passthrough, grant!, req, res);
+    if (passthrough) return grant!.local ? passLocal(passthrough, grant!, req, res) : pass(passthrough, grant!, req, res);
     return callApi(route as ApiRoute, token, grant, req, res, fail, startedAt);
   }
 
@@ -201,10 +202,11 @@ export function startGateway(options: GatewayOptions = {}): Gateway {
       grant.account({ api: shape.api, model: route.path?.model ?? request.data.model ?? null, stream: request.data.stream === true || route.stream, status: 402, startedAt, inputChars: raw.length, outputChars: 0, reachedModel: false, retries: 0, error: 'budget_exceeded', refused: true });
       return fail(402, shape === proxy ? 'cost_limit_exceeded' : 'budget_exceeded', grant.budgetMessage());
     }
-    const plan = shape.plan(request.data, grant.upstream, { forceStream: route.stream, ...(route.path ? { route: route.path } : {}) });
-    if ('refused' in plan) return fail(400, 'unsupported_by_upstream', `Belay gateway: ${plan.refused}`);
+    // A run served by a model in the editor has no HTTP upstream: lmServe.ts translates for it.
+    const plan = grant.local ? undefined : shape.plan(request.data, grant.upstream, { forceStream: route.stream, ...(route.path ? { route: route.path } : {}) });
+    if (plan && 'refused' in plan) return fail(400, 'unsupported_by_upstream', `Belay gateway: ${plan.refused}`);
     // The Anthropic SDK's beta client (Claude Code's) asks for `?beta=true`: that one parameter goes on, nothing else of the query.
-    if (shape === messages && new URLSearchParams(req.url?.split('?')[1] ?? '').get('beta') === 'true') plan.path += '?beta=true';
+    if (plan && shape === messages && new URLSearchParams(req.url?.split('?')[1] ?? '').get('beta') === 'true') plan.path += '?beta=true';
     // Closing the run (or the gateway, which closes every run) aborts what is in flight.
     const controller = new AbortController();
     grant.inflight.add(controller);
@@ -214,7 +216,33 @@ export function startGateway(options: GatewayOptions = {}): Gateway {
     });
     if (res.destroyed || req.socket.destroyed) agentGone();
     try {
-      await forward(transport, { grant, shape, plan, inputChars: raw.length, agentHeaders: req.headers, res, signal: controller.signal, startedAt });
+      if (grant.local) await serveLocal({ grant, model: grant.local, shape, body: request.data, route: { stream: route.stream, ...(route.path ? { model: route.path.model, list: route.path.method === 'streamGenerateContent' && !route.path.sse } : {}) }, res, signal: controller.signal, startedAt, inputChars: raw.length, idleTimeoutMs: transport.idleTimeoutMs });
+      else await forward(transport, { grant, shape, plan: plan!, inputChars: raw.length, agentHeaders: req.headers, res, signal: controller.signal, startedAt });
+    } finally {
+      grant.inflight.delete(controller);
+    }
+  }
+
+  /** A passthrough request on a run served by a model in the editor: its model list, its token counter. */
+  async function passLocal(route: Passthrough, grant: Grant, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const onGemini = route.paths.gemini !== undefined;
+    const errorShape = onGemini ? geminiError : anthropicError;
+    let body: unknown;
+    try {
+      body = route.method === 'POST' ? JSON.parse((await readBody(req, maxBodyBytes)).toString('utf8')) : undefined;
+      if (route.method === 'POST' && !isRecord(body)) throw new Error('not an object');
+    } catch (error) {
+      if (error instanceof BodyTooLarge) {
+        res.once('finish', () => req.destroy());
+        return sendJson(res, 413, errorShape(413, 'request_too_large', `Belay gateway: the request body is larger than ${maxBodyBytes} bytes`));
+      }
+      return sendJson(res, 400, errorShape(400, 'invalid_json', 'Belay gateway: the request body must be a JSON object'));
+    }
+    const controller = new AbortController();
+    grant.inflight.add(controller);
+    res.once('close', () => controller.abort(new Error('the agent disconnected')));
+    try {
+      await serveLocalPassthrough(grant.local!, req.url?.split('?', 1)[0] ?? '', body, res, controller.signal, onGemini);
     } finally {
       grant.inflight.delete(controller);
     }

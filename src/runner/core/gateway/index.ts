@@ -2,8 +2,10 @@
 // 127.0.0.1) that takes a run's token, counts every token and dollar, stops a run at its budget,
 // and forwards to the run's configured upstream with the real key, which never enters the run.
 // One module per API shape: openai.ts (chat completions, responses), anthropic.ts (messages),
-// gemini.ts (generateContent, streamGenerateContent), proxy.ts (Term Challenge's /llm/proxy).
-export type { Budget, LlmRequestRecord, LlmUsage, OpenRunOptions, RunGrant, Upstream } from './grant.ts';
+// gemini.ts (generateContent, streamGenerateContent), proxy.ts (Term Challenge's /llm/proxy);
+// lm*.ts serve any of them from a model in the editor (VS Code's language-model API).
+export type { Budget, HttpUpstream, LlmRequestRecord, LlmUsage, LocalUpstream, OpenRunOptions, RunGrant, Upstream } from './grant.ts';
+export type { LocalModel } from './lmModel.ts';
 export type { ModelPrice, PriceTable } from './prices.ts';
 export { DEFAULT_PRICES } from './prices.ts';
 export type { RetryPolicy } from './backoff.ts';

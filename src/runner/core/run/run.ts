@@ -77,7 +77,13 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
   const total = (key: 'agentTimeoutMs' | 'testTimeoutMs') => parts.reduce((sum, part) => sum + part[key], 0);
   const bounds = new RunBounds(runDir, { ...limits, agentTimeoutMs: total('agentTimeoutMs'), testTimeoutMs: total('testTimeoutMs') }, options.signal);
   // A spent budget ends the run as the user's Stop would, with its own cause.
-  llm = options.llm ? new RunLlm(options.llm, runId, (message) => bounds.stop(new RunFailure('budget_exceeded', message))) : undefined;
+  llm = options.llm
+    ? new RunLlm(options.llm, runId, (message) => bounds.stop(new RunFailure('budget_exceeded', message)), {
+        // A model in the editor the person did not let Belay use (or that went away) ends the run.
+        onFailure: (message) => bounds.stop(new RunFailure('setup_error', message)),
+        onNote: note,
+      })
+    : undefined;
 
   const trajectory: TrajectoryEntry[] = [];
   let outcome: AgentOutcome = { steps: 0, agentCompleted: false };

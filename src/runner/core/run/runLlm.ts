@@ -20,6 +20,9 @@ export interface RunLlmOptions {
 /** The run folder's list of model calls (beside result.json's totals). */
 export const LLM_REQUESTS_FILE = 'llm-requests.json';
 
+/** Distinct notes about requests a run shows (each is one line; an agent repeating new ones is not news). */
+const MAX_NOTES = 20;
+
 /** The service name the gateway has inside a run. */
 export const LLM_SERVICE = 'llm';
 
@@ -30,11 +33,22 @@ export class RunLlm {
   #mark: LlmUsage = NO_LLM_USAGE;
   #perStep = new Map<number, LlmUsage>();
 
-  /** `onBudget` is told once, in words, when the agent has spent its budget. */
-  constructor(options: RunLlmOptions, runId: string, onBudget: (message: string) => void) {
+  /**
+   * `onBudget` is told once, in words, when the agent has spent its budget; `onFailure` once when
+   * the upstream can serve the run no more (a model in the editor refused or gone); `onNote` once
+   * per distinct line about what the upstream could not take from a request.
+   */
+  constructor(options: RunLlmOptions, runId: string, onBudget: (message: string) => void, hooks: { onFailure?: (message: string) => void; onNote?: (message: string) => void } = {}) {
     this.#options = options;
-    this.#grant = options.gateway.openRun({ runId, upstream: options.upstream, ...(options.budget ? { budget: options.budget } : {}), ...(options.prices ? { prices: options.prices } : {}) });
+    const noted = new Set<string>();
+    const onRequest = (record: LlmRequestRecord) => {
+      if (!record.note || noted.has(record.note) || noted.size >= MAX_NOTES) return;
+      noted.add(record.note);
+      hooks.onNote?.(record.note);
+    };
+    this.#grant = options.gateway.openRun({ runId, upstream: options.upstream, onRequest, ...(options.budget ? { budget: options.budget } : {}), ...(options.prices ? { prices: options.prices } : {}) });
     this.#grant.onBudgetExceeded(() => onBudget(`the agent reached its LLM budget of ${budgetWords(options.budget ?? {})} (${this.#spentWords()}); further model calls were refused`));
+    if (hooks.onFailure) this.#grant.onFailure(hooks.onFailure);
   }
 
   get service(): { name: string; socketPath: string } {
@@ -48,7 +62,10 @@ export class RunLlm {
 
   /** The model asked for when a request names none (and the one an installed CLI asks for). */
   get model(): string | undefined {
-    return this.#options.upstream.model;
+    const upstream = this.#options.upstream;
+    // A model in the editor serves whatever a request names; its `vendor/id` goes as one plain
+    // word, since a CLI may put the name in a URL path (Gemini's /models/{model}:generateContent).
+    return 'local' in upstream ? upstream.local.id.replace(/[^\w.-]+/g, '-') : upstream.model;
   }
 
   /** The agent's variables for a gateway it reaches at `baseUrl`: the URLs and the run's token in every key variable. */

@@ -5,7 +5,7 @@
 import { once } from 'node:events';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Upstream } from '../../gateway/index.ts';
+import type { HttpUpstream } from '../../gateway/index.ts';
 import type { InstalledAgent } from './installedAgent.ts';
 
 export const PROBE_COMMAND = 'printf ok > doctor.txt';
@@ -13,14 +13,14 @@ const PROBE_KEY = 'belay-probe-model';
 const MAX_BODY = 16 * 1024 * 1024;
 
 export interface ProbeModel {
-  upstream: Upstream;
+  upstream: HttpUpstream;
   close(): Promise<void>;
 }
 
 type Speaker = (body: Record<string, unknown>, res: http.ServerResponse) => void;
 
 /** Each API the probe speaks: one shell tool call, then done. */
-const SPEAKERS: Record<InstalledAgent['api'], { api: Upstream['api']; speak: Speaker }> = {
+const SPEAKERS: Record<InstalledAgent['api'], { api: HttpUpstream['api']; speak: Speaker }> = {
   messages: { api: 'anthropic', speak: messagesTurn },
   responses: { api: 'openai', speak: responsesTurn },
   chat: { api: 'openai', speak: chatTurn },
