@@ -139,7 +139,7 @@ test('a bad or missing value is one line on stderr naming the option, exit 2, ne
     [['session', 'start', '--root', 'r', '--task', 'x', '--timeout', '-1'], /option '--timeout' needs a value, got the option-like '-1'/],
     [['session', 'start', '--root', 'r', '--task', 'x', '--timeout=0'], /--timeout wants a number of seconds above 0, got '0'/],
     [['run', 'tasks', '--agent', 'x', '--protocol', 'sdk1', '--concurrency', 'many'], /--concurrency needs a positive whole number, got 'many'/],
-    [['run', 'tasks', '--agent', 'x', '--protocol', 'sdk4'], /--protocol must be sdk1, sdk2 or sdk3 \(got 'sdk4'\)/],
+    [['run', 'tasks', '--agent', 'x', '--protocol', 'sdk4'], /--protocol must be sdk1, sdk2, sdk3, claude-code, codex, gemini-cli or opencode \(got 'sdk4'\)/],
     [['nanobot', '--command', 'true', '--text', 'x', '--timeout', 'soon'], /--timeout wants a number of seconds, got 'soon'/],
     [['nanobot', '--command', 'true', '--text', 'x', 'stray'], /unexpected argument 'stray'/],
     [['cues', 'answer', 'req_x', '--field', 'novalue'], /--field takes "Label=value", got "novalue"/],

@@ -89,7 +89,7 @@ describe('belay run', () => {
   it('exits 2 on usage errors and never guesses the protocol', async () => {
     const noProtocol = await belay(['run', taskDir('hello'), '--agent', 'x']);
     assert.equal(noProtocol.code, 2);
-    assert.match(noProtocol.stderr, /--protocol must be sdk1, sdk2 or sdk3 \(got nothing\): the protocol is never guessed/);
+    assert.match(noProtocol.stderr, /--protocol must be sdk1, sdk2, sdk3, claude-code, codex, gemini-cli or opencode \(got nothing\): the protocol is never guessed/);
     const badBackend = await belay(['run', taskDir('hello'), '--agent', 'x', '--protocol', 'sdk1', '--backend', 'docker']);
     assert.equal(badBackend.code, 2);
     const badSteps = await belay(['run', taskDir('hello'), '--agent', 'x', '--protocol', 'sdk1', '--max-steps', '0']);

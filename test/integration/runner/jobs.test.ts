@@ -135,7 +135,9 @@ describe('belay run --attempts (a job)', () => {
 
   it('resumes a job killed mid-way (SIGKILL): every trial ends up run exactly once; a second process cannot run it meanwhile', async () => {
     const s = scratch('resume');
-    const dirs = [flakyTask(path.join('resume', 'one'), 'one', 3, 300), flakyTask(path.join('resume', 'two'), 'two', 1, 300)];
+    // Each agent takes 3 s: the second process below has the resumed trials' time to start and
+    // find the job taken, even on a machine loaded enough that a Node process takes seconds to start.
+    const dirs = [flakyTask(path.join('resume', 'one'), 'one', 3, 3000), flakyTask(path.join('resume', 'two'), 'two', 1, 3000)];
     const out = path.join(tmp.dir, 'out-resume');
     const common = ['--concurrency', '2', ...s.env];
     const killed = await belay(['run', ...dirs, '--agent', agent, '--protocol', 'sdk1', '--backend', 'local', '--attempts', '3', '--out', out, ...common], (text, child) => {
@@ -150,7 +152,7 @@ describe('belay run --attempts (a job)', () => {
 
     let second: Promise<Awaited<ReturnType<typeof belay>>> | undefined;
     const resumed = await belay(['run', '--resume', jobDir, ...common], (text) => {
-      if (second === undefined && /\[\w+ #\d\] (PASSED|FAILED)/.test(text)) second = belay(['run', '--resume', jobDir]);
+      if (second === undefined && /resuming job/.test(text)) second = belay(['run', '--resume', jobDir]);
     });
     assert.equal(resumed.code, 1, resumed.stderr);
     const job = await readJob(jobDir);
