@@ -181,6 +181,8 @@ suite('Belay command blocks', () => {
 
   test('a preview applies the change under the cursor only; the lens says the block is applied in part', async () => {
     const file = path.join(demo(), 'workspace', 'hunks.txt');
+    // A diff left open by an earlier test must not pass for this preview below.
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
     await writeFile(file, 'one\ntwo\nthree\nfour\nfive\n');
     const answer = await vscode.workspace.openTextDocument({ language: 'codingagent', content: '[EDIT_FILE path="hunks.txt" start_line="1" end_line="5"]\none\nTWO\nthree\nFOUR\nfive\n[/EDIT_FILE]\n' });
     await vscode.window.showTextDocument(answer);
