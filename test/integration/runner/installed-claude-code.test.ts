@@ -59,7 +59,7 @@ interface Outcome {
   token: string;
 }
 
-async function runClaude(backend: Backend, turns: Turn[], options: Partial<RunTaskOptions> = {}): Promise<Outcome> {
+async function runClaude(backend: Backend, turns: Turn[], options: Partial<RunTaskOptions> = {}, budget?: { tokens: number }): Promise<Outcome> {
   const upstream = await startMessagesUpstream({ key: KEY, turns, ...PACE });
   upstreams.push(upstream);
   const token = `claude-sonnet-it-${process.pid}-${++runs}`;
@@ -73,7 +73,7 @@ async function runClaude(backend: Backend, turns: Turn[], options: Partial<RunTa
     runsDir: path.join(tmp.dir, 'runs'),
     protocol: installedProtocol(claudeCode),
     limits: { agentTimeoutMs: 180_000 },
-    llm: { gateway: gateway.gateway, socketPath: gateway.socketPath, upstream: { baseUrl: upstream.url, key: KEY, api: 'anthropic', model: token } },
+    llm: { gateway: gateway.gateway, socketPath: gateway.socketPath, upstream: { baseUrl: upstream.url, key: KEY, api: 'anthropic', model: token }, ...(budget ? { budget } : {}) },
     onEvent: (event) => events.push(event),
     ...options,
   });
@@ -196,21 +196,8 @@ describe('Claude Code on a task, through the gateway', { concurrency: true }, ()
   it('stops at its budget: the gateway refuses the next model call, the run ends budget_exceeded', async (t) => {
     const backend = available.sandbox;
     if (backend instanceof Error) return t.skip(`sandbox: ${backend.message}`);
-    const upstream = await startMessagesUpstream({ key: KEY, turns: SOLVING, ...PACE });
-    upstreams.push(upstream);
-    const token = `claude-sonnet-it-${process.pid}-${++runs}`;
-    const result = await runTask({
-      task: await loadTask(taskDir('hello')),
-      agentCommand: launchCommand(claudeCode, cli),
-      agentCwd: cli.folder,
-      agentFolders: [nodeDir],
-      backend,
-      runsDir: path.join(tmp.dir, 'runs'),
-      protocol: installedProtocol(claudeCode),
-      limits: { agentTimeoutMs: 180_000 },
-      // The first answer spends 1240 tokens: past the budget, so the second call is refused.
-      llm: { gateway: gateway.gateway, socketPath: gateway.socketPath, upstream: { baseUrl: upstream.url, key: KEY, api: 'anthropic', model: token }, budget: { tokens: 1000 } },
-    });
+    // The first answer spends 1240 tokens: past the budget, so the second call is refused.
+    const { result, upstream, token } = await runClaude(backend, SOLVING, {}, { tokens: 1000 });
     assert.equal(result.failure_cause, 'budget_exceeded', `${result.failure_cause}: ${result.error}`);
     assert.match(result.error ?? '', /reached its LLM budget of 1000 tokens/);
     assert.equal(upstream.received.filter((r) => r.turn !== undefined).length, 1, 'a call past the budget reached the upstream');

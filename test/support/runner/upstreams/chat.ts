@@ -10,7 +10,7 @@
 // answer's first byte comes `firstByteMs` after the request arrived, then the stream trickles out
 // a piece every `chunkMs`. Everything received is recorded for the tests' assertions.
 import * as http from 'node:http';
-import { listenOnLoopback } from './loopback.ts';
+import { listenOnLoopback, readJsonBody, waits } from './loopback.ts';
 
 export interface ChatToolCall {
   name: string;
@@ -69,29 +69,10 @@ const DEFAULT_USAGE = { prompt_tokens: 120, completion_tokens: 30 };
 export async function startChatUpstream(options: ChatUpstreamOptions): Promise<ChatUpstream> {
   const received: ChatReceived[] = [];
   const reported = { prompt_tokens: 0, completion_tokens: 0 };
-  const timers = new Set<NodeJS.Timeout>();
-  const wait = (ms: number) =>
-    ms <= 0
-      ? Promise.resolve()
-      : new Promise<void>((resolve) => {
-          const timer = setTimeout(() => {
-            timers.delete(timer);
-            resolve();
-          }, ms);
-          timers.add(timer);
-        });
+  const { wait, clear } = waits();
 
   const server = http.createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
-    const raw = Buffer.concat(chunks).toString('utf8');
-    let body: Record<string, unknown> = {};
-    try {
-      const parsed: unknown = raw ? JSON.parse(raw) : {};
-      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) body = parsed as Record<string, unknown>;
-    } catch {
-      body = {};
-    }
+    const { body } = await readJsonBody(req);
     const url = new URL(req.url ?? '/', 'http://upstream');
     const isCompletion = req.method === 'POST' && (url.pathname === '/v1/chat/completions' || url.pathname === '/chat/completions');
     const entry: ChatReceived = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body, turn: null, at: Date.now() };
@@ -179,10 +160,7 @@ export async function startChatUpstream(options: ChatUpstreamOptions): Promise<C
     }
     res.end();
   });
-  const { port, close } = await listenOnLoopback(server, () => {
-    for (const timer of timers) clearTimeout(timer);
-    timers.clear();
-  });
+  const { port, close } = await listenOnLoopback(server, clear);
   return {
     url: `http://127.0.0.1:${port}/v1`,
     received,

@@ -6,7 +6,7 @@
 // answered at model speed: the first byte after `firstByteSeconds`, then the text trickled in
 // pieces. It records every request so tests can assert on what reached it.
 import * as http from 'node:http';
-import { listenOnLoopback } from './loopback.ts';
+import { listenOnLoopback, readJsonBody, waits } from './loopback.ts';
 
 export type GeminiPart = { text: string; thought?: true } | { functionCall: { name: string; args: Record<string, unknown> } };
 
@@ -90,28 +90,10 @@ export async function startGeminiUpstream(options: GeminiUpstreamOptions): Promi
   const received: GeminiReceived[] = [];
   const model = options.model ?? 'gemini-2.5-flash';
   let turnIndex = 0;
-  const timers = new Set<NodeJS.Timeout>();
-  const wait = (ms: number) =>
-    ms <= 0
-      ? Promise.resolve()
-      : new Promise<void>((resolve) => {
-          const timer = setTimeout(() => {
-            timers.delete(timer);
-            resolve();
-          }, ms);
-          timers.add(timer);
-        });
+  const { wait, clear } = waits();
 
   const server = http.createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
-    const raw = Buffer.concat(chunks).toString('utf8');
-    let body: Record<string, unknown> = {};
-    try {
-      body = raw ? (JSON.parse(raw) as Record<string, unknown>) : {};
-    } catch {
-      body = {};
-    }
+    const { raw, body } = await readJsonBody(req);
     const url = new URL(req.url ?? '/', 'http://upstream');
     const match = PATH.exec(url.pathname);
     const listing = /^\/(v1beta|v1)\/models$/.test(url.pathname);
@@ -151,9 +133,7 @@ export async function startGeminiUpstream(options: GeminiUpstreamOptions): Promi
     }
     res.end(sse ? undefined : ']');
   });
-  const { port, close } = await listenOnLoopback(server, () => {
-    for (const timer of timers) clearTimeout(timer);
-  });
+  const { port, close } = await listenOnLoopback(server, clear);
   return {
     url: `http://127.0.0.1:${port}`,
     received,

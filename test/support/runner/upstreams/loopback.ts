@@ -19,3 +19,37 @@ export async function listenOnLoopback(server: http.Server, onClose: () => void 
       }),
   };
 }
+
+/** Waits a service's answers make (a model thinking), all cleared at once when it closes. */
+export function waits(): { wait: (ms: number) => Promise<void>; clear: () => void } {
+  const timers = new Set<NodeJS.Timeout>();
+  return {
+    wait: (ms) =>
+      ms <= 0
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => {
+            const timer = setTimeout(() => {
+              timers.delete(timer);
+              resolve();
+            }, ms);
+            timers.add(timer);
+          }),
+    clear: () => {
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
+    },
+  };
+}
+
+/** A request's body as text, and as a JSON object ({} for anything else). */
+export async function readJsonBody(req: http.IncomingMessage): Promise<{ raw: string; body: Record<string, unknown> }> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
+  const raw = Buffer.concat(chunks).toString('utf8');
+  try {
+    const parsed: unknown = raw ? JSON.parse(raw) : {};
+    return { raw, body: parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {} };
+  } catch {
+    return { raw, body: {} };
+  }
+}
