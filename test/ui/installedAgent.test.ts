@@ -66,3 +66,49 @@ describe('Claude Code on a task from the editor', () => {
     await wb.screenshot('runner-trajectory-claude-code');
   });
 });
+
+describe('Claude Code on a model VS Code offers, from the editor', () => {
+  let wb: Workbench;
+  before(async () => {
+    await installedCli(claudeCode);
+    wb = await openWorkbench({
+      theme: 'light',
+      testModels: true,
+      settings: {
+        'terminal.integrated.gpuAcceleration': 'off',
+        'belay.runner.backend': 'sandbox',
+        'belay.runner.agentCache': testAgentCache(),
+        'belay.agents': [{ name: 'Claude Code on VS Code', protocol: 'claude-code', llm: { upstream: 'vscode-lm', vscodeModel: 'belay-test/scripted' } }],
+      },
+    });
+  });
+  after(async () => {
+    await wb?.close();
+  });
+
+  test('no key: the run is served by the model through the LM API, its tool call round-trips, the trajectory view shows it', async () => {
+    const { page } = wb;
+    await runPaletteCommand(page, 'Belay: Run Task with Agent…');
+    await pick(page, 'hello-world');
+    await pick(page, 'Claude Code on VS Code');
+    await runPaletteCommand(page, 'View: Toggle Maximized Panel');
+    const text = await waitForTerminal(page, /(PASSED|FAILED).*model calls: \d+ requests/, 180_000);
+    assert.match(text, /PASSED\s+reward 1 · 1 step/);
+    assert.match(text, /model calls: 2 requests/);
+    assert.match(text, /\$ printf 'Hello, world!' > hello\.txt/);
+    await runPaletteCommand(page, 'Notifications: Clear All Notifications');
+    await wb.screenshot('runner-terminal-claude-code-vscode-model');
+    await runPaletteCommand(page, 'View: Toggle Maximized Panel');
+    await runPaletteCommand(page, 'Belay: Open Run Trajectory…');
+    await pick(page, 'hello-world');
+    const frame = page.frameLocator('iframe.webview.ready').last().frameLocator('#active-frame');
+    await frame.locator('h1.title', { hasText: 'hello-world' }).waitFor();
+    const step = frame.locator('.step').first();
+    await step.locator('.agent-text', { hasText: 'I will write hello.txt with printf.' }).waitFor();
+    assert.match((await step.textContent()) ?? '', /printf 'Hello, world!' > hello\.txt/);
+    assert.match((await step.locator('.llm').textContent()) ?? '', /^Model calls for this step: /);
+    if (await page.locator('.part.panel').isVisible()) await runPaletteCommand(page, 'View: Hide Panel');
+    await runPaletteCommand(page, 'Notifications: Clear All Notifications');
+    await wb.screenshot('runner-trajectory-claude-code-vscode-model');
+  });
+});
