@@ -11,7 +11,7 @@ import { sandboxBackend } from '../runner/core/backends/sandbox.ts';
 import { diagnoseAgent, PROTOCOL_TITLES, type DoctorReport, type ProbeName } from '../runner/core/protocols/doctor.ts';
 import { protocolDescriptors } from '../runner/core/protocols/descriptors.ts';
 import { AgentFolderError, resolveAgentFolder } from '../runner/core/agents/agentFolder.ts';
-import { INSTALLED_AGENTS, installedAgent } from '../runner/core/protocols/installed/agents.ts';
+import { INSTALLED_AGENTS, installedAgent } from '../runner/core/protocols/installed/installedAgents.ts';
 import { defaultAgentCache, ensureInstalled, findInstalled, InstallError, launchCommand } from '../runner/core/protocols/installed/install.ts';
 import { doctorInstalled } from '../runner/core/run/installedDoctor.ts';
 import { checkLlmKey, LLM_FLAGS, parseLlmFlags, startLlm } from './llm.ts';

@@ -17,7 +17,7 @@ import { formatTokens, formatUsd, llmLine, rewardWords } from '../runner/core/re
 import { neutraliseControls } from '../shared/terminalText.ts';
 import { budgetWords } from '../runner/core/run/runLlm.ts';
 import { defaultAgentCache, ensureInstalled, InstallError, launchCommand } from '../runner/core/protocols/installed/install.ts';
-import { installedAgent } from '../runner/core/protocols/installed/agents.ts';
+import { installedAgent } from '../runner/core/protocols/installed/installedAgents.ts';
 import { checkLlmKey, LLM_FLAGS, LLM_USAGE, parseLlmFlags, startLlm, type LlmFlags } from './llm.ts';
 import { addLlmUsage, type RunResult } from '../runner/core/records/records.ts';
 import { runTask } from '../runner/core/run/run.ts';

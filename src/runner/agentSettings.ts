@@ -6,7 +6,7 @@ import type { BelayContext } from '../context.ts';
 import { AgentSchema, expandCommand, MicroAgentSchema, microAgentSecretTexts } from './core/agents/agents.ts';
 import type { DoctorReport } from './core/protocols/doctor.ts';
 import { PROTOCOL_DESCRIPTORS, protocolDescriptors } from './core/protocols/descriptors.ts';
-import { installedAgent } from './core/protocols/installed/agents.ts';
+import { installedAgent } from './core/protocols/installed/installedAgents.ts';
 import { isHttpUrl } from './core/agents/llmSettings.ts';
 import type { Prompts } from './prompts.ts';
 import { isSecretName, SECRET_NAME_RULE, secretNames, secretReference } from './core/agents/secrets.ts';

@@ -372,7 +372,7 @@ export class RunnerService implements vscode.Disposable {
    * (with progress) when it is not there. Undefined for every other agent.
    */
   async #installedCli(agent: Agent, llm: RunLlmOptions | undefined): Promise<{ command: string; folder: string } | undefined> {
-    const { installedAgent } = await import('./core/protocols/installed/agents.ts');
+    const { installedAgent } = await import('./core/protocols/installed/installedAgents.ts');
     const described = installedAgent(agent.protocol);
     if (!described) return undefined;
     if (!llm) throw new RunRefusedError(`agent '${agent.name}' runs ${described.title}, which reaches its model only through Belay's gateway: set its "llm" (or belay.runner.llm) to an upstream`);

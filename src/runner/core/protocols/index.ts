@@ -5,7 +5,7 @@ import { PROTOCOLS, type Protocol } from '../records/records.ts';
 import { sdk1 } from './sdk1.ts';
 import { sdk2 } from './sdk2.ts';
 import { sdk3 } from './sdk3.ts';
-import { INSTALLED_AGENTS } from './installed/agents.ts';
+import { INSTALLED_AGENTS } from './installed/installedAgents.ts';
 import { installedProtocol } from './installedCli.ts';
 
 const BY_NAME: Record<Protocol, AgentProtocol> = {
