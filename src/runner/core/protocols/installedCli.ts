@@ -68,6 +68,8 @@ export async function runInstalled(agent: InstalledAgent, ctx: AgentContext): Pr
     onStderr: (chunk) => ctx.emit({ type: 'agent-log', chunk }),
   });
   const open = new Map<string, OpenCall>();
+  /** Each step's output file, written as its result comes: all on disk before the run's records are. */
+  const writes: Promise<unknown>[] = [];
   let steps = 0;
   let said = '';
   let done: Extract<InstalledEvent, { kind: 'done' }> | undefined;
@@ -81,7 +83,7 @@ export async function runInstalled(agent: InstalledAgent, ctx: AgentContext): Pr
     if (output) ctx.emit({ type: 'output', step: call.step, chunk: output.endsWith('\n') ? output : `${output}\n` });
     ctx.emit({ type: 'step-ended', step: call.step, exitCode, timedOut, durationMs });
     const outputFile = stepOutputFile(call.step);
-    void writeFile(path.join(ctx.runDir, outputFile), output).catch(() => undefined);
+    writes.push(writeFile(path.join(ctx.runDir, outputFile), output).catch(() => undefined));
     ctx.trajectory.push({
       step: call.step,
       screen: null,
@@ -161,6 +163,7 @@ export async function runInstalled(agent: InstalledAgent, ctx: AgentContext): Pr
     return { steps, agentCompleted: done?.ok === true };
   } finally {
     await agentProcess.kill();
+    await Promise.all(writes);
   }
 }
 
