@@ -5,29 +5,23 @@
 // shape; custom (grammar) tools are left out of the tools offered, named in the run's line.
 import { randomBytes } from 'node:crypto';
 import { isRecord, openAiError } from './shape.ts';
-import { cannot, joinText, lmTool, modelOptions, parseArguments, plainText, present, pushPart, type LmMessage, type LmOutPart, type LmRequest, type LmStreamWriter, type LmTool, type LmTranslator } from './lmModel.ts';
+import { cannot, joinText, type LmMessage, type LmOutPart, type LmRequest, type LmStreamWriter, lmTool, type LmTool, type LmTranslator, modelOptions, parseArguments, plainText, present, pushPart, readToolList } from './lmModel.ts';
 
 const DROPPED_FIELDS = ['top_p', 'frequency_penalty', 'presence_penalty', 'seed', 'stop', 'logit_bias', 'logprobs', 'top_logprobs', 'reasoning_effort', 'verbosity', 'prediction', 'web_search_options'] as const;
 const TEXT_PARTS = ['text', 'input_text', 'output_text'];
 
 /** The function tools; the others (custom grammar tools) are left out, each named in `dropped`. */
 function readTools(value: unknown, dropped: string[]): LmTool[] | { refused: string } {
-  if (value === undefined || value === null) return [];
-  if (!Array.isArray(value)) return { refused: 'Belay gateway: tools must be a list' };
-  const tools: LmTool[] = [];
-  for (const tool of value) {
-    if (!isRecord(tool)) return { refused: 'Belay gateway: each tool must be an object' };
+  return readToolList(value, (tool) => {
     if (tool.type !== 'function') {
       dropped.push(`the ${String(tool.type)} tool${isRecord(tool.custom) ? ` '${String(tool.custom.name)}'` : ''}`);
-      continue;
+      return [];
     }
     if (!isRecord(tool.function) || typeof tool.function.name !== 'string') return { refused: 'Belay gateway: each function tool needs a function with a name' };
     const fn = tool.function;
     const read = lmTool(fn.name as string, fn.description, fn.parameters);
-    if ('refused' in read) return read;
-    tools.push(read);
-  }
-  return tools;
+    return 'refused' in read ? read : [read];
+  });
 }
 
 export function chatId(): string {

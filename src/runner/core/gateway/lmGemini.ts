@@ -6,18 +6,15 @@
 // shape; built-in tools (search, code execution) are left out, named in the run's line.
 import { geminiError } from './gemini.ts';
 import { isRecord } from './shape.ts';
-import { cannot, joinText, lmTool, modelOptions, present, pushPart, type LmMessage, type LmOutPart, type LmRequest, type LmStreamWriter, type LmTool, type LmTranslator, type LmUsage } from './lmModel.ts';
+import { cannot, joinText, type LmMessage, type LmOutPart, type LmRequest, type LmStreamWriter, lmTool, type LmTool, type LmTranslator, type LmUsage, modelOptions, present, pushPart, readToolList } from './lmModel.ts';
 
 const DROPPED_CONFIG = ['topP', 'topK', 'stopSequences', 'thinkingConfig', 'seed', 'presencePenalty', 'frequencyPenalty', 'responseLogprobs', 'logprobs'] as const;
 
 function readTools(value: unknown, dropped: string[]): LmTool[] | { refused: string } {
-  if (value === undefined || value === null) return [];
-  if (!Array.isArray(value)) return { refused: 'Belay gateway: tools must be a list' };
-  const tools: LmTool[] = [];
-  for (const tool of value) {
-    if (!isRecord(tool)) return { refused: 'Belay gateway: each tool must be an object' };
+  return readToolList(value, (tool) => {
     const other = Object.keys(tool).filter((key) => key !== 'functionDeclarations');
     for (const name of other) dropped.push(`the built-in tool '${name}'`);
+    const tools: LmTool[] = [];
     for (const fn of Array.isArray(tool.functionDeclarations) ? tool.functionDeclarations : []) {
       if (!isRecord(fn) || typeof fn.name !== 'string') return { refused: 'Belay gateway: each function declaration needs a name' };
       const raw = isRecord(fn.parametersJsonSchema) ? fn.parametersJsonSchema : fn.parameters;
@@ -25,8 +22,8 @@ function readTools(value: unknown, dropped: string[]): LmTool[] | { refused: str
       if ('refused' in read) return read;
       tools.push(read.inputSchema && raw === fn.parameters ? { ...read, inputSchema: lowerTypes(read.inputSchema) } : read);
     }
-  }
-  return tools;
+    return tools;
+  });
 }
 
 /** Gemini's OpenAPI-style schema (`type: "OBJECT"`) in JSON Schema's words (`type: "object"`); its depth is checked first (lmTool). */

@@ -207,6 +207,23 @@ export function joinText(parts: readonly LmOutPart[]): LmOutPart[] {
 /** Deepest tool schema taken: the model's API and the counters serialise it recursively. */
 export const MAX_SCHEMA_DEPTH = 64;
 
+/**
+ * A request's `tools`, each read by `readOne` (which gives its LmTools, none for a tool left out):
+ * nothing when absent; refused, in one line, when it is not a list of objects or `readOne` refuses.
+ */
+export function readToolList(value: unknown, readOne: (tool: Record<string, unknown>) => LmTool[] | { refused: string }): LmTool[] | { refused: string } {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) return { refused: 'Belay gateway: tools must be a list' };
+  const tools: LmTool[] = [];
+  for (const tool of value) {
+    if (typeof tool !== 'object' || tool === null || Array.isArray(tool)) return { refused: 'Belay gateway: each tool must be an object' };
+    const read = readOne(tool as Record<string, unknown>);
+    if ('refused' in read) return read;
+    tools.push(...read);
+  }
+  return tools;
+}
+
 /** A tool the LM API takes, or the line refusing one whose schema is nested too deep (walked without recursion). */
 export function lmTool(name: string, description: unknown, schema: unknown): LmTool | { refused: string } {
   const stack: [unknown, number][] = [[schema, 1]];

@@ -6,28 +6,22 @@
 // tools offered (Codex offers some), named in the run's line.
 import { randomBytes } from 'node:crypto';
 import { isRecord, openAiError } from './shape.ts';
-import { cannot, joinText, lmTool, modelOptions, parseArguments, plainText, present, pushPart, type LmMessage, type LmOutPart, type LmReply, type LmRequest, type LmStreamWriter, type LmTool, type LmTranslator, type LmUsage } from './lmModel.ts';
+import { cannot, joinText, type LmMessage, type LmOutPart, type LmReply, type LmRequest, type LmStreamWriter, lmTool, type LmTool, type LmTranslator, type LmUsage, modelOptions, parseArguments, plainText, present, pushPart, readToolList } from './lmModel.ts';
 
 const DROPPED_FIELDS = ['top_p', 'reasoning', 'top_logprobs', 'max_tool_calls'] as const;
 const TEXT_PARTS = ['input_text', 'output_text', 'text', 'refusal'];
 
 /** The function tools; the others (built-in, namespace, custom grammar tools) are left out, each named in `dropped`. */
 function readTools(value: unknown, dropped: string[]): LmTool[] | { refused: string } {
-  if (value === undefined || value === null) return [];
-  if (!Array.isArray(value)) return { refused: 'Belay gateway: tools must be a list' };
-  const tools: LmTool[] = [];
-  for (const tool of value) {
-    if (!isRecord(tool)) return { refused: 'Belay gateway: each tool must be an object' };
+  return readToolList(value, (tool) => {
     if (tool.type !== 'function') {
       dropped.push(`the ${String(tool.type)} tool${typeof tool.name === 'string' ? ` '${tool.name}'` : ''}`);
-      continue;
+      return [];
     }
     if (typeof tool.name !== 'string') return { refused: 'Belay gateway: each function tool needs a name' };
     const read = lmTool(tool.name, tool.description, tool.parameters);
-    if ('refused' in read) return read;
-    tools.push(read);
-  }
-  return tools;
+    return 'refused' in read ? read : [read];
+  });
 }
 
 const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
