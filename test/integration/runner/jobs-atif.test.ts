@@ -50,7 +50,10 @@ describe('ATIF', () => {
     assert.deepEqual(atif.steps[1]!.observation, { results: [{ source_call_id: 'call_1', content: '' }] });
     assert.deepEqual(atif.steps[2]!.observation, { results: [{ source_call_id: 'call_2', content: 'cat: hello.txt: No such file\n[exit code: 1]' }] });
     assert.deepEqual(atif.steps[1]!.metrics, { prompt_tokens: 400, completion_tokens: 30, cost_usd: 0.004 });
+    assert.equal(atif.steps[1]!.llm_call_count, 1);
     assert.equal(atif.steps[2]!.metrics, undefined);
+    assert.equal(atif.steps[2]!.llm_call_count, undefined, 'no usage recorded: the count is not known, so not written');
+    assert.equal(atif.trajectory_id, result.run_id);
     assert.equal(atif.steps[3]!.tool_calls, undefined);
     assert.deepEqual(atif.steps[3]!.extra, { belay_step: 3, exit_code: null, timed_out: false, duration_ms: null, output_file: null, task_complete: true });
     assert.deepEqual(atif.final_metrics, { total_steps: 4, total_prompt_tokens: 1200, total_completion_tokens: 80, total_cost_usd: 0.012 });
@@ -93,11 +96,53 @@ describe('ATIF', () => {
     for (const [why, value] of bad) assert.equal(AtifTrajectorySchema.safeParse(value).success, false, why);
   });
 
+  it('a step no model took (a count of 0) has no metrics, and the trajectory is still valid', async () => {
+    const atif = await toAtif({ result, instruction: 'x', trajectory: [entry(1, { command: 'ls', screen: 'a', llm: { requests: 0, input_tokens: 0, output_tokens: 0, cost_usd: 0 } })] });
+    assert.equal(atif.steps[1]!.llm_call_count, 0);
+    assert.equal(atif.steps[1]!.metrics, undefined);
+    assert.ok(AtifTrajectorySchema.safeParse(atif).success);
+  });
+
+  it("v1.7's rules: trajectory ids, embedded subagents, call counts, and each field only from the version that brought it", () => {
+    const user = { step_id: 1, source: 'user', message: 'hi' };
+    const agentStep = (fields: object) => ({ step_id: 2, source: 'agent', message: '', ...fields });
+    const v17 = { schema_version: 'ATIF-v1.7', trajectory_id: 'root', agent: { name: 'a', version: '1' }, steps: [user] };
+    const child = (id: string | undefined) => ({ schema_version: 'ATIF-v1.7', ...(id ? { trajectory_id: id } : {}), agent: { name: 'sub', version: '1' }, steps: [user] });
+    const refTo = (ref: object) => agentStep({ tool_calls: [{ tool_call_id: 'c', function_name: 'task', arguments: {}, extra: { why: 'delegate' } }], observation: { results: [{ source_call_id: 'c', subagent_trajectory_ref: [ref], extra: { n: 1 } }] }, llm_call_count: 1 });
+    const good: [string, unknown][] = [
+      ['no session_id in v1.7', v17],
+      ['an embedded subagent its reference resolves to', { ...v17, subagent_trajectories: [child('s1'), child('s2')], steps: [user, refTo({ trajectory_id: 's2' })] }],
+      ['a reference to a file', { ...v17, steps: [user, refTo({ trajectory_id: 'other', trajectory_path: 'sub.json' })] }],
+      ['a dispatch step no model took', { ...v17, steps: [user, agentStep({ llm_call_count: 0 })] }],
+    ];
+    for (const [why, value] of good) assert.ok(AtifTrajectorySchema.safeParse(value).success, why);
+    const bad: [string, unknown, RegExp][] = [
+      ['no session_id before v1.7', { ...v17, schema_version: 'ATIF-v1.6', trajectory_id: undefined }, /session_id: required before ATIF-v1.7/],
+      ['trajectory_id in v1.6', { ...v17, schema_version: 'ATIF-v1.6', session_id: 's' }, /trajectory_id came with ATIF-v1.7/],
+      ['llm_call_count in v1.5', { schema_version: 'ATIF-v1.5', session_id: 's', agent: { name: 'a', version: '1' }, steps: [user, agentStep({ llm_call_count: 1 })] }, /llm_call_count came with ATIF-v1.7/],
+      ['content parts in v1.5', { schema_version: 'ATIF-v1.5', session_id: 's', agent: { name: 'a', version: '1' }, steps: [{ ...user, message: [{ type: 'text', text: 'hi' }] }] }, /content parts came with ATIF-v1.6/],
+      ['an embedded subagent without an id', { ...v17, subagent_trajectories: [child(undefined)] }, /needs a trajectory_id/],
+      ['two subagents with one id', { ...v17, subagent_trajectories: [child('s1'), child('s1')] }, /'s1' is the id of an earlier/],
+      ['a reference to nothing embedded and no path', { ...v17, subagent_trajectories: [child('s1')], steps: [user, refTo({ trajectory_id: 's9' })] }, /'s9' is neither embedded nor given a trajectory_path/],
+      ['a reference naming nothing', { ...v17, steps: [user, refTo({})] }, /names a trajectory_id or a session_id/],
+      ['metrics on a step no model took', { ...v17, steps: [user, agentStep({ llm_call_count: 0, metrics: { prompt_tokens: 1 } })] }, /llm_call_count 0 has no metrics/],
+      ['a call count on a user step', { ...v17, steps: [{ ...user, llm_call_count: 1 }] }, /only an agent step has llm_call_count/],
+      ['a subagent breaking a rule', { ...v17, subagent_trajectories: [{ ...child('s1'), steps: [{ ...user, step_id: 3 }] }] }, /subagent_trajectories\.0\.steps\.0\.step_id: expected 1/],
+    ];
+    for (const [why, value, reason] of bad) {
+      const parsed = AtifTrajectorySchema.safeParse(value);
+      assert.equal(parsed.success, false, why);
+      assert.match(parsed.error!.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('\n'), reason, why);
+    }
+  });
+
   it('a run writes agent/trajectory.json beside its records, valid ATIF', async () => {
     const { result: run } = await runFixture(localBackend(), tmp.dir, nodeAgent('multi-step.mjs'));
     assert.ok(run.passed);
     const atif = AtifTrajectorySchema.parse(JSON.parse(readFileSync(path.join(run.run_dir, ATIF_FILE), 'utf8')));
     assert.equal(atif.session_id, run.run_id);
+    assert.equal(atif.schema_version, 'ATIF-v1.7');
+    assert.equal(atif.trajectory_id, run.run_id);
     assert.match(String(atif.steps[0]!.message), /Hello, world!/);
     assert.equal(atif.steps.length, run.steps + 1);
     assert.deepEqual(atif.steps.flatMap((s) => s.tool_calls?.map((c) => c.arguments.command) ?? []), ["echo 'Hello, world!' > hello.txt", 'cat hello.txt']);

@@ -1,17 +1,24 @@
 // A run's trajectory in ATIF, the Agent Trajectory Interchange Format that Harbor and the tools
-// around it read (Harbor's RFC 0001, v1.4 field names). Written beside Belay's own records at the
+// around it read (Harbor's RFC 0001, v1.7). Written beside Belay's own records at the
 // place Harbor's trials keep it: `agent/trajectory.json` in the run folder. The task's
 // instruction is the user step; each Belay step is an agent step whose command is a tool call
-// and whose output (what the agent was shown) is the observation. The schema below is the
-// published one (strict: unknown fields are errors, as Harbor's models forbid them).
+// and whose output (what the agent was shown) is the observation; the LLM calls the gateway
+// counted in a step are its `llm_call_count`. The schema below is the published one (strict:
+// unknown fields are errors, as Harbor's models forbid them) with its rules, each version's
+// fields gated on the version that brought them: images (v1.6); `trajectory_id`, embedded
+// subagent trajectories, `llm_call_count`, `extra` on tool calls and observation results, and
+// an optional `session_id` (v1.7).
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import * as z from 'zod';
 import { writeFileAtomic } from '../../../shared/atomic.ts';
 
 /** The version written; the schema reads every version Harbor has published. */
-export const ATIF_VERSION = 'ATIF-v1.4';
-export const ATIF_VERSIONS = ['ATIF-v1.0', 'ATIF-v1.1', 'ATIF-v1.2', 'ATIF-v1.3', 'ATIF-v1.4', 'ATIF-v1.5', 'ATIF-v1.6'] as const;
+export const ATIF_VERSION = 'ATIF-v1.7';
+export const ATIF_VERSIONS = ['ATIF-v1.0', 'ATIF-v1.1', 'ATIF-v1.2', 'ATIF-v1.3', 'ATIF-v1.4', 'ATIF-v1.5', 'ATIF-v1.6', 'ATIF-v1.7'] as const;
+type AtifVersion = (typeof ATIF_VERSIONS)[number];
+/** The minor version of `version` (ATIF-v1.6 → 6). */
+const minor = (version: AtifVersion): number => Number(version.slice('ATIF-v1.'.length));
 /** Relative to the run folder, as in a Harbor trial folder. */
 export const ATIF_FILE = path.join('agent', 'trajectory.json');
 /** The most of one command's output an observation carries (the whole output stays in steps/). */
@@ -42,6 +49,7 @@ export const AtifToolCallSchema = z.strictObject({
   tool_call_id: z.string(),
   function_name: z.string(),
   arguments: Extra,
+  extra: Extra.optional(),
 });
 
 export const AtifObservationSchema = z.strictObject({
@@ -49,12 +57,16 @@ export const AtifObservationSchema = z.strictObject({
     z.strictObject({
       source_call_id: z.string().nullable().optional(),
       content: z.union([z.string(), z.array(ContentPartSchema)]).nullable().optional(),
-      subagent_trajectory_ref: z.array(z.strictObject({ session_id: z.string(), trajectory_path: z.string().nullable().optional(), extra: Extra.optional() })).nullable().optional(),
+      subagent_trajectory_ref: z
+        .array(z.strictObject({ trajectory_id: z.string().optional(), session_id: z.string().optional(), trajectory_path: z.string().nullable().optional(), extra: Extra.optional() }))
+        .nullable()
+        .optional(),
+      extra: Extra.optional(),
     }),
   ),
 });
 
-const AGENT_ONLY = ['model_name', 'reasoning_effort', 'reasoning_content', 'tool_calls', 'metrics'] as const;
+const AGENT_ONLY = ['model_name', 'reasoning_effort', 'reasoning_content', 'tool_calls', 'metrics', 'llm_call_count'] as const;
 
 export const AtifStepSchema = z
   .strictObject({
@@ -68,52 +80,108 @@ export const AtifStepSchema = z
     tool_calls: z.array(AtifToolCallSchema).optional(),
     observation: AtifObservationSchema.optional(),
     metrics: AtifMetricsSchema.optional(),
+    /** How many LLM calls made this step (v1.7); 0 for a step no model took (a dispatch), which then has no metrics or reasoning. */
+    llm_call_count: z.number().int().min(0).optional(),
     is_copied_context: z.boolean().optional(),
     extra: Extra.optional(),
   })
   .superRefine((step, ctx) => {
-    if (step.source === 'agent') return;
+    if (step.source === 'agent') {
+      if (step.llm_call_count === 0) {
+        for (const field of ['metrics', 'reasoning_content'] as const) if (step[field] !== undefined) ctx.addIssue({ code: 'custom', path: [field], message: `a step with llm_call_count 0 has no ${field}` });
+      }
+      return;
+    }
     for (const field of AGENT_ONLY) if (step[field] !== undefined) ctx.addIssue({ code: 'custom', path: [field], message: `only an agent step has ${field}` });
   });
 
-export const AtifTrajectorySchema = z
-  .strictObject({
-    schema_version: z.enum(ATIF_VERSIONS),
-    session_id: z.string(),
-    agent: z.strictObject({
-      name: z.string(),
-      version: z.string(),
-      model_name: z.string().optional(),
-      tool_definitions: z.array(Extra).optional(),
-      extra: Extra.optional(),
-    }),
-    steps: z.array(AtifStepSchema).min(1),
-    notes: z.string().optional(),
-    final_metrics: z
-      .strictObject({
-        total_prompt_tokens: z.number().int().optional(),
-        total_completion_tokens: z.number().int().optional(),
-        total_cached_tokens: z.number().int().optional(),
-        total_cost_usd: z.number().optional(),
-        total_steps: z.number().int().min(0).optional(),
-        extra: Extra.optional(),
-      })
-      .optional(),
-    continued_trajectory_ref: z.string().optional(),
+const TrajectoryFields = {
+  schema_version: z.enum(ATIF_VERSIONS),
+  /** Required up to v1.6; optional and run-scoped from v1.7. */
+  session_id: z.string().optional(),
+  /** This document's id (v1.7): required on an embedded subagent, unique among its siblings. */
+  trajectory_id: z.string().min(1).optional(),
+  agent: z.strictObject({
+    name: z.string(),
+    version: z.string(),
+    model_name: z.string().optional(),
+    tool_definitions: z.array(Extra).optional(),
     extra: Extra.optional(),
+  }),
+  steps: z.array(AtifStepSchema).min(1),
+  notes: z.string().optional(),
+  final_metrics: z
+    .strictObject({
+      total_prompt_tokens: z.number().int().optional(),
+      total_completion_tokens: z.number().int().optional(),
+      total_cached_tokens: z.number().int().optional(),
+      total_cost_usd: z.number().optional(),
+      total_steps: z.number().int().min(0).optional(),
+      extra: Extra.optional(),
+    })
+    .optional(),
+  continued_trajectory_ref: z.string().optional(),
+  extra: Extra.optional(),
+};
+
+/** A trajectory as written, subagents embedded (v1.7) included. */
+export interface AtifTrajectory extends z.infer<z.ZodObject<typeof TrajectoryFields>> {
+  subagent_trajectories?: AtifTrajectory[] | undefined;
+}
+
+export const AtifTrajectorySchema: z.ZodType<AtifTrajectory> = z
+  .strictObject({
+    ...TrajectoryFields,
+    get subagent_trajectories() {
+      return z.array(AtifTrajectorySchema).optional();
+    },
   })
-  .superRefine((trajectory, ctx) => {
-    trajectory.steps.forEach((step, index) => {
-      if (step.step_id !== index + 1) ctx.addIssue({ code: 'custom', path: ['steps', index, 'step_id'], message: `expected ${index + 1} (sequential from 1)` });
-      const calls = new Set((step.tool_calls ?? []).map((call) => call.tool_call_id));
-      step.observation?.results.forEach((result, r) => {
-        if (result.source_call_id != null && !calls.has(result.source_call_id)) {
-          ctx.addIssue({ code: 'custom', path: ['steps', index, 'observation', 'results', r, 'source_call_id'], message: `'${result.source_call_id}' is not a tool call of this step` });
-        }
+  .superRefine((trajectory, ctx) => checkRules(trajectory, ctx));
+
+/** The published rules the field types do not say: sequence, references, and what each version allows. */
+function checkRules(trajectory: AtifTrajectory, ctx: z.RefinementCtx): void {
+  const version = minor(trajectory.schema_version);
+  const since = (v: number, where: PropertyKey[], what: string) => {
+    if (version < v) ctx.addIssue({ code: 'custom', path: where, message: `${what} came with ATIF-v1.${v}; this trajectory says ${trajectory.schema_version}` });
+  };
+  if (version < 7 && trajectory.session_id === undefined) ctx.addIssue({ code: 'custom', path: ['session_id'], message: `required before ATIF-v1.7` });
+  if (trajectory.trajectory_id !== undefined) since(7, ['trajectory_id'], 'trajectory_id');
+  if (trajectory.subagent_trajectories !== undefined) {
+    since(7, ['subagent_trajectories'], 'subagent_trajectories');
+    const seen = new Set<string>();
+    trajectory.subagent_trajectories.forEach((sub, s) => {
+      if (sub.trajectory_id === undefined) ctx.addIssue({ code: 'custom', path: ['subagent_trajectories', s, 'trajectory_id'], message: 'an embedded subagent trajectory needs a trajectory_id' });
+      else if (seen.has(sub.trajectory_id)) ctx.addIssue({ code: 'custom', path: ['subagent_trajectories', s, 'trajectory_id'], message: `'${sub.trajectory_id}' is the id of an earlier subagent trajectory` });
+      else seen.add(sub.trajectory_id);
+    });
+  }
+  const embedded = new Set((trajectory.subagent_trajectories ?? []).flatMap((sub) => (sub.trajectory_id ? [sub.trajectory_id] : [])));
+  trajectory.steps.forEach((step, index) => {
+    if (step.llm_call_count !== undefined) since(7, ['steps', index, 'llm_call_count'], 'llm_call_count');
+    if (Array.isArray(step.message)) since(6, ['steps', index, 'message'], 'a message of content parts');
+    step.tool_calls?.forEach((call, c) => {
+      if (call.extra !== undefined) since(7, ['steps', index, 'tool_calls', c, 'extra'], 'extra on a tool call');
+    });
+    step.observation?.results.forEach((result, r) => {
+      const where = ['steps', index, 'observation', 'results', r];
+      if (result.extra !== undefined) since(7, [...where, 'extra'], 'extra on an observation result');
+      if (Array.isArray(result.content)) since(6, [...where, 'content'], 'content parts');
+      result.subagent_trajectory_ref?.forEach((ref, f) => {
+        if (ref.trajectory_id !== undefined) {
+          since(7, [...where, 'subagent_trajectory_ref', f, 'trajectory_id'], 'trajectory_id on a subagent reference');
+          if (ref.trajectory_path == null && !embedded.has(ref.trajectory_id)) ctx.addIssue({ code: 'custom', path: [...where, 'subagent_trajectory_ref', f, 'trajectory_id'], message: `'${ref.trajectory_id}' is neither embedded nor given a trajectory_path` });
+        } else if (ref.session_id === undefined) ctx.addIssue({ code: 'custom', path: [...where, 'subagent_trajectory_ref', f], message: 'a subagent reference names a trajectory_id or a session_id' });
       });
     });
+    if (step.step_id !== index + 1) ctx.addIssue({ code: 'custom', path: ['steps', index, 'step_id'], message: `expected ${index + 1} (sequential from 1)` });
+    const calls = new Set((step.tool_calls ?? []).map((call) => call.tool_call_id));
+    step.observation?.results.forEach((result, r) => {
+      if (result.source_call_id != null && !calls.has(result.source_call_id)) {
+        ctx.addIssue({ code: 'custom', path: ['steps', index, 'observation', 'results', r, 'source_call_id'], message: `'${result.source_call_id}' is not a tool call of this step` });
+      }
+    });
   });
-export type AtifTrajectory = z.infer<typeof AtifTrajectorySchema>;
+}
 type AtifStep = z.infer<typeof AtifStepSchema>;
 
 /** What the mapping reads of Belay's records (result.json and trajectory.json), all of it optional beyond the basics. */
@@ -150,7 +218,7 @@ export interface AtifSource {
   readOutput?: (file: string, max: number) => Promise<string | undefined>;
 }
 
-const UsageSchema = z.object({ requests: z.number().optional(), input_tokens: z.number(), output_tokens: z.number(), cost_usd: z.number() });
+const UsageSchema = z.object({ requests: z.number().int().min(0).optional(), input_tokens: z.number(), output_tokens: z.number(), cost_usd: z.number() });
 
 function agentText(response: unknown): string {
   if (typeof response === 'string') return response;
@@ -202,7 +270,8 @@ export async function toAtif(source: AtifSource): Promise<AtifTrajectory> {
           }
         : {}),
       ...(entry.command !== null && output != null ? { observation: { results: [{ source_call_id: callId, content: cap(output) }] } } : {}),
-      ...(usage.success ? { metrics: { prompt_tokens: Math.round(usage.data.input_tokens), completion_tokens: Math.round(usage.data.output_tokens), cost_usd: usage.data.cost_usd } } : {}),
+      ...(usage.success && usage.data.requests !== undefined ? { llm_call_count: usage.data.requests } : {}),
+      ...(usage.success && usage.data.requests !== 0 ? { metrics: { prompt_tokens: Math.round(usage.data.input_tokens), completion_tokens: Math.round(usage.data.output_tokens), cost_usd: usage.data.cost_usd } } : {}),
       extra: {
         belay_step: entry.step,
         exit_code: entry.exit_code,
@@ -217,6 +286,7 @@ export async function toAtif(source: AtifSource): Promise<AtifTrajectory> {
   return {
     schema_version: ATIF_VERSION,
     session_id: result.run_id,
+    trajectory_id: result.run_id,
     agent: { name: result.agent ?? 'unnamed-agent', version: 'unknown', extra: { protocol: result.protocol, harness: 'belay' } },
     steps,
     notes: 'Written by Belay from trajectory.json and result.json: step 1 is the task instruction; each later step is one step of the agent, its command a bash tool call whose observation is the output the agent was shown next.',
