@@ -1239,7 +1239,7 @@ int main(void) {
       getrlimit(RLIMIT_NOFILE, &files);
     }
     long room = ((long)(files.rlim_cur > MAX_FDS ? MAX_FDS : files.rlim_cur) - 64) / 6;
-    max_running = room < 1 ? 1 : room > 2048 ? 2048 : (int)room;
+    max_running = room < 1 ? 1 : room > 1024 ? 1024 : (int)room;
   }
   sigset_t chld;
   sigemptyset(&chld);
