@@ -154,7 +154,9 @@ describe('floods', () => {
     let sent = 0;
     let waitingForDrain = false;
     const chunk = Buffer.alloc(64 * 1024, 0x61);
+    const sockets: Socket[] = [];
     const server = createServer((socket: Socket) => {
+      sockets.push(socket);
       socket.on('error', () => undefined);
       const pump = () => {
         waitingForDrain = false;
@@ -195,7 +197,7 @@ describe('floods', () => {
       assert.ok(sent > sentWhenBlocked);
       stream.destroy();
     } finally {
-      server.closeAllConnections?.();
+      for (const socket of sockets) socket.destroy();
       server.close();
     }
   });
