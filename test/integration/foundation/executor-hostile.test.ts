@@ -326,6 +326,30 @@ describe('forgeries', () => {
 });
 
 describe('the channel killed mid-command', () => {
+  test('Belay killed outright: the channel ends, the executor kills everything and exits', async () => {
+    // A Node process standing in for Belay: it starts an executor and a command, prints the pids, waits.
+    const script = `
+      const { localExecutor, PATH_ENV } = await import(${JSON.stringify(new URL('../../support/executor.ts', import.meta.url).href)});
+      const ex = await localExecutor();
+      let out = '';
+      ex.spawn({ argv: ['/bin/sh', '-c', 'setsid sleep 300 & echo $!; sleep 300 & echo $!; echo $$; wait'], cwd: '/', env: PATH_ENV, stdin: 'ignore',
+        onStdout: (t) => { out += t; if (out.split('\\n').filter(Boolean).length === 3) console.log(JSON.stringify({ executor: ex.pid, pids: out.split('\\n').filter(Boolean).map(Number) })); } });
+      setInterval(() => undefined, 1000);`;
+    const belay = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const line = await new Promise<string>((resolve) => {
+      let text = '';
+      belay.stdout.on('data', (b: Buffer) => {
+        text += b.toString();
+        if (text.includes('\n')) resolve(text.split('\n')[0]!);
+      });
+    });
+    const { executor: executorPid, pids: started } = JSON.parse(line) as { executor: number; pids: number[] };
+    assert.equal(started.length, 3);
+    belay.kill('SIGKILL');
+    for (const pid of [executorPid, ...started]) assert.ok(await gone(pid), `${pid} still runs after Belay was killed`);
+  });
+
+
   test('the executor killed outright: every command ends here, every process there dies', async () => {
     const own = await localExecutor();
     let out = '';
