@@ -85,7 +85,7 @@
 
 #define HEADER 9
 #define MAX_PAYLOAD (4u << 20)
-#define CHUNK 32768
+#define CHUNK 65536
 #define WINDOW_INITIAL 262144u
 #define OUT_HIGH_WATER (1u << 20)
 #define ACCEPTED_BASE 0x80000000u
