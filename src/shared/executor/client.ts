@@ -29,6 +29,11 @@ import {
 export interface ExecutorOptions {
   /** How long the executor may take to say it is ready (default 30 s: a cold `podman exec`). */
   readyTimeoutMs?: number;
+  /**
+   * How long `close` waits for the kill-all and the executor's end before it kills the transport
+   * (default 10 s): an executor stopped by a command (SIGSTOP) answers nothing.
+   */
+  closeTimeoutMs?: number;
 }
 
 /** A listener inside the environment; `port` is the one bound (useful with port 0). */
@@ -72,7 +77,7 @@ export function startExecutor(transport: ExecutorTransport, options: ExecutorOpt
       reject(new Error(`${program}: ${(error as Error).message.split('\n', 1)[0]}`));
       return;
     }
-    const client = new Client(child, program);
+    const client = new Client(child, program, options.closeTimeoutMs ?? 10_000);
     const timer = setTimeout(() => {
       client.abandon(`${program}: the executor did not say it was ready within ${options.readyTimeoutMs ?? 30_000} ms`);
     }, options.readyTimeoutMs ?? 30_000);
@@ -127,9 +132,12 @@ class Client implements ChannelExecutor {
   private readonly child: ChildProcessByStdio<Writable, Readable, Readable>;
   private readonly program: string;
 
-  constructor(child: ChildProcessByStdio<Writable, Readable, Readable>, program: string) {
+  private readonly closeTimeoutMs: number;
+
+  constructor(child: ChildProcessByStdio<Writable, Readable, Readable>, program: string, closeTimeoutMs: number) {
     this.child = child;
     this.program = program;
+    this.closeTimeoutMs = closeTimeoutMs;
     this.ready = new Promise((resolve, reject) => {
       this.resolveReady = resolve;
       this.rejectReady = reject;
@@ -430,10 +438,21 @@ class Client implements ChannelExecutor {
 
   close(): Promise<void> {
     this.closing ??= (async () => {
-      await this.killAll();
-      this.closeReason ??= `${this.program}: closed`;
-      this.child.stdin.end();
-      await this.closed;
+      let timer: NodeJS.Timeout | undefined;
+      const stalled = new Promise<'stalled'>((resolve) => (timer = setTimeout(() => resolve('stalled'), this.closeTimeoutMs)));
+      const ended = (async () => {
+        await this.killAll();
+        this.closeReason ??= `${this.program}: closed`;
+        this.child.stdin.end();
+        await this.closed;
+        return 'ended' as const;
+      })();
+      if ((await Promise.race([ended, stalled])) === 'stalled') {
+        this.closeReason = `${this.program}: closed (the executor did not answer within ${this.closeTimeoutMs} ms and was killed)`;
+        this.child.kill('SIGKILL');
+        await this.closed;
+      }
+      clearTimeout(timer);
     })();
     return this.closing;
   }

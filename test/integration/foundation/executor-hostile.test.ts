@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import * as path from 'node:path';
 import type { Duplex } from 'node:stream';
@@ -349,6 +349,21 @@ describe('the channel killed mid-command', () => {
     for (const pid of [executorPid, ...started]) assert.ok(await gone(pid), `${pid} still runs after Belay was killed`);
   });
 
+
+  test('a command that stops the executor: close still ends, the executor is killed and the tree dies', async () => {
+    const { startExecutor } = await import('../../../src/shared/executor/client.ts');
+    const own = await startExecutor({ argv: [executorBinary()], cwd: '/', env: {} }, { closeTimeoutMs: 300 });
+    // The pids go to a file: once the executor is stopped, no output comes through it.
+    const file = path.join(temp.dir, 'stopper-pids');
+    const child = own.spawn({ argv: ['/bin/sh', '-c', `sleep 300 & echo $! $$ > ${file}; kill -STOP ${own.pid}; wait`], cwd: '/', env: PATH_ENV, stdin: 'ignore' });
+    await waitFor(() => /\) T /.test(readFileSync(`/proc/${own.pid}/stat`, 'utf8')));
+    const started = pids(readFileSync(file, 'utf8'));
+    assert.equal(started.length, 2);
+    await own.close();
+    assert.match((await own.closed).reason, /did not answer within 300 ms and was killed/);
+    assert.equal((await child.ended).signal, 'SIGKILL');
+    for (const pid of [own.pid, ...started]) assert.ok(await gone(pid), `${pid} still runs`);
+  });
 
   test('the executor killed outright: every command ends here, every process there dies', async () => {
     const own = await localExecutor();
