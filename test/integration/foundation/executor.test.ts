@@ -4,7 +4,7 @@
 // connect and listen over the channel, kill-all and close.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import type { Duplex } from 'node:stream';
@@ -108,6 +108,19 @@ describe('one command', () => {
     assert.equal(started.length, 2);
     // `ended` comes once the tree is dead: no waiting here.
     for (const pid of [...started, child.pid!]) assert.equal(alive(pid), false, `${pid} still runs`);
+  });
+
+  test('the program gets the fd limit the executor was given, not the one it raised for itself', async () => {
+    const { startExecutor } = await import('../../../src/shared/executor/client.ts');
+    const { executorBinary } = await import('../../../src/shared/executor/binary.ts');
+    const own = await startExecutor({ argv: ['/usr/bin/prlimit', '--nofile=200:4000', '--', executorBinary()], cwd: '/', env: {} });
+    try {
+      const ran = await run(own, { argv: ['/bin/sh', '-c', 'ulimit -Sn; ulimit -Hn'], cwd: '/', env: PATH_ENV });
+      assert.equal(ran.stdout, '200\n4000\n');
+      assert.match(readFileSync(`/proc/${own.pid}/limits`, 'utf8'), /Max open files\s+4000\s+4000/);
+    } finally {
+      await own.close();
+    }
   });
 
   test('RLIMIT_FSIZE holds for the program and what it starts', async () => {

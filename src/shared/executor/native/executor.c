@@ -208,6 +208,11 @@ struct command {
 
 static struct command *commands;
 static int running, max_running = 1;
+/* The fd limit the executor was given: its programs get it back (the executor raises its own). */
+static struct rlimit original_files;
+static int have_original_files;
+/* Out of fds: listeners are not polled until a stream or command closes (poll would spin on them). */
+static int accept_paused;
 
 /* Spawns beyond what the fd limit allows at once wait here, in order. */
 struct queued {
@@ -437,6 +442,7 @@ static void shepherd(struct spawn_request *req, int status, pid_t executor) {
     for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
     sigprocmask(SIG_SETMASK, &none, NULL);
     prctl(PR_SET_PDEATHSIG, 0);
+    if (have_original_files) setrlimit(RLIMIT_NOFILE, &original_files);
     if (req->fsize) {
       struct rlimit limit = {(rlim_t)req->fsize, (rlim_t)req->fsize};
       setrlimit(RLIMIT_FSIZE, &limit);
@@ -784,6 +790,7 @@ static void finish_command(struct command *c) {
   while (*link != c) link = &(*link)->next;
   *link = c->next;
   running--;
+  accept_paused = 0;
   free(c->argv0);
   free(c->cwd);
   free(c);
@@ -871,6 +878,7 @@ static struct stream *new_stream(uint32_t id, int fd) {
 }
 
 static void drop_stream(struct stream *s, const char *why) {
+  accept_paused = 0;
   if (why) send_line(FRAME_CLOSE, s->id, why);
   if (s->fd >= 0) close(s->fd);
   buf_free(&s->to_socket);
@@ -937,10 +945,15 @@ static void start_listen(uint32_t id, const unsigned char *p, size_t n) {
   send_frame(FRAME_LISTENING, id, bound, 2);
 }
 
+/* Out of fds: listeners are not polled until a stream closes (else poll would spin on them). */
+
 static void accept_all(struct stream *listener) {
   for (;;) {
     int fd = accept4(listener->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) accept_paused = 1;
+      return;
+    }
     uint32_t id = next_accepted++;
     if (next_accepted == 0) next_accepted = ACCEPTED_BASE;
     new_stream(id, fd);
@@ -1271,6 +1284,8 @@ int main(int argc, char **argv) {
   /* Each running command holds up to 6 fds here (stdin, stdout, stderr, status, and in the fork). */
   struct rlimit files;
   if (getrlimit(RLIMIT_NOFILE, &files) == 0) {
+    original_files = files;
+    have_original_files = 1;
     if (files.rlim_cur < files.rlim_max) {
       files.rlim_cur = files.rlim_max > MAX_FDS ? MAX_FDS : files.rlim_max;
       setrlimit(RLIMIT_NOFILE, &files);
@@ -1357,7 +1372,7 @@ int main(int argc, char **argv) {
     }
     for (struct stream *s = streams; s && n < MAX_FDS - 1; s = s->next) {
       short events = 0;
-      if (s->listener) events = room ? POLLIN : 0;
+      if (s->listener) events = room && !accept_paused ? POLLIN : 0;
       else if (s->connecting) events = POLLOUT;
       else {
         if (!s->read_eof && s->window > 0 && room) events |= POLLIN;
