@@ -16,6 +16,7 @@ import { executorBinary } from '../../../src/shared/executor/binary.ts';
 import { DATA_CHUNK, encodeExit, encodeFrame, encodeSpawn, FrameDecoder, FrameType, WINDOW_INITIAL } from '../../../src/shared/executor/wire.ts';
 import { ensureBuilt } from '../../support/build.ts';
 import { alive, gone, localExecutor, PATH_ENV, pids, rssKib, run } from '../../support/executor.ts';
+import { processesWith } from '../../support/processes.ts';
 import { tempDir, type TempDir } from '../../support/temp.ts';
 
 ensureBuilt();
@@ -76,6 +77,14 @@ describe('descendants and shepherds', () => {
     assert.equal((await child.ended).signal, 'SIGKILL');
     assert.equal(alive(pids(out)[0]!), false);
     assert.equal(alive(child.pid!), false);
+  });
+
+  test('a command forking setsid children in a loop: the timeout ends every one of them', async () => {
+    // A sleep of a length no other test uses marks this command's processes in /proc.
+    const token = `sleep ${3000 + (process.pid % 997)}`;
+    const ran = await run(executor, { argv: ['/bin/sh', '-c', `while :; do setsid ${token} & done`], cwd: '/', env: PATH_ENV, stdin: 'ignore', timeoutMs: 300 });
+    assert.equal(ran.signal, 'SIGKILL');
+    assert.deepEqual(processesWith(token), []);
   });
 
   test('a command blocked opening a FIFO is killed by its timeout', async () => {
