@@ -42,6 +42,12 @@ export interface ExecutorListener {
   close(): Promise<void>;
 }
 
+/** How a command ended, as `ended` gives it: the process layer's, and whether its own timeout ended it. */
+export interface ExecutorEnd extends ChildEnd {
+  /** Set when `timeoutMs` passed and the executor killed the tree (`signal` is then SIGKILL). */
+  timedOut?: true;
+}
+
 /** The executor as this client gives it: the contract, and the port a listener got. */
 export interface ChannelExecutor extends Executor {
   listen(port: number, onConnection: (stream: Duplex) => void): Promise<ExecutorListener>;
@@ -244,7 +250,9 @@ class Client implements ChannelExecutor {
           command.resolve({ exitCode: null, signal: null, spawnError: spawnError(oneLine(payload)) });
         } else {
           const report = decodeExit(payload);
-          command.resolve({ exitCode: report.exitCode, signal: report.signalNumber === null ? null : (signalNames.get(report.signalNumber) ?? 'SIGKILL') });
+          const end: ExecutorEnd = { exitCode: report.exitCode, signal: report.signalNumber === null ? null : (signalNames.get(report.signalNumber) ?? 'SIGKILL') };
+          if (report.timedOut) end.timedOut = true;
+          command.resolve(end);
         }
         return;
       }

@@ -9,7 +9,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import type { ChannelExecutor } from '../../../src/shared/executor/client.ts';
+import type { ChannelExecutor, ExecutorEnd } from '../../../src/shared/executor/client.ts';
 import { ensureBuilt } from '../../support/build.ts';
 import { alive, localExecutor, PATH_ENV, pids, run } from '../../support/executor.ts';
 import { tempDir, type TempDir } from '../../support/temp.ts';
@@ -102,8 +102,8 @@ describe('one command', () => {
     const child = executor.spawn({ argv: ['/bin/sh', '-c', 'setsid sleep 300 & echo $!; sleep 300 & echo $!; wait'], cwd: '/', env: PATH_ENV, timeoutMs: 300, onStdout: (t) => (out += t) });
     let out = '';
     child.endInput();
-    const end = await child.ended;
-    assert.equal(end.signal, 'SIGKILL');
+    const end: ExecutorEnd = await child.ended;
+    assert.deepEqual([end.signal, end.timedOut], ['SIGKILL', true]);
     const started = pids(out);
     assert.equal(started.length, 2);
     // `ended` comes once the tree is dead: no waiting here.
@@ -133,8 +133,8 @@ describe('one command', () => {
   test('kill before the spawn is known, and after the end, both work', async () => {
     const child = executor.spawn({ argv: ['/bin/sleep', '300'], cwd: '/', env: {} });
     child.kill();
-    const end = await child.ended;
-    assert.deepEqual([end.exitCode, end.signal, end.spawnError], [null, 'SIGKILL', undefined]);
+    const end: ExecutorEnd = await child.ended;
+    assert.deepEqual([end.exitCode, end.signal, end.spawnError, end.timedOut], [null, 'SIGKILL', undefined, undefined]);
     child.kill();
     child.write('ignored');
     child.endInput();
