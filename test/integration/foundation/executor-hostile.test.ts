@@ -148,11 +148,13 @@ describe('floods', () => {
 
   test('a command that never reads a flooded stdin: the executor holds at most a window', async () => {
     const child = executor.spawn({ argv: ['/bin/sleep', '300'], cwd: '/', env: {} });
+    // Bytes the executor has read (its channel included), from /proc/<pid>/io.
+    const readByExecutor = () => Number(/rchar: (\d+)/.exec(readFileSync(`/proc/${executor.pid}/io`, 'utf8'))![1]);
+    const before = readByExecutor();
     const mib = 'x'.repeat(1024 * 1024);
     for (let i = 0; i < 64; i++) child.write(mib);
-    // The executor has taken what the window allows and stopped; give it turns to take more if it would.
-    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
-    await new Promise((r) => setTimeout(r, 50));
+    // Once the executor has read a whole window of it from the channel, it holds the most it will.
+    await waitFor(() => readByExecutor() - before >= WINDOW_INITIAL);
     const held = rssKib(executor.pid);
     assert.ok(held < EXECUTOR_RSS_BOUND_KIB, `executor RSS ${held} KiB with 64 MiB offered`);
     child.kill();
