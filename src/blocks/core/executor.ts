@@ -6,6 +6,7 @@
 // workspace, and nothing but a regular file (or a link, for a delete) is replaced or deleted.
 import { randomBytes } from 'node:crypto';
 import { ConfinedError, ConfinedRoot } from '../../shared/confined.ts';
+import { detectSandbox, prepareSandbox, shellDescription, type SandboxSupport, type ShellPolicy } from '../../shared/commandSandbox.ts';
 import { containedArgv, detectContainment, RUN_MARK_VARIABLE, sweepMarked, type Containment } from '../../shared/containment.ts';
 import { runBounded, shellCommand } from '../../shared/process.ts';
 import { notRegularSummary } from './files.ts';
@@ -35,7 +36,17 @@ export interface ApplyOptions {
    * when absent (a few milliseconds: executeAnswer detects it once per answer).
    */
   containment?: Containment | Promise<Containment>;
+  /**
+   * How RUN_COMMAND runs (src/shared/commandSandbox.ts): sandboxed with the network off unless
+   * said otherwise; `unsandboxed` only when the person chose it.
+   */
+  shell?: ShellPolicy;
+  /** Whether the sandbox works here; detected when absent (executeAnswer detects it once per answer). */
+  sandbox?: SandboxSupport | Promise<SandboxSupport>;
 }
+
+/** The shell RUN_COMMAND gets when nobody said: sandboxed, no network. */
+export const DEFAULT_SHELL: ShellPolicy = { mode: 'sandboxed', network: false };
 
 /** Carries out a plan: all or nothing, files written atomically. Records it in `state` when it succeeds. */
 export async function applyPlan(workspace: Workspace, plan: Plan, state: AnswerState, options: ApplyOptions = {}): Promise<Outcome> {
@@ -105,27 +116,50 @@ function commandLabel(command: string): string {
 
 /**
  * RUN_COMMAND: `/bin/sh -c` (`cmd.exe /c` on Windows) in the workspace, bounded in time and memory.
- * Nothing it starts outlives it: on Linux it runs in its own PID namespace, elsewhere its process
- * tree is killed when it ends (see src/shared/containment.ts).
+ * By default in the sandbox (src/shared/commandSandbox.ts): the workspace and a private /tmp
+ * writable, credentials hidden, the network as the policy says, an allowlisted environment.
+ * Unsandboxed (chosen, or no sandbox here) it runs as the person, its summary says so. Nothing it
+ * starts outlives it: on Linux it runs in its own PID namespace, elsewhere its process tree is
+ * killed when it ends (see src/shared/containment.ts).
  */
 export async function runCommand(workspace: Workspace, command: string, options: ApplyOptions = {}): Promise<Outcome> {
   const timeoutMs = options.runTimeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
   const limit = options.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
   const label = commandLabel(command);
-  const containment = await (options.containment ?? detectContainment());
+  const policy = options.shell ?? DEFAULT_SHELL;
+  const support = policy.mode === 'sandboxed' ? await (options.sandbox ?? detectSandbox()) : undefined;
   const shell = shellCommand(command);
   // Every process of the run carries a mark the sweep below looks for: without a namespace, to
   // find what escaped the tree; with one, to wait until the kernel has finished killing it.
   const mark = randomBytes(8).toString('hex');
   const env = options.env ?? process.env;
+  let argv: [string, ...string[]];
+  let childEnv: NodeJS.ProcessEnv;
+  let namespaced: boolean;
+  let sandbox: Awaited<ReturnType<typeof prepareSandbox>> | undefined;
+  if (support?.ok) {
+    try {
+      sandbox = await prepareSandbox(support.bwrap, workspace.realRoot, policy, env);
+    } catch (error) {
+      return failure('spawn-failed', 'RUN_COMMAND', `Could not run '${label}': the sandbox could not be prepared: ${errorText(error)}`);
+    }
+    argv = [...sandbox.prefix, ...shell.argv];
+    childEnv = { ...sandbox.env, [RUN_MARK_VARIABLE]: mark };
+    namespaced = true;
+  } else {
+    const containment = await (options.containment ?? detectContainment());
+    argv = containedArgv(containment, shell.argv);
+    childEnv = { ...env, [RUN_MARK_VARIABLE]: mark };
+    namespaced = containment.kind === 'namespace';
+  }
   let stdout = '';
   let stderr = '';
   let total = 0;
   const run = await runBounded({
-    argv: containedArgv(containment, shell.argv),
+    argv,
     windowsVerbatimArguments: shell.windowsVerbatimArguments,
     cwd: workspace.realRoot,
-    env: { ...env, [RUN_MARK_VARIABLE]: mark },
+    env: childEnv,
     timeoutMs,
     maxOutputChars: limit,
     onStdout: (chunk) => {
@@ -138,18 +172,21 @@ export async function runCommand(workspace: Workspace, command: string, options:
     },
     ...(options.signal ? { signal: options.signal } : {}),
   });
-  await sweepMarked(mark, { quietRounds: containment.kind === 'namespace' ? 1 : 3 });
+  await sweepMarked(mark, { quietRounds: namespaced ? 1 : 3 });
+  await sandbox?.dispose();
+  // Named in the result line wherever it shows (the terminal, the session loop, the next outbox).
+  const how = sandbox ? '' : ', unsandboxed';
   let output = stdout + stderr;
   if (total > limit) output = `${output.slice(0, limit)}\n${OUTPUT_TRUNCATED_MARKER}`;
   output = output.trimEnd();
   const withOutput = output === '' ? undefined : output;
   if (run.spawnError) return failure('spawn-failed', 'RUN_COMMAND', `Could not run '${label}': ${errorText(run.spawnError)}`, withOutput);
   if (run.timedOut) {
-    return failure('timeout', 'RUN_COMMAND', `Ran '${label}': timed out after ${formatSeconds(timeoutMs)}, process tree killed`, withOutput);
+    return failure('timeout', 'RUN_COMMAND', `Ran '${label}'${how ? ' unsandboxed' : ''}: timed out after ${formatSeconds(timeoutMs)}, process tree killed`, withOutput);
   }
-  if (run.aborted) return failure('stopped', 'RUN_COMMAND', `Ran '${label}': stopped before it finished`, withOutput);
-  if (run.exitCode === null) return failure('killed', 'RUN_COMMAND', `Ran '${label}' (killed by ${run.signal ?? 'a signal'})`, withOutput);
-  const summary = `Ran '${label}' (exit code ${run.exitCode})`;
+  if (run.aborted) return failure('stopped', 'RUN_COMMAND', `Ran '${label}'${how ? ' unsandboxed' : ''}: stopped before it finished`, withOutput);
+  if (run.exitCode === null) return failure('killed', 'RUN_COMMAND', `Ran '${label}' (killed by ${run.signal ?? 'a signal'}${how})`, withOutput);
+  const summary = `Ran '${label}' (exit code ${run.exitCode}${how})`;
   return run.exitCode === 0 ? { result: ok('RUN_COMMAND', summary, withOutput) } : failure('exit-code', 'RUN_COMMAND', summary, withOutput);
 }
 
@@ -170,6 +207,8 @@ export interface ExecutionReport {
   readFileRequests: string[];
   /** Every command succeeded and nothing failed to parse. */
   success: boolean;
+  /** How the answer's commands ran, in one line (shellDescription); absent when none ran. */
+  shell?: string;
 }
 
 export interface ExecuteOptions extends ApplyOptions {
@@ -185,14 +224,17 @@ export async function executeAnswer(workspace: Workspace, answer: string | Parse
   const state = new AnswerState();
   const items: ExecutedItem[] = [];
   const executed = (item: AnswerItem): ExecutedItem => ('error' in item ? { error: item.error, ...item.outcome } : { command: item.command, ...item.outcome! });
-  // Detected on the first RUN_COMMAND, once for the answer.
+  // Detected on the first RUN_COMMAND, once for the answer (the containment only without the sandbox).
   let containment: Promise<Containment> | undefined;
   const contained = () => (containment ??= options.containment ? Promise.resolve(options.containment) : detectContainment());
+  const policy = options.shell ?? DEFAULT_SHELL;
+  let sandbox: Promise<SandboxSupport> | undefined;
+  const sandboxed = () => (sandbox ??= options.sandbox ? Promise.resolve(options.sandbox) : policy.mode === 'sandboxed' ? detectSandbox() : Promise.resolve({ ok: false, reason: 'unsandboxed' }));
   await ConfinedRoot.with(workspace.realRoot, (confined) =>
     planAnswer(workspace, answer, {
       state,
       ...(options.stale ? { stale: options.stale } : {}),
-      carryOut: (block) => applyPlan(workspace, block.plan, state, { ...options, confined, ...(block.plan.kind === 'run' ? { containment: contained() } : {}) }),
+      carryOut: (block) => applyPlan(workspace, block.plan, state, { ...options, confined, ...(block.plan.kind === 'run' ? { containment: sandboxed().then((support) => (support.ok ? { kind: 'tree' as const } : contained())), sandbox: sandboxed() } : {}) }),
       onItem: (item) => {
         items.push(executed(item));
         options.onResult?.(items.at(-1)!);
@@ -200,5 +242,6 @@ export async function executeAnswer(workspace: Workspace, answer: string | Parse
     }),
   );
   const results = items.map((item) => item.result);
-  return { items, results, done: state.done, readFileRequests: state.readFileRequests, success: results.every((r) => r.success) };
+  const shell = sandbox ? shellDescription(policy, await sandbox) : undefined;
+  return { items, results, done: state.done, readFileRequests: state.readFileRequests, success: results.every((r) => r.success), ...(shell ? { shell } : {}) };
 }
