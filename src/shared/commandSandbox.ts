@@ -18,6 +18,8 @@ export interface ShellPolicy {
   mode: ShellMode;
   /** The sandboxed command may reach the network (its own loopback only when false). */
   network: boolean;
+  /** Where the unsandboxed shell was chosen (a setting, an option), for the line that says so. */
+  chosenBy?: string;
   /** More places to hide, absolute (the editor's mailbox when the setting moved it). */
   hidden?: readonly string[];
 }
@@ -242,7 +244,7 @@ export async function prepareSandbox(bwrap: string, workspace: string, policy: S
 
 /** One line naming how commands run: for confirmations, terminals and the session loop. */
 export function shellDescription(policy: ShellPolicy, support: SandboxSupport): string {
-  if (policy.mode === 'unsandboxed') return 'Unsandboxed shell (chosen in settings): the command runs as you, with every file you can read and the network';
-  if (!support.ok) return `No sandbox here (${support.reason.replace(/^no sandbox(: | on )?/, '')}): the command runs unsandboxed, as you, with every file you can read`;
+  if (policy.mode === 'unsandboxed') return `Unsandboxed shell (${policy.chosenBy ?? 'chosen'}): commands run as you, with every file you can read and the network`;
+  if (!support.ok) return `No sandbox here (${support.reason.replace(/^no sandbox(: | on )?/, '')}): commands run unsandboxed, as you, with every file you can read`;
   return `Sandboxed: the workspace and a private /tmp writable, the system read-only, credentials hidden, network ${policy.network ? 'on' : 'off'}`;
 }
