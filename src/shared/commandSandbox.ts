@@ -169,14 +169,15 @@ export async function hiddenPlaces(workspace: string, home: string | undefined, 
 /**
  * bubblewrap's arguments (after the program) for a command in `workspace`: the system read-only,
  * fresh /dev and /proc, private /tmp and /var/tmp, the workspace writable, then each hidden place
- * covered (after the workspace, so a place inside the workspace is hidden too), no capabilities,
+ * covered by an empty read-only folder or file (after the workspace, so a place inside the
+ * workspace is hidden too), no capabilities,
  * new PID, IPC and UTS namespaces (and network, unless allowed), a session of its own.
  */
 export function sandboxArguments(options: { workspace: string; network: boolean; hidden: readonly HiddenPlace[]; emptyFile: string; root: boolean }): string[] {
   const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--tmpfs', '/var/tmp', '--bind', options.workspace, options.workspace];
   for (const place of options.hidden) {
     if (within('/tmp', place.real) || within('/var/tmp', place.real) || within('/dev', place.real) || within('/proc', place.real)) continue;
-    args.push(...(place.folder ? ['--tmpfs', place.real] : ['--ro-bind', options.emptyFile, place.real]));
+    args.push(...(place.folder ? ['--tmpfs', place.real, '--remount-ro', place.real] : ['--ro-bind', options.emptyFile, place.real]));
   }
   args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try');
   if (!options.network) args.push('--unshare-net');
