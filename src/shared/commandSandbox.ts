@@ -187,16 +187,16 @@ export function sandboxArguments(options: { workspace: string; network: boolean;
   return args;
 }
 
-/** What can sandbox commands here: bubblewrap, found and able to run, or why not (one line). */
+/** What can sandbox commands here: bubblewrap, found and able to run, or why not (a few words). */
 export type SandboxSupport = { ok: true; bwrap: string } | { ok: false; reason: string };
 
 /**
  * Whether the sandbox works here: bubblewrap on the PATH (or the usual places), run once with the
  * sandbox's own options on `/` (a few milliseconds; keep the answer).
  */
-export async function detectSandbox(platform: NodeJS.Platform = process.platform, env: NodeJS.ProcessEnv = process.env): Promise<SandboxSupport> {
-  if (platform !== 'linux') return { ok: false, reason: `no sandbox on ${platform === 'darwin' ? 'macOS' : platform === 'win32' ? 'Windows' : platform} (Belay's sandbox is bubblewrap, on Linux)` };
-  const dirs = [...(env.PATH ?? '').split(':').filter((d) => d !== ''), '/usr/bin', '/bin'];
+export async function detectSandbox(platform: NodeJS.Platform = process.platform, env: NodeJS.ProcessEnv = process.env, usual: readonly string[] = ['/usr/bin', '/bin']): Promise<SandboxSupport> {
+  if (platform !== 'linux') return { ok: false, reason: `${platform === 'darwin' ? 'macOS' : platform === 'win32' ? 'Windows' : platform}: Belay's sandbox is bubblewrap, on Linux` };
+  const dirs = [...(env.PATH ?? '').split(':').filter((d) => d !== ''), ...usual];
   let bwrap: string | undefined;
   for (const dir of dirs) {
     const candidate = path.join(dir, 'bwrap');
@@ -205,7 +205,7 @@ export async function detectSandbox(platform: NodeJS.Platform = process.platform
       break;
     }
   }
-  if (!bwrap) return { ok: false, reason: 'no sandbox: bubblewrap (bwrap) is not installed' };
+  if (!bwrap) return { ok: false, reason: 'bubblewrap (bwrap) is not installed' };
   const probe = await runBounded({
     argv: [bwrap, ...sandboxArguments({ workspace: '/tmp', network: false, hidden: [], emptyFile: '/dev/null', root: process.getuid?.() === 0 }), '/bin/sh', '-c', 'exit 0'],
     cwd: '/',
@@ -215,7 +215,7 @@ export async function detectSandbox(platform: NodeJS.Platform = process.platform
   });
   if (probe.spawnError || probe.exitCode !== 0) {
     const said = probe.stderr.text('').trim().split('\n').pop() ?? '';
-    return { ok: false, reason: `no sandbox: bubblewrap cannot run here${said ? ` (${said.slice(0, 160)})` : ''}; user namespaces may be off` };
+    return { ok: false, reason: `bubblewrap cannot run here${said ? ` (${said.slice(0, 160)})` : ''}; user namespaces may be off` };
   }
   return { ok: true, bwrap };
 }
@@ -246,6 +246,6 @@ export async function prepareSandbox(bwrap: string, workspace: string, policy: S
 /** One line naming how commands run: for confirmations, terminals and the session loop. */
 export function shellDescription(policy: ShellPolicy, support: SandboxSupport): string {
   if (policy.mode === 'unsandboxed') return `Unsandboxed shell (${policy.chosenBy ?? 'chosen'}): commands run as you, with every file you can read and the network`;
-  if (!support.ok) return `No sandbox here (${support.reason.replace(/^no sandbox(: | on )?/, '')}): commands run unsandboxed, as you, with every file you can read`;
+  if (!support.ok) return `No sandbox here (${support.reason}): commands run unsandboxed, as you, with every file you can read`;
   return `Sandboxed: the workspace and a private /tmp writable, the system read-only, credentials hidden, network ${policy.network ? 'on' : 'off'}`;
 }

@@ -223,3 +223,26 @@ function readdirSafe(dir: string): string[] {
     return [];
   }
 }
+
+describe('where bubblewrap cannot make its namespaces (user namespaces off)', { skip: process.platform !== 'linux' }, () => {
+  it('says so in one line, and the command runs unsandboxed, its result line saying so', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'belay-no-userns-'));
+    try {
+      // A bubblewrap that fails as the real one does where unprivileged user namespaces are off.
+      const bin = path.join(dir, 'bin');
+      await mkdir(bin);
+      await writeFile(path.join(bin, 'bwrap'), '#!/bin/sh\necho "bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces." >&2\nexit 1\n', { mode: 0o755 });
+      const env = { PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}` };
+      const support = await detectSandbox('linux', env, []);
+      assert.equal(support.ok, false);
+      assert.match(!support.ok ? support.reason : '', /^bubblewrap cannot run here \(bwrap: No permissions to create new namespace, .*\); user namespaces may be off$/);
+      await mkdir(path.join(dir, 'ws'));
+      const report = await executeAnswer(await openWorkspace(path.join(dir, 'ws')), '[RUN_COMMAND]\necho ran\n[/RUN_COMMAND]', { env, sandbox: support });
+      assert.match(report.shell ?? '', /^No sandbox here \(bubblewrap cannot run here .*\): commands run unsandboxed, as you, with every file you can read$/);
+      assert.doesNotMatch(report.shell ?? '', /\n/);
+      assert.equal(report.results[0]!.summary, "Ran 'echo ran' (exit code 0, unsandboxed)");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
