@@ -72,6 +72,11 @@ export class CommandShell {
     return { mode: 'sandboxed', network: choice === ALLOW_NETWORK, hidden };
   }
 
+  /** Forgets this workspace's answer to the network question: the next command asks again. */
+  async forgetNetworkAnswer(): Promise<void> {
+    await this.ctx.extension.workspaceState.update(NETWORK_ANSWER_KEY, undefined);
+  }
+
   /** The one line that says how the command runs (confirmation, terminal header). */
   async describe(policy: ShellPolicy): Promise<string> {
     return sandboxCore().shellDescription(policy, policy.mode === 'sandboxed' ? await this.sandbox() : { ok: false, reason: '' });
