@@ -120,6 +120,9 @@ export function sandboxEnvironment(env: NodeJS.ProcessEnv): Record<string, strin
   return kept;
 }
 
+/** Where the executor (src/shared/executor/) is inside the sandbox, when the command runs through it. */
+export const EXECUTOR_IN_SANDBOX = '/tmp/.belay-exec';
+
 /** A place to hide, as found on this machine: its real path and whether it is a folder. */
 export interface HiddenPlace {
   real: string;
@@ -173,8 +176,11 @@ export async function hiddenPlaces(workspace: string, home: string | undefined, 
  * workspace is hidden too), no capabilities,
  * new PID, IPC and UTS namespaces (and network, unless allowed), a session of its own.
  */
-export function sandboxArguments(options: { workspace: string; network: boolean; hidden: readonly HiddenPlace[]; emptyFile: string; root: boolean }): string[] {
+export function sandboxArguments(options: { workspace: string; network: boolean; hidden: readonly HiddenPlace[]; emptyFile: string; root: boolean; executor?: string }): string[] {
   const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--tmpfs', '/var/tmp', '--bind', options.workspace, options.workspace];
+  // The executor, where the sandbox can always see it (its own folder may be hidden: code-server's
+  // extensions live under a hidden place), read-only.
+  if (options.executor) args.push('--ro-bind', options.executor, EXECUTOR_IN_SANDBOX);
   for (const place of options.hidden) {
     if (within('/tmp', place.real) || within('/var/tmp', place.real) || within('/dev', place.real) || within('/proc', place.real)) continue;
     args.push(...(place.folder ? ['--tmpfs', place.real, '--remount-ro', place.real] : ['--ro-bind', options.emptyFile, place.real]));
@@ -227,15 +233,18 @@ export interface PreparedSandbox {
   dispose(): Promise<void>;
 }
 
-/** Prepares the sandbox for one command in `workspace` (a real path). */
-export async function prepareSandbox(bwrap: string, workspace: string, policy: ShellPolicy, env: NodeJS.ProcessEnv): Promise<PreparedSandbox> {
+/**
+ * Prepares the sandbox for one command in `workspace` (a real path); with `executor` (its path on
+ * the host), the sandbox's program is that executor, at EXECUTOR_IN_SANDBOX.
+ */
+export async function prepareSandbox(bwrap: string, workspace: string, policy: ShellPolicy, env: NodeJS.ProcessEnv, executor?: string): Promise<PreparedSandbox> {
   const hidden = await hiddenPlaces(workspace, env.HOME ?? os.homedir(), [...(policy.hidden ?? []), ...(env.CUE_HOME ? [env.CUE_HOME] : [])]);
   // The file laid over hidden files: empty, read-only, in a folder of Belay's own (0700).
   const folder = await mkdtemp(path.join(os.tmpdir(), 'belay-sandbox-'));
   const emptyFile = path.join(folder, 'empty');
   await writeFile(emptyFile, '', { mode: 0o444 });
   await chmod(emptyFile, 0o444);
-  const args = sandboxArguments({ workspace, network: policy.network, hidden, emptyFile, root: process.getuid?.() === 0 });
+  const args = sandboxArguments({ workspace, network: policy.network, hidden, emptyFile, root: process.getuid?.() === 0, ...(executor ? { executor } : {}) });
   return {
     prefix: [bwrap, ...args],
     env: sandboxEnvironment(env),

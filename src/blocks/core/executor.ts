@@ -6,9 +6,11 @@
 // workspace, and nothing but a regular file (or a link, for a delete) is replaced or deleted.
 import { randomBytes } from 'node:crypto';
 import { ConfinedError, ConfinedRoot } from '../../shared/confined.ts';
-import { detectSandbox, prepareSandbox, shellDescription, type SandboxSupport, type ShellPolicy } from '../../shared/commandSandbox.ts';
+import { detectSandbox, EXECUTOR_IN_SANDBOX, prepareSandbox, shellDescription, type PreparedSandbox, type SandboxSupport, type ShellPolicy } from '../../shared/commandSandbox.ts';
+import { executorBinary } from '../../shared/executor/binary.ts';
+import { startExecutor } from '../../shared/executor/client.ts';
 import { containedArgv, detectContainment, RUN_MARK_VARIABLE, sweepMarked, type Containment } from '../../shared/containment.ts';
-import { runBounded, shellCommand } from '../../shared/process.ts';
+import { runBounded, shellCommand, type BoundedRunOptions } from '../../shared/process.ts';
 import { notRegularSummary } from './files.ts';
 import { AnswerState, planAnswer, type AnswerItem, type Plan, type StaleCheck } from './plan.ts';
 import { DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_RUN_TIMEOUT_SECONDS } from './protocol.ts';
@@ -136,10 +138,18 @@ export async function runCommand(workspace: Workspace, command: string, options:
   let argv: [string, ...string[]];
   let childEnv: NodeJS.ProcessEnv;
   let namespaced: boolean;
-  let sandbox: Awaited<ReturnType<typeof prepareSandbox>> | undefined;
+  let sandbox: PreparedSandbox | undefined;
+  // In the sandbox, its one program is the executor (src/shared/executor/), which runs the shell
+  // as one of its commands; where the executor is not built, bubblewrap runs the shell itself.
+  let executor: string | undefined;
   if (support?.ok) {
     try {
-      sandbox = await prepareSandbox(support.bwrap, workspace.realRoot, policy, env);
+      executor = executorBinary();
+    } catch {
+      executor = undefined;
+    }
+    try {
+      sandbox = await prepareSandbox(support.bwrap, workspace.realRoot, policy, env, executor);
     } catch (error) {
       return failure('spawn-failed', 'RUN_COMMAND', `Could not run '${label}': the sandbox could not be prepared: ${errorText(error)}`);
     }
@@ -155,7 +165,7 @@ export async function runCommand(workspace: Workspace, command: string, options:
   let stdout = '';
   let stderr = '';
   let total = 0;
-  const run = await runBounded({
+  const bounded: BoundedRunOptions = {
     argv,
     windowsVerbatimArguments: shell.windowsVerbatimArguments,
     cwd: workspace.realRoot,
@@ -171,7 +181,8 @@ export async function runCommand(workspace: Workspace, command: string, options:
       if (stderr.length <= limit) stderr += chunk.slice(0, limit + 1 - stderr.length);
     },
     ...(options.signal ? { signal: options.signal } : {}),
-  });
+  };
+  const run = sandbox && executor ? await runThroughExecutor(sandbox, shell.argv, bounded) : await runBounded(bounded);
   await sweepMarked(mark, { quietRounds: namespaced ? 1 : 3 });
   await sandbox?.dispose();
   // Named in the result line wherever it shows (the terminal, the session loop, the next outbox).
@@ -188,6 +199,59 @@ export async function runCommand(workspace: Workspace, command: string, options:
   if (run.exitCode === null) return failure('killed', 'RUN_COMMAND', `Ran '${label}' (killed by ${run.signal ?? 'a signal'}${how})`, withOutput);
   const summary = `Ran '${label}' (exit code ${run.exitCode}${how})`;
   return run.exitCode === 0 ? { result: ok('RUN_COMMAND', summary, withOutput) } : failure('exit-code', 'RUN_COMMAND', summary, withOutput);
+}
+
+/** How a command ended, as runCommand reads it (the fields of runBounded's result it uses). */
+interface CommandEnd {
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  spawnError?: Error;
+  timedOut: boolean;
+  aborted: boolean;
+}
+
+/**
+ * Runs the shell as the one command of an executor started in the sandbox (bubblewrap's program):
+ * the executor keeps the command in its own process group, kills its whole tree when it ends, at
+ * the timeout (enforced inside too, a little later, should Belay's side stall) or when stopped,
+ * and ends with its channel. Output flows with the executor's windows, kept as `options` says.
+ */
+async function runThroughExecutor(sandbox: PreparedSandbox, shellArgv: readonly [string, ...string[]], options: BoundedRunOptions): Promise<CommandEnd> {
+  if (options.signal?.aborted) return { exitCode: null, signal: null, timedOut: false, aborted: true };
+  let executor;
+  try {
+    executor = await startExecutor({ argv: [...sandbox.prefix, EXECUTOR_IN_SANDBOX], cwd: options.cwd, env: sandbox.env });
+  } catch (error) {
+    return { exitCode: null, signal: null, spawnError: error as Error, timedOut: false, aborted: false };
+  }
+  let timedOut = false;
+  let aborted = false;
+  try {
+    const child = executor.spawn({
+      argv: shellArgv,
+      cwd: options.cwd,
+      env: Object.fromEntries(Object.entries(options.env ?? {}).filter((entry): entry is [string, string] => entry[1] !== undefined)),
+      stdin: 'ignore',
+      timeoutMs: options.timeoutMs + 5000,
+      ...(options.onStdout ? { onStdout: options.onStdout } : {}),
+      ...(options.onStderr ? { onStderr: options.onStderr } : {}),
+    });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill();
+    }, options.timeoutMs);
+    const onAbort = () => {
+      aborted = true;
+      child.kill();
+    };
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    const end = await child.ended;
+    clearTimeout(timer);
+    options.signal?.removeEventListener('abort', onAbort);
+    return { ...end, timedOut, aborted: aborted && !timedOut };
+  } finally {
+    await executor.close();
+  }
 }
 
 function formatSeconds(ms: number): string {

@@ -14,7 +14,8 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { executeAnswer } from '../../../src/blocks/core/executor.ts';
 import { openWorkspace, type Workspace } from '../../../src/blocks/core/sandbox.ts';
-import { detectSandbox, type ShellPolicy } from '../../../src/shared/commandSandbox.ts';
+import { detectSandbox, EXECUTOR_IN_SANDBOX, type ShellPolicy } from '../../../src/shared/commandSandbox.ts';
+import { executorBinary } from '../../../src/shared/executor/binary.ts';
 import { markLine, processesMarked, repoRoot } from '../../support/blocks/helpers.ts';
 
 const support = process.platform === 'linux' ? await detectSandbox() : { ok: false as const, reason: 'not Linux' };
@@ -194,6 +195,15 @@ describe('hostile answers: RUN_COMMAND in the sandbox', { skip }, () => {
     assert.ok(!readdirSafe(os.tmpdir()).includes(path.basename(folder!)), `${folder} is left`);
   });
 
+  it('runs through the executor (bubblewrap\'s one program) when it is built', { skip: executorBuilt() ? false : 'belay-exec is not built (node scripts/build.ts)' }, async () => {
+    const { output, result } = await run('tr "\\0" " " < /proc/$PPID/cmdline; echo; ls /proc | grep -c "^[0-9]"');
+    assert.equal(result.success, true, result.summary);
+    const [parent, count] = output.split('\n');
+    assert.equal(parent!.trim(), EXECUTOR_IN_SANDBOX, 'the shell\'s parent is the executor\'s shepherd');
+    // bubblewrap's init, the executor, its shepherd, the shell, ls and grep: a PID namespace of its own.
+    assert.ok(Number(count) <= 8, `${count} processes seen`);
+  });
+
   it('builds still work: cc, npm, git, node_modules and caches readable, /tmp written then read', { timeout: 60_000 }, async (t) => {
     if (has('git')) spawnSync('git', ['init', '-q', ws]);
     await writeFile(path.join(ws, 'hello.c'), '#include <stdio.h>\nint main(void) { printf("compiled\\n"); return 0; }\n');
@@ -215,6 +225,15 @@ describe('hostile answers: RUN_COMMAND in the sandbox', { skip }, () => {
     await rm(path.join(ws, '.git'), { recursive: true, force: true });
   });
 });
+
+function executorBuilt(): boolean {
+  try {
+    executorBinary();
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 function readdirSafe(dir: string): string[] {
   try {

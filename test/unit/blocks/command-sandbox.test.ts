@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdir, realpath, symlink, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { detectSandbox, hiddenPlaces, sandboxArguments, sandboxEnvironment, shellDescription } from '../../../src/shared/commandSandbox.ts';
+import { detectSandbox, EXECUTOR_IN_SANDBOX, hiddenPlaces, sandboxArguments, sandboxEnvironment, shellDescription } from '../../../src/shared/commandSandbox.ts';
 import { tempDir } from '../../support/temp.ts';
 
 describe('sandboxArguments', () => {
@@ -34,6 +34,14 @@ describe('sandboxArguments', () => {
     }
     assert.ok(args.indexOf('--tmpfs') < args.indexOf('--bind'), 'a workspace under /tmp is bound after the private /tmp');
     assert.deepEqual(args.slice(-4), ['--new-session', '--chdir', '/home/me/ws', '--']);
+  });
+
+  it('binds the executor read-only where the sandbox always sees it, when there is one', () => {
+    assert.ok(!args.includes(EXECUTOR_IN_SANDBOX));
+    const withExecutor = sandboxArguments({ workspace: '/w', network: false, hidden: [], emptyFile: '/e', root: false, executor: '/opt/belay/dist/native/linux-x64/belay-exec' });
+    const at = withExecutor.indexOf(EXECUTOR_IN_SANDBOX);
+    assert.deepEqual(withExecutor.slice(at - 2, at + 1), ['--ro-bind', '/opt/belay/dist/native/linux-x64/belay-exec', EXECUTOR_IN_SANDBOX]);
+    assert.ok(at > withExecutor.indexOf('/tmp'), 'bound after the private /tmp it lives in');
   });
 
   it('unshares the network only when it is off, and drops capabilities as root', () => {
