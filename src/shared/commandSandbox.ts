@@ -86,14 +86,12 @@ export const HIDDEN_SYSTEM: readonly string[] = [
   '/etc/gshadow-',
   '/etc/sudoers',
   '/etc/sudoers.d',
-  '/run/user',
-  '/run/docker.sock',
-  '/run/podman',
-  '/run/containerd',
-  '/run/containers',
-  '/run/dbus',
-  '/run/secrets',
-  '/var/run/docker.sock',
+  // Other programs' sockets (the session bus, systemd's, engines', agents'): a socket on a
+  // read-only mount still takes connections, and some of them obey whoever connects as this user.
+  // The network off does not stop them; only hiding does. What the resolver reads there is bound
+  // back (resolvConfPlaces).
+  '/run',
+  '/var/run',
 ];
 
 /**
@@ -176,8 +174,12 @@ export async function hiddenPlaces(workspace: string, home: string | undefined, 
  * workspace is hidden too), no capabilities,
  * new PID, IPC and UTS namespaces (and network, unless allowed), a session of its own.
  */
-export function sandboxArguments(options: { workspace: string; network: boolean; hidden: readonly HiddenPlace[]; emptyFile: string; root: boolean; executor?: string }): string[] {
-  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--tmpfs', '/var/tmp', '--bind', options.workspace, options.workspace];
+export function sandboxArguments(options: { workspace: string; network: boolean; hidden: readonly HiddenPlace[]; emptyFile: string; root: boolean; executor?: string; boundBack?: readonly string[] }): string[] {
+  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
+  // The kernel's settings stay read-only, whoever the command runs as (as root without
+  // capabilities, /proc/sys still takes writes by file mode).
+  args.push('--ro-bind-try', '/proc/sys', '/proc/sys', '--ro-bind-try', '/proc/sysrq-trigger', '/proc/sysrq-trigger');
+  args.push('--tmpfs', '/tmp', '--tmpfs', '/var/tmp', '--bind', options.workspace, options.workspace);
   // The executor, where the sandbox can always see it (its own folder may be hidden: code-server's
   // extensions live under a hidden place), read-only.
   if (options.executor) args.push('--ro-bind', options.executor, EXECUTOR_IN_SANDBOX);
@@ -185,6 +187,8 @@ export function sandboxArguments(options: { workspace: string; network: boolean;
     if (within('/tmp', place.real) || within('/var/tmp', place.real) || within('/dev', place.real) || within('/proc', place.real)) continue;
     args.push(...(place.folder ? ['--tmpfs', place.real, '--remount-ro', place.real] : ['--ro-bind', options.emptyFile, place.real]));
   }
+  // Bound back inside a hidden place: what the resolver needs (resolv.conf's target under /run).
+  for (const back of options.boundBack ?? []) args.push('--ro-bind-try', back, back);
   args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try');
   if (!options.network) args.push('--unshare-net');
   // As root, bubblewrap keeps capabilities unless told; without root it keeps none.
@@ -226,6 +230,16 @@ export async function detectSandbox(platform: NodeJS.Platform = process.platform
   return { ok: true, bwrap };
 }
 
+/**
+ * What name resolution reads that lies in a hidden place (/etc/resolv.conf is often a link into
+ * /run: systemd-resolved, NetworkManager, resolvconf): bound back read-only when the network is on.
+ */
+async function resolvConfPlaces(hidden: readonly HiddenPlace[]): Promise<string[]> {
+  const real = await realpath('/etc/resolv.conf').catch(() => undefined);
+  if (!real || real === '/etc/resolv.conf' || !hidden.some((p) => p.folder && within(p.real, real))) return [];
+  return [real];
+}
+
 /** A sandbox for one command: its argument vector prefix and environment; `dispose` removes its empty file. */
 export interface PreparedSandbox {
   prefix: [string, ...string[]];
@@ -244,7 +258,8 @@ export async function prepareSandbox(bwrap: string, workspace: string, policy: S
   const emptyFile = path.join(folder, 'empty');
   await writeFile(emptyFile, '', { mode: 0o444 });
   await chmod(emptyFile, 0o444);
-  const args = sandboxArguments({ workspace, network: policy.network, hidden, emptyFile, root: process.getuid?.() === 0, ...(executor ? { executor } : {}) });
+  const boundBack = policy.network ? await resolvConfPlaces(hidden) : [];
+  const args = sandboxArguments({ workspace, network: policy.network, hidden, emptyFile, root: process.getuid?.() === 0, boundBack, ...(executor ? { executor } : {}) });
   return {
     prefix: [bwrap, ...args],
     env: sandboxEnvironment(env),

@@ -168,6 +168,37 @@ describe('hostile answers: RUN_COMMAND in the sandbox', { skip }, () => {
     }
   });
 
+  it('reaches no Unix socket of another program (under /run), whatever the network; unsandboxed it does', { skip: runWritable() ? false : '/run is not writable here' }, async () => {
+    const socket = `/run/belay-sandbox-test-${process.pid}.sock`;
+    let connections = 0;
+    const server: Server = createServer((s) => {
+      connections++;
+      s.on('error', () => {});
+      s.end();
+    });
+    await new Promise<void>((resolve) => server.listen(socket, resolve));
+    const probe = `"${process.execPath}" -e "require('net').connect('${socket}').on('connect', () => { console.log('CONNECTED'); process.exit(0); }).on('error', (e) => { console.log('NO ' + e.code); process.exit(1); })"`;
+    try {
+      for (const network of [false, true]) {
+        const { output } = await run(probe, { mode: 'sandboxed', network });
+        assert.match(output, /^NO /, `network ${network ? 'on' : 'off'}: ${output}`);
+      }
+      assert.equal(connections, 0);
+      assert.equal((await run(probe, UNSANDBOXED)).output, 'CONNECTED', 'unsandboxed, the socket takes connections: the test can fail');
+      assert.equal(connections, 1);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('cannot change the kernel\'s settings (/proc/sys), even as root', async () => {
+    const before = readFileSync('/proc/sys/kernel/printk_ratelimit_burst', 'utf8');
+    // Written back with the value it has: nothing changes even where a write got through.
+    const { output } = await run(`(echo ${before.trim()} > /proc/sys/kernel/printk_ratelimit_burst) 2>&1; echo end`);
+    assert.match(output, /Read-only file system|Permission denied/);
+    assert.equal(readFileSync('/proc/sys/kernel/printk_ratelimit_burst', 'utf8'), before);
+  });
+
   it('gets none of Belay\'s environment but the allowlist', async () => {
     const { output } = await run('env; cat /proc/*/environ 2>/dev/null | tr "\\0" "\\n"; echo "sock=$SSH_AUTH_SOCK"');
     assert.ok(!output.includes(secret), output);
@@ -225,6 +256,15 @@ describe('hostile answers: RUN_COMMAND in the sandbox', { skip }, () => {
     await rm(path.join(ws, '.git'), { recursive: true, force: true });
   });
 });
+
+function runWritable(): boolean {
+  try {
+    accessSync('/run', constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 function executorBuilt(): boolean {
   try {

@@ -44,6 +44,15 @@ describe('sandboxArguments', () => {
     assert.ok(at > withExecutor.indexOf('/tmp'), 'bound after the private /tmp it lives in');
   });
 
+  it('keeps the kernel\'s settings read-only, and binds back what the resolver reads last', () => {
+    assert.ok(args.some((a, i) => a === '--ro-bind-try' && args[i + 1] === '/proc/sys' && args[i + 2] === '/proc/sys'));
+    assert.ok(args.indexOf('/proc/sys') > args.indexOf('--proc'), 'over the fresh /proc');
+    const online = sandboxArguments({ workspace: '/w', network: true, hidden: [{ real: '/run', folder: true }], emptyFile: '/e', root: false, boundBack: ['/run/systemd/resolve/stub-resolv.conf'] });
+    const back = online.lastIndexOf('/run/systemd/resolve/stub-resolv.conf');
+    assert.deepEqual(online.slice(back - 2, back + 1), ['--ro-bind-try', '/run/systemd/resolve/stub-resolv.conf', '/run/systemd/resolve/stub-resolv.conf']);
+    assert.ok(back > online.indexOf('/run'), 'after /run is hidden');
+  });
+
   it('unshares the network only when it is off, and drops capabilities as root', () => {
     for (const ns of ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--die-with-parent']) assert.ok(args.includes(ns), ns);
     assert.ok(args.includes('--unshare-net'));
