@@ -235,7 +235,9 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
     const failed = results.filter((r) => !r.success).length;
     const how = outcome.report?.shell ? `\nRUN_COMMAND: ${outcome.report.shell}` : '';
     this.ctx.log.info(`session ${outcome.state.sessionId}: ${outcome.kind}${how}\n${results.map((r) => formatResult(r)).join('\n')}`);
-    const summary = outcome.kind === 'duplicate' ? 'This answer was applied before; nothing was applied again.' : `${results.length - failed} OK, ${failed} failed.`;
+    // Commands that ran outside the sandbox say so where the person looks.
+    const unsandboxed = outcome.report?.shell && !outcome.report.shell.startsWith('Sandboxed') ? ` ${outcome.report.shell}.` : '';
+    const summary = outcome.kind === 'duplicate' ? 'This answer was applied before; nothing was applied again.' : `${results.length - failed} OK, ${failed} failed.${unsandboxed}`;
     if (outcome.outboxPath) await this.hand(outcome.outboxPath, summary);
     else void vscode.window.showInformationMessage(`Session ${outcome.state.sessionId} is complete. ${summary}`);
   }
