@@ -259,16 +259,17 @@ export class BlockApplier implements vscode.Disposable {
     this.ctx.trust.assert('runCommands');
     const command = view.parsed.commands[index] as TextCommand;
     const seconds = this.timeoutSeconds(view.workspace.root);
-    const shell = await this.shell.policy(true);
-    if (!shell) return undefined;
-    const how = await this.shell.describe(shell);
+    // The confirmation first; the network question (once per workspace) only when the person runs.
+    const pending = await this.shell.networkPending();
     const choice = await this.shell.questions.ask(
       'Run this command from the LLM answer?',
-      { modal: true, detail: `${command.body.text}\n\nin ${view.workspace.root}, stopped after ${seconds} s\n${how}` },
+      { modal: true, detail: `${command.body.text}\n\nin ${view.workspace.root}, stopped after ${seconds} s\n${await this.shell.describe((await this.shell.policy(false))!, pending)}` },
       'Run',
     );
     if (choice !== 'Run') return undefined;
-    return this.runConfirmed(view, index, command, newBatch(), shell, how);
+    const shell = await this.shell.policy(true);
+    if (!shell) return undefined;
+    return this.runConfirmed(view, index, command, newBatch(), shell, await this.shell.describe(shell));
   }
 
   private async runConfirmed(view: AnswerView, index: number, command: TextCommand, batch: string, shell: ShellPolicy, how: string): Promise<BlockOutcome> {
@@ -332,13 +333,10 @@ export class BlockApplier implements vscode.Disposable {
       return [];
     }
     const runs = toApply.filter((b) => b.command.type === 'RUN_COMMAND');
-    // Asked before the commands' confirmation (once per workspace); confirmed callers never get asked.
-    const shell = runs.length > 0 && !filesOnly ? await this.shell.policy(!options.confirmed) : undefined;
-    if (runs.length > 0 && !filesOnly && !shell) return undefined;
-    const how = shell ? await this.shell.describe(shell) : '';
     if (runs.length > 0 && !options.confirmed && !filesOnly) {
       const list = runs.map((r) => `$ ${(r.command as TextCommand).body.text}`).join('\n');
       const files = toApply.length - runs.length;
+      const how = await this.shell.describe((await this.shell.policy(false))!, await this.shell.networkPending());
       const choice = await this.shell.questions.ask(
         `Apply ${plural(toApply.length, 'block')}, running ${plural(runs.length, 'command')}?`,
         { modal: true, detail: `${list}\n\nin ${view.workspace.root}\n${how}${skipped.length ? `\n\nNot applied (cannot succeed):\n${skipped.join('\n')}` : ''}` },
@@ -348,6 +346,11 @@ export class BlockApplier implements vscode.Disposable {
       if (choice === undefined) return undefined;
       if (choice !== 'Apply and Run') filesOnly = true;
     }
+    // How the commands run, the network asked now (once per workspace) when they will run;
+    // confirmed callers (tests) are never asked.
+    const shell = runs.length > 0 && !filesOnly ? await this.shell.policy(!options.confirmed) : undefined;
+    if (runs.length > 0 && !filesOnly && !shell) return undefined;
+    const how = shell ? await this.shell.describe(shell) : '';
     const stale = toApply.filter((b) => b.staleSince !== undefined).map(staleReason);
     if (stale.length > 0 && !options.confirmed) {
       const choice = await vscode.window.showWarningMessage('Some files changed since the LLM saw them. Apply anyway?', { modal: true, detail: stale.join('\n') }, 'Apply');

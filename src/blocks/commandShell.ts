@@ -77,8 +77,19 @@ export class CommandShell {
     await this.ctx.extension.workspaceState.update(NETWORK_ANSWER_KEY, undefined);
   }
 
-  /** The one line that says how the command runs (confirmation, terminal header). */
-  async describe(policy: ShellPolicy): Promise<string> {
-    return sandboxCore().shellDescription(policy, policy.mode === 'sandboxed' ? await this.sandbox() : { ok: false, reason: '' });
+  /**
+   * Whether the next `policy(true)` would ask the network question: the confirmation then says
+   * the network is asked next (the question comes only once the person chose to run).
+   */
+  async networkPending(): Promise<boolean> {
+    if (this.ctx.config.get('blocks.commandSandbox') === 'unsandboxed' || this.ctx.config.get('blocks.commandNetwork') !== 'ask') return false;
+    if (typeof this.ctx.extension.workspaceState.get<unknown>(NETWORK_ANSWER_KEY) === 'boolean') return false;
+    return (await this.sandbox()).ok;
+  }
+
+  /** The one line that says how the command runs (confirmation, terminal header); `pending`: the network is asked next. */
+  async describe(policy: ShellPolicy, pending = false): Promise<string> {
+    const line = sandboxCore().shellDescription(policy, policy.mode === 'sandboxed' ? await this.sandbox() : { ok: false, reason: '' });
+    return pending ? line.replace(/network (on|off)$/, 'the network asked next') : line;
   }
 }

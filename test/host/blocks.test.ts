@@ -527,19 +527,22 @@ suite('Belay RUN_COMMAND: sandbox, network question, unsandboxed shell', () => {
     await vscode.window.showTextDocument(answer);
     try {
       await waitForLens(answer.uri, /Run/);
-      // Dismissing the network question runs nothing and keeps no answer.
+      // The confirmation first, saying the network is asked next; dismissing that question runs nothing and keeps no answer.
       answers.clear();
+      answers.set('Run this command', 'Run');
       assert.equal(await runBlock('belay.blocks.run', answer), undefined);
-      assert.deepEqual(asked.map((a) => a.message), ['May the LLM\'s commands in this workspace reach the network?']);
-      assert.deepEqual(asked[0]!.items, ['Allow Network', 'No Network']);
+      const question = 'May the LLM\'s commands in this workspace reach the network?';
+      assert.deepEqual(asked.map((a) => a.message), ['Run this command from the LLM answer?', question]);
+      assert.match(asked[0]!.detail, /\nSandboxed: the workspace and a private \/tmp writable, the system read-only, credentials hidden, the network asked next$/);
+      assert.deepEqual(asked[1]!.items, ['Allow Network', 'No Network']);
+      assert.equal(await stat(out).then(() => true, () => false), false, 'nothing ran');
 
       asked.length = 0;
-      answers.set('May the LLM', 'No Network').set('Run this command', 'Run');
+      answers.set('May the LLM', 'No Network');
       const first = await runBlock('belay.blocks.run', answer);
       assert.equal(first?.status, 'applied', first?.summary);
-      assert.deepEqual(asked.map((a) => a.message), ['May the LLM\'s commands in this workspace reach the network?', 'Run this command from the LLM answer?']);
+      assert.deepEqual(asked.map((a) => a.message), ['Run this command from the LLM answer?', question]);
       const sandboxed = /\nSandboxed: the workspace and a private \/tmp writable, the system read-only, credentials hidden, network off$/;
-      assert.match(asked[1]!.detail, sandboxed);
       assert.match(written.at(-1)!, /^# Sandboxed: .*network off\r\n\$ mkdir -p shell-check/);
       assert.equal(await readFile(path.join(out, 'interfaces.txt'), 'utf8'), '1\n', 'only its own loopback: the network is off');
       assert.equal(await stat(escape).then(() => true, () => false), false, 'nothing written outside the workspace');
