@@ -174,12 +174,23 @@ export async function hiddenPlaces(workspace: string, home: string | undefined, 
  * workspace is hidden too), no capabilities,
  * new PID, IPC and UTS namespaces (and network, unless allowed), a session of its own.
  */
-export function sandboxArguments(options: { workspace: string; network: boolean; hidden: readonly HiddenPlace[]; emptyFile: string; root: boolean; executor?: string; boundBack?: readonly string[] }): string[] {
+export function sandboxArguments(options: {
+  workspace: string;
+  network: boolean;
+  hidden: readonly HiddenPlace[];
+  emptyFile: string;
+  root: boolean;
+  executor?: string;
+  boundBack?: readonly string[];
+  /** The private /tmp's and /var/tmp's size in bytes (bubblewrap 0.7 and later): their files are memory. */
+  tmpBytes?: number;
+}): string[] {
   const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
   // The kernel's settings stay read-only, whoever the command runs as (as root without
   // capabilities, /proc/sys still takes writes by file mode).
   args.push('--ro-bind-try', '/proc/sys', '/proc/sys', '--ro-bind-try', '/proc/sysrq-trigger', '/proc/sysrq-trigger');
-  args.push('--tmpfs', '/tmp', '--tmpfs', '/var/tmp', '--bind', options.workspace, options.workspace);
+  const size = options.tmpBytes ? ['--size', String(options.tmpBytes)] : [];
+  args.push(...size, '--tmpfs', '/tmp', ...size, '--tmpfs', '/var/tmp', '--bind', options.workspace, options.workspace);
   // The executor, where the sandbox can always see it (its own folder may be hidden: code-server's
   // extensions live under a hidden place), read-only.
   if (options.executor) args.push('--ro-bind', options.executor, EXECUTOR_IN_SANDBOX);
@@ -198,7 +209,13 @@ export function sandboxArguments(options: { workspace: string; network: boolean;
 }
 
 /** What can sandbox commands here: bubblewrap, found and able to run, or why not (a few words). */
-export type SandboxSupport = { ok: true; bwrap: string } | { ok: false; reason: string };
+export type SandboxSupport = { ok: true; bwrap: string; /** It takes `--size` for a tmpfs (0.7 and later). */ sizes?: boolean } | { ok: false; reason: string };
+
+/** The private temp folders' size: a quarter of the memory, at most 4 GiB (their files are memory), in whole MiB. */
+export function tmpBytes(totalMemory: number = os.totalmem()): number {
+  const mib = 1024 ** 2;
+  return Math.min(4 * 1024 ** 3, Math.floor(totalMemory / 4 / mib) * mib);
+}
 
 /**
  * Whether the sandbox works here: bubblewrap on the PATH (or the usual places), run once with the
@@ -227,7 +244,9 @@ export async function detectSandbox(platform: NodeJS.Platform = process.platform
     const said = probe.stderr.text('').trim().split('\n').pop() ?? '';
     return { ok: false, reason: `bubblewrap cannot run here${said ? ` (${said.slice(0, 160)})` : ''}; user namespaces may be off` };
   }
-  return { ok: true, bwrap };
+  const help = await runBounded({ argv: [bwrap, '--help'], cwd: '/', env: { PATH: env.PATH ?? '/usr/bin:/bin' }, timeoutMs: 10_000, maxOutputChars: 20_000 });
+  const sizes = /--size\b/.test(help.stdout.text('') + help.stderr.text(''));
+  return { ok: true, bwrap, sizes };
 }
 
 /**
@@ -251,7 +270,7 @@ export interface PreparedSandbox {
  * Prepares the sandbox for one command in `workspace` (a real path); with `executor` (its path on
  * the host), the sandbox's program is that executor, at EXECUTOR_IN_SANDBOX.
  */
-export async function prepareSandbox(bwrap: string, workspace: string, policy: ShellPolicy, env: NodeJS.ProcessEnv, executor?: string): Promise<PreparedSandbox> {
+export async function prepareSandbox(support: Extract<SandboxSupport, { ok: true }>, workspace: string, policy: ShellPolicy, env: NodeJS.ProcessEnv, executor?: string): Promise<PreparedSandbox> {
   const hidden = await hiddenPlaces(workspace, env.HOME ?? os.homedir(), [...(policy.hidden ?? []), ...(env.CUE_HOME ? [env.CUE_HOME] : [])]);
   // The file laid over hidden files: empty, read-only, in a folder of Belay's own (0700).
   const folder = await mkdtemp(path.join(os.tmpdir(), 'belay-sandbox-'));
@@ -259,9 +278,9 @@ export async function prepareSandbox(bwrap: string, workspace: string, policy: S
   await writeFile(emptyFile, '', { mode: 0o444 });
   await chmod(emptyFile, 0o444);
   const boundBack = policy.network ? await resolvConfPlaces(hidden) : [];
-  const args = sandboxArguments({ workspace, network: policy.network, hidden, emptyFile, root: process.getuid?.() === 0, boundBack, ...(executor ? { executor } : {}) });
+  const args = sandboxArguments({ workspace, network: policy.network, hidden, emptyFile, root: process.getuid?.() === 0, boundBack, ...(executor ? { executor } : {}), ...(support.sizes ? { tmpBytes: tmpBytes() } : {}) });
   return {
-    prefix: [bwrap, ...args],
+    prefix: [support.bwrap, ...args],
     env: sandboxEnvironment(env),
     dispose: () => rm(folder, { recursive: true, force: true }),
   };

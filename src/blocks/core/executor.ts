@@ -149,7 +149,7 @@ export async function runCommand(workspace: Workspace, command: string, options:
       executor = undefined;
     }
     try {
-      sandbox = await prepareSandbox(support.bwrap, workspace.realRoot, policy, env, executor);
+      sandbox = await prepareSandbox(support, workspace.realRoot, policy, env, executor);
     } catch (error) {
       return failure('spawn-failed', 'RUN_COMMAND', `Could not run '${label}': the sandbox could not be prepared: ${errorText(error)}`);
     }
@@ -182,9 +182,14 @@ export async function runCommand(workspace: Workspace, command: string, options:
     },
     ...(options.signal ? { signal: options.signal } : {}),
   };
-  const run = sandbox && executor ? await runThroughExecutor(sandbox, shell.argv, bounded) : await runBounded(bounded);
-  await sweepMarked(mark, { quietRounds: namespaced ? 1 : 3 });
-  await sandbox?.dispose();
+  let run: CommandEnd;
+  try {
+    run = sandbox && executor ? await runThroughExecutor(sandbox, shell.argv, bounded) : await runBounded(bounded);
+    await sweepMarked(mark, { quietRounds: namespaced ? 1 : 3 });
+  } finally {
+    // The sandbox's empty file and its folder go, whatever happened.
+    await sandbox?.dispose();
+  }
   // Named in the result line wherever it shows (the terminal, the session loop, the next outbox).
   const how = sandbox ? '' : ', unsandboxed';
   let output = stdout + stderr;

@@ -14,7 +14,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { executeAnswer } from '../../../src/blocks/core/executor.ts';
 import { openWorkspace, type Workspace } from '../../../src/blocks/core/sandbox.ts';
-import { detectSandbox, EXECUTOR_IN_SANDBOX, type ShellPolicy } from '../../../src/shared/commandSandbox.ts';
+import { detectSandbox, EXECUTOR_IN_SANDBOX, tmpBytes, type ShellPolicy } from '../../../src/shared/commandSandbox.ts';
 import { executorBinary } from '../../../src/shared/executor/binary.ts';
 import { markLine, processesMarked, repoRoot } from '../../support/blocks/helpers.ts';
 
@@ -213,6 +213,11 @@ describe('hostile answers: RUN_COMMAND in the sandbox', { skip }, () => {
     const { result } = await run(`${markLine(mark)}\nsetsid -f sleep 300\n(setsid sh -c "sleep 300 &" &)\nnohup sleep 300 >/dev/null 2>&1 &\necho started`);
     assert.equal(result.success, true, result.summary);
     assert.deepEqual(await processesMarked(mark), []);
+  });
+
+  it('its /tmp cannot take more than its size (its files are memory)', { skip: support.ok && support.sizes ? false : 'this bubblewrap takes no tmpfs size' }, async () => {
+    const { output } = await run('df -B1 --output=size /tmp /var/tmp | tail -2');
+    assert.deepEqual(output.split('\n').map((l) => Number(l.trim())), [tmpBytes(), tmpBytes()]);
   });
 
   it('leaves nothing behind: its empty file\'s folder is removed, its /tmp is its own', async () => {

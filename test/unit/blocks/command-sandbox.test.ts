@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdir, realpath, symlink, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { detectSandbox, EXECUTOR_IN_SANDBOX, hiddenPlaces, sandboxArguments, sandboxEnvironment, shellDescription } from '../../../src/shared/commandSandbox.ts';
+import { detectSandbox, EXECUTOR_IN_SANDBOX, hiddenPlaces, sandboxArguments, sandboxEnvironment, shellDescription, tmpBytes } from '../../../src/shared/commandSandbox.ts';
 import { tempDir } from '../../support/temp.ts';
 
 describe('sandboxArguments', () => {
@@ -42,6 +42,18 @@ describe('sandboxArguments', () => {
     const at = withExecutor.indexOf(EXECUTOR_IN_SANDBOX);
     assert.deepEqual(withExecutor.slice(at - 2, at + 1), ['--ro-bind', '/opt/belay/dist/native/linux-x64/belay-exec', EXECUTOR_IN_SANDBOX]);
     assert.ok(at > withExecutor.indexOf('/tmp'), 'bound after the private /tmp it lives in');
+  });
+
+  it('bounds the private temp folders (their files are memory) where bubblewrap takes a size', () => {
+    assert.ok(!args.includes('--size'));
+    const sized = sandboxArguments({ workspace: '/w', network: false, hidden: [], emptyFile: '/e', root: false, tmpBytes: 1234 });
+    const tmp = sized.indexOf('/tmp');
+    assert.deepEqual(sized.slice(tmp - 3, tmp + 1), ['--size', '1234', '--tmpfs', '/tmp']);
+    const varTmp = sized.indexOf('/var/tmp');
+    assert.deepEqual(sized.slice(varTmp - 3, varTmp + 1), ['--size', '1234', '--tmpfs', '/var/tmp']);
+    assert.equal(tmpBytes(8 * 1024 ** 3), 2 * 1024 ** 3);
+    assert.equal(tmpBytes(64 * 1024 ** 3), 4 * 1024 ** 3);
+    assert.equal(tmpBytes(7 * 1024 ** 3 + 12345) % (1024 * 1024), 0, 'whole MiB: the tmpfs holds exactly that');
   });
 
   it('keeps the kernel\'s settings read-only, and binds back what the resolver reads last', () => {
