@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { ConfinedError, ConfinedRoot } from '../../shared/confined.ts';
 import { detectSandbox, EXECUTOR_IN_SANDBOX, prepareSandbox, shellDescription, type PreparedSandbox, type SandboxSupport, type ShellPolicy } from '../../shared/commandSandbox.ts';
 import { executorBinary } from '../../shared/executor/binary.ts';
-import { startExecutor } from '../../shared/executor/client.ts';
+import { startExecutor, type ChannelExecutor } from '../../shared/executor/client.ts';
 import { containedArgv, detectContainment, RUN_MARK_VARIABLE, sweepMarked, type Containment } from '../../shared/containment.ts';
 import { runBounded, shellCommand, type BoundedRunOptions } from '../../shared/process.ts';
 import { notRegularSummary } from './files.ts';
@@ -45,6 +45,60 @@ export interface ApplyOptions {
   shell?: ShellPolicy;
   /** Whether the sandbox works here; detected when absent (executeAnswer detects it once per answer). */
   sandbox?: SandboxSupport | Promise<SandboxSupport>;
+  /**
+   * One sandbox and executor shared by several commands (executeAnswer: one per answer, as the
+   * issue's one executor per session and phase); without it, each command starts its own.
+   */
+  sharedSandbox?: SharedSandbox;
+}
+
+/** A sandbox with its executor running, for the commands of one answer. */
+interface RunningSandbox {
+  sandbox: PreparedSandbox;
+  executor: ChannelExecutor;
+  /** Its channel has ended (the executor exited or was killed from inside). */
+  ended: boolean;
+}
+
+/**
+ * The sandbox of an answer's commands: started with the first, reused by the next ones (their
+ * /tmp is the answer's own), started again should a command have ended its executor, closed with
+ * the answer (every process in it killed, its empty file removed).
+ */
+export class SharedSandbox {
+  private running: Promise<RunningSandbox> | undefined;
+  private readonly start: () => Promise<RunningSandbox>;
+
+  constructor(support: Extract<SandboxSupport, { ok: true }>, workspace: string, policy: ShellPolicy, env: NodeJS.ProcessEnv, executor: string) {
+    this.start = async () => {
+      const sandbox = await prepareSandbox(support, workspace, policy, env, executor);
+      try {
+        const running: RunningSandbox = { sandbox, executor: await startExecutor({ argv: [...sandbox.prefix, EXECUTOR_IN_SANDBOX], cwd: workspace, env: sandbox.env }), ended: false };
+        void running.executor.closed.then(() => (running.ended = true));
+        return running;
+      } catch (error) {
+        await sandbox.dispose();
+        throw error;
+      }
+    };
+  }
+
+  /** The running executor; a new one when the last ended (a command may kill it: it runs inside). */
+  async get(): Promise<RunningSandbox> {
+    const current = await this.running?.catch(() => undefined);
+    if (current && !current.ended) return current;
+    if (current) await current.sandbox.dispose();
+    this.running = this.start();
+    return this.running;
+  }
+
+  async close(): Promise<void> {
+    const current = await this.running?.catch(() => undefined);
+    this.running = undefined;
+    if (!current) return;
+    await current.executor.close();
+    await current.sandbox.dispose();
+  }
 }
 
 /** The shell RUN_COMMAND gets when nobody said: sandboxed, no network. */
@@ -142,12 +196,19 @@ export async function runCommand(workspace: Workspace, command: string, options:
   // In the sandbox, its one program is the executor (src/shared/executor/), which runs the shell
   // as one of its commands; where the executor is not built, bubblewrap runs the shell itself.
   let executor: string | undefined;
-  if (support?.ok) {
+  let shared: RunningSandbox | undefined;
+  if (support?.ok && options.sharedSandbox) {
     try {
-      executor = executorBinary();
-    } catch {
-      executor = undefined;
+      shared = await options.sharedSandbox.get();
+    } catch (error) {
+      return failure('spawn-failed', 'RUN_COMMAND', `Could not run '${label}': the sandbox could not be started: ${errorText(error)}`);
     }
+    // The shell goes to the running executor (runThroughExecutor); no program of its own starts.
+    argv = [EXECUTOR_IN_SANDBOX];
+    childEnv = { ...shared.sandbox.env, [RUN_MARK_VARIABLE]: mark };
+    namespaced = true;
+  } else if (support?.ok) {
+    executor = builtExecutor();
     try {
       sandbox = await prepareSandbox(support, workspace.realRoot, policy, env, executor);
     } catch (error) {
@@ -184,14 +245,16 @@ export async function runCommand(workspace: Workspace, command: string, options:
   };
   let run: CommandEnd;
   try {
-    run = sandbox && executor ? await runThroughExecutor(sandbox, shell.argv, bounded) : await runBounded(bounded);
+    if (shared) run = await runThroughExecutor(shared.executor, shell.argv, bounded);
+    else if (sandbox && executor) run = await runInNewExecutor(sandbox, shell.argv, bounded);
+    else run = await runBounded(bounded);
     await sweepMarked(mark, { quietRounds: namespaced ? 1 : 3 });
   } finally {
     // The sandbox's empty file and its folder go, whatever happened.
     await sandbox?.dispose();
   }
   // Named in the result line wherever it shows (the terminal, the session loop, the next outbox).
-  const how = sandbox ? '' : ', unsandboxed';
+  const how = sandbox || shared ? '' : ', unsandboxed';
   let output = stdout + stderr;
   if (total > limit) output = `${output.slice(0, limit)}\n${OUTPUT_TRUNCATED_MARKER}`;
   output = output.trimEnd();
@@ -215,48 +278,63 @@ interface CommandEnd {
   aborted: boolean;
 }
 
-/**
- * Runs the shell as the one command of an executor started in the sandbox (bubblewrap's program):
- * the executor keeps the command in its own process group, kills its whole tree when it ends, at
- * the timeout (enforced inside too, a little later, should Belay's side stall) or when stopped,
- * and ends with its channel. Output flows with the executor's windows, kept as `options` says.
- */
-async function runThroughExecutor(sandbox: PreparedSandbox, shellArgv: readonly [string, ...string[]], options: BoundedRunOptions): Promise<CommandEnd> {
+/** The executor's program on this machine, when it is built (else bubblewrap runs the shell itself). */
+function builtExecutor(): string | undefined {
+  try {
+    return executorBinary();
+  } catch {
+    return undefined;
+  }
+}
+
+/** Runs the shell as the one command of an executor started for it in the sandbox, then ends that executor. */
+async function runInNewExecutor(sandbox: PreparedSandbox, shellArgv: readonly [string, ...string[]], options: BoundedRunOptions): Promise<CommandEnd> {
   if (options.signal?.aborted) return { exitCode: null, signal: null, timedOut: false, aborted: true };
-  let executor;
+  let executor: ChannelExecutor;
   try {
     executor = await startExecutor({ argv: [...sandbox.prefix, EXECUTOR_IN_SANDBOX], cwd: options.cwd, env: sandbox.env });
   } catch (error) {
     return { exitCode: null, signal: null, spawnError: error as Error, timedOut: false, aborted: false };
   }
-  let timedOut = false;
-  let aborted = false;
   try {
-    const child = executor.spawn({
-      argv: shellArgv,
-      cwd: options.cwd,
-      env: Object.fromEntries(Object.entries(options.env ?? {}).filter((entry): entry is [string, string] => entry[1] !== undefined)),
-      stdin: 'ignore',
-      timeoutMs: options.timeoutMs + 5000,
-      ...(options.onStdout ? { onStdout: options.onStdout } : {}),
-      ...(options.onStderr ? { onStderr: options.onStderr } : {}),
-    });
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill();
-    }, options.timeoutMs);
-    const onAbort = () => {
-      aborted = true;
-      child.kill();
-    };
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-    const end = await child.ended;
-    clearTimeout(timer);
-    options.signal?.removeEventListener('abort', onAbort);
-    return { ...end, timedOut, aborted: aborted && !timedOut };
+    return await runThroughExecutor(executor, shellArgv, options);
   } finally {
     await executor.close();
   }
+}
+
+/**
+ * Runs the shell as a command of an executor in the sandbox (bubblewrap's program): the executor
+ * keeps the command in its own process group and kills its whole tree when it ends, at the
+ * timeout (enforced inside too, a little later, should Belay's side stall) or when stopped.
+ * Output flows with the executor's windows, kept as `options` says.
+ */
+async function runThroughExecutor(executor: ChannelExecutor, shellArgv: readonly [string, ...string[]], options: BoundedRunOptions): Promise<CommandEnd> {
+  if (options.signal?.aborted) return { exitCode: null, signal: null, timedOut: false, aborted: true };
+  let timedOut = false;
+  let aborted = false;
+  const child = executor.spawn({
+    argv: shellArgv,
+    cwd: options.cwd,
+    env: Object.fromEntries(Object.entries(options.env ?? {}).filter((entry): entry is [string, string] => entry[1] !== undefined)),
+    stdin: 'ignore',
+    timeoutMs: options.timeoutMs + 5000,
+    ...(options.onStdout ? { onStdout: options.onStdout } : {}),
+    ...(options.onStderr ? { onStderr: options.onStderr } : {}),
+  });
+  const timer = setTimeout(() => {
+    timedOut = true;
+    child.kill();
+  }, options.timeoutMs);
+  const onAbort = () => {
+    aborted = true;
+    child.kill();
+  };
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  const end = await child.ended;
+  clearTimeout(timer);
+  options.signal?.removeEventListener('abort', onAbort);
+  return { ...end, timedOut, aborted: aborted && !timedOut };
 }
 
 function formatSeconds(ms: number): string {
@@ -299,17 +377,35 @@ export async function executeAnswer(workspace: Workspace, answer: string | Parse
   const policy = options.shell ?? DEFAULT_SHELL;
   let sandbox: Promise<SandboxSupport> | undefined;
   const sandboxed = () => (sandbox ??= options.sandbox ? Promise.resolve(options.sandbox) : policy.mode === 'sandboxed' ? detectSandbox() : Promise.resolve({ ok: false, reason: 'unsandboxed' }));
-  await ConfinedRoot.with(workspace.realRoot, (confined) =>
-    planAnswer(workspace, answer, {
-      state,
-      ...(options.stale ? { stale: options.stale } : {}),
-      carryOut: (block) => applyPlan(workspace, block.plan, state, { ...options, confined, ...(block.plan.kind === 'run' ? { containment: sandboxed().then((support) => (support.ok ? { kind: 'tree' as const } : contained())), sandbox: sandboxed() } : {}) }),
-      onItem: (item) => {
-        items.push(executed(item));
-        options.onResult?.(items.at(-1)!);
-      },
-    }),
-  );
+  // One sandbox and executor for the answer's commands, started with the first (where the executor is built).
+  let shared: SharedSandbox | undefined;
+  const sharedSandbox = async (): Promise<SharedSandbox | undefined> => {
+    if (options.sharedSandbox) return options.sharedSandbox;
+    const support = await sandboxed();
+    const executor = support.ok ? builtExecutor() : undefined;
+    if (!support.ok || !executor) return undefined;
+    return (shared ??= new SharedSandbox(support, workspace.realRoot, policy, options.env ?? process.env, executor));
+  };
+  try {
+    await ConfinedRoot.with(workspace.realRoot, (confined) =>
+      planAnswer(workspace, answer, {
+        state,
+        ...(options.stale ? { stale: options.stale } : {}),
+        carryOut: async (block) => {
+          if (block.plan.kind !== 'run') return applyPlan(workspace, block.plan, state, { ...options, confined });
+          const reused = await sharedSandbox();
+          const containment = sandboxed().then((support) => (support.ok ? { kind: 'tree' as const } : contained()));
+          return applyPlan(workspace, block.plan, state, { ...options, confined, containment, sandbox: sandboxed(), ...(reused ? { sharedSandbox: reused } : {}) });
+        },
+        onItem: (item) => {
+          items.push(executed(item));
+          options.onResult?.(items.at(-1)!);
+        },
+      }),
+    );
+  } finally {
+    await shared?.close();
+  }
   const results = items.map((item) => item.result);
   const shell = sandbox ? shellDescription(policy, await sandbox) : undefined;
   return { items, results, done: state.done, readFileRequests: state.readFileRequests, success: results.every((r) => r.success), ...(shell ? { shell } : {}) };

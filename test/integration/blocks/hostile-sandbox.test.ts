@@ -240,6 +240,26 @@ describe('hostile answers: RUN_COMMAND in the sandbox', { skip }, () => {
     assert.ok(Number(count) <= 8, `${count} processes seen`);
   });
 
+  it('an answer\'s commands share one sandbox; one that kills its executor ends only itself, the next gets a new one', { skip: executorBuilt() ? false : 'belay-exec is not built (node scripts/build.ts)', timeout: 60_000 }, async () => {
+    const mark = `sandbox-shared-${process.pid}-${Date.now()}`;
+    const report = await executeAnswer(
+      workspace,
+      [
+        '[RUN_COMMAND]\necho one > /tmp/shared; cat /tmp/shared\n[/RUN_COMMAND]',
+        `[RUN_COMMAND]\n${markLine(mark)}\ncat /tmp/shared; setsid -f sleep 300; kill -9 $(pgrep -o -x .belay-exec); sleep 5; echo survived\n[/RUN_COMMAND]`,
+        '[RUN_COMMAND]\ncat /tmp/shared 2>/dev/null || echo fresh\n[/RUN_COMMAND]',
+      ].join('\n'),
+      { env, shell: SANDBOXED, runTimeoutMs: 20_000 },
+    );
+    const [first, second, third] = report.results;
+    assert.equal(first!.output, 'one');
+    assert.equal(second!.output, 'one', 'the second command sees the first one\'s /tmp: the same sandbox');
+    assert.match(second!.summary, /killed by SIGKILL/);
+    assert.equal(third!.success, true, third!.summary);
+    assert.equal(third!.output, 'fresh', 'a new sandbox, its own /tmp');
+    assert.deepEqual(await processesMarked(mark), [], 'nothing of the killed sandbox is left');
+  });
+
   it('builds still work: cc, npm, git, node_modules and caches readable, /tmp written then read', { timeout: 60_000 }, async (t) => {
     if (has('git')) spawnSync('git', ['init', '-q', ws]);
     await writeFile(path.join(ws, 'hello.c'), '#include <stdio.h>\nint main(void) { printf("compiled\\n"); return 0; }\n');
