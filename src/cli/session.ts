@@ -29,6 +29,7 @@ watch   Processes the .txt files dropped into inbox/, oldest first, printing eac
         path, until the session is done (exit 0) or interrupted (exit 130).
 list    The sessions under DIR, most recent first.
 --session ID: the session (8 hex characters); default: the most recently updated open one.
+step and watch run the answers' RUN_COMMAND blocks:
 ${SHELL_OPTIONS_USAGE}
 Exit 1: the session cannot go on (unknown, complete, unreadable). Exit 2: a usage mistake.
 `;
