@@ -121,6 +121,7 @@ class Client implements ChannelExecutor {
   private readonly listeners = new Map<number, (stream: Duplex) => void>();
   private readonly killAlls = new Map<number, () => void>();
   private stderrTail = '';
+  private readonly grants = new Map<number, number>();
   private closing: Promise<void> | undefined;
 
   private readonly child: ChildProcessByStdio<Writable, Readable, Readable>;
@@ -175,7 +176,20 @@ class Client implements ChannelExecutor {
       this.child.kill('SIGKILL');
       return;
     }
-    for (const frame of frames) this.handle(frame);
+    // What the frames of one read cause goes out in one write: windows given back are summed per id.
+    this.child.stdin.cork();
+    try {
+      for (const frame of frames) this.handle(frame);
+    } finally {
+      for (const [id, bytes] of this.grants) this.send(FrameType.window, id, u32(bytes));
+      this.grants.clear();
+      this.child.stdin.uncork();
+    }
+  }
+
+  /** Gives `bytes` of window back to the executor for `id` (sent at the end of the current read). */
+  grant(id: number, bytes: number): void {
+    this.grants.set(id, (this.grants.get(id) ?? 0) + bytes);
   }
 
   private handle({ type, id, payload }: Frame): void {
@@ -206,7 +220,7 @@ class Client implements ChannelExecutor {
           const text = command.err.write(payload);
           if (text) command.command.onStderr?.(text);
         }
-        this.send(FrameType.window, id, u32(payload.length));
+        this.grant(id, payload.length);
         return;
       }
       case FrameType.exit:
@@ -443,7 +457,11 @@ class Client implements ChannelExecutor {
     for (const pending of this.listens.values()) pending.reject(new Error(reason));
     this.listens.clear();
     this.listeners.clear();
-    for (const stream of this.streams.values()) stream.receiveClose(reason);
+    // Closed on purpose: open connections just end; the executor lost: they fail with why.
+    for (const stream of this.streams.values()) {
+      if (this.closing) stream.endQuietly();
+      else stream.receiveClose(reason);
+    }
     this.streams.clear();
     for (const done of this.killAlls.values()) done();
     this.killAlls.clear();
@@ -521,12 +539,19 @@ class ChannelStream extends Duplex {
   }
 
   receive(bytes: Buffer): void {
-    if (this.push(bytes)) this.client.send(FrameType.window, this.id, u32(bytes.length));
+    if (this.push(bytes)) this.client.grant(this.id, bytes.length);
     else this.owed += bytes.length;
   }
 
   receiveEof(): void {
     this.push(null);
+  }
+
+  /** The executor was closed on purpose: the connection is destroyed without an error. */
+  endQuietly(): void {
+    if (this.gone) return;
+    this.gone = true;
+    this.destroy();
   }
 
   /** The executor closed the connection (`reason` empty: both directions ended cleanly). */

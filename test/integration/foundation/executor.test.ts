@@ -226,6 +226,37 @@ describe('connections', () => {
   });
 });
 
+describe('more commands than may run at once', () => {
+  test('the rest wait their turn in order, their stdin kept; a waiting one can be killed', async () => {
+    const { startExecutor } = await import('../../../src/shared/executor/client.ts');
+    const { executorBinary } = await import('../../../src/shared/executor/binary.ts');
+    const own = await startExecutor({ argv: [executorBinary(), '--max-running=2'], cwd: '/', env: {} });
+    try {
+      // Two that hold their turn until their input ends, then five that wait.
+      const holders = [0, 1].map(() => own.spawn({ argv: ['/bin/cat'], cwd: '/', env: {} }));
+      const waiting = [0, 1, 2, 3, 4].map((i) => {
+        let out = '';
+        const child = own.spawn({ argv: ['/bin/cat'], cwd: '/', env: {}, onStdout: (t) => (out += t) });
+        child.write(`input ${i}\n`.repeat(1000));
+        child.endInput();
+        return { child, output: () => out };
+      });
+      waiting[2]!.child.kill();
+      assert.equal(waiting[0]!.child.pid, undefined);
+      for (const holder of holders) holder.endInput();
+      const ends = await Promise.all(waiting.map((w) => w.child.ended));
+      assert.deepEqual(
+        ends.map((e) => e.exitCode ?? e.signal),
+        [0, 0, 'SIGKILL', 0, 0],
+      );
+      for (const i of [0, 1, 3, 4]) assert.equal(waiting[i]!.output(), `input ${i}\n`.repeat(1000));
+    } finally {
+      await own.close();
+    }
+    await assert.rejects(startExecutor({ argv: [executorBinary(), '--nonsense'], cwd: '/', env: {} }), /belay-exec: unknown argument --nonsense \(the only one is --max-running=N\)$/);
+  });
+});
+
 describe('kill-all and close', () => {
   test('kill-all ends every command and what they left, and answers once all are dead', async () => {
     let out = '';
@@ -236,8 +267,12 @@ describe('kill-all and close', () => {
     await executor.killAll();
     for (const pid of pids(out)) assert.equal(alive(pid), false, `${pid} still runs`);
     for (const child of children) assert.equal((await child.ended).signal, 'SIGKILL');
-    // The executor still serves afterwards.
-    assert.equal((await run(executor, { argv: ['/bin/echo', 'after'], cwd: '/', env: {} })).stdout, 'after\n');
+    // The executor still serves afterwards; a command sent while a kill-all runs starts after it.
+    const during = executor.killAll();
+    // Its stdin, sent while it waits to start, is kept for it.
+    const sentDuring = run(executor, { argv: ['/bin/cat'], cwd: '/', env: {}, input: 'after\n' });
+    await during;
+    assert.deepEqual([(await sentDuring).exitCode, (await sentDuring).stdout], [0, 'after\n']);
   });
 
   test('close ends everything, then the executor; later calls say it ended', async () => {

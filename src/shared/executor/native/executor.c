@@ -21,6 +21,9 @@
  * outgoing buffer is over OUT_HIGH_WATER, so neither side holds more than a bound however much a
  * command writes or Belay sends.
  *
+ * Commands beyond what its fd limit allows at once (at most 1024, fewer with --max-running=N)
+ * wait their turn in order, their stdin kept for them within its window.
+ *
  * Per command a shepherd (a fork of the executor, a child subreaper with its own timer) starts
  * the program in a new process group with exactly the given argv, env, cwd, stdin and
  * RLIMIT_FSIZE, and when the program exits, is killed or times out, kills every process left
@@ -85,7 +88,7 @@
 
 #define HEADER 9
 #define MAX_PAYLOAD (4u << 20)
-#define CHUNK 32768
+#define CHUNK 65536
 #define WINDOW_INITIAL 262144u
 #define OUT_HIGH_WATER (1u << 20)
 #define ACCEPTED_BASE 0x80000000u
@@ -210,6 +213,8 @@ static int running, max_running = 1;
 struct queued {
   struct queued *next;
   uint32_t id;
+  struct buf in; /* stdin sent before it started (within its window) */
+  int in_eof;
   size_t n;
   unsigned char payload[];
 };
@@ -684,10 +689,19 @@ static void start_command(uint32_t id, const unsigned char *payload, size_t n) {
   free_request(&req);
 }
 
+static void write_stdin(struct command *c);
+static void close_stdin(struct command *c);
+
+static struct queued *find_queued(uint32_t id) {
+  for (struct queued *q = queue_head; q; q = q->next)
+    if (q->id == id) return q;
+  return NULL;
+}
+
 static void enqueue(uint32_t id, const unsigned char *p, size_t n) {
   struct queued *q = malloc(sizeof *q + n);
   if (!q) die("out of memory");
-  q->next = NULL;
+  memset(q, 0, sizeof *q);
   q->id = id;
   q->n = n;
   memcpy(q->payload, p, n);
@@ -701,6 +715,14 @@ static void start_queued(void) {
     queue_head = q->next;
     if (!queue_head) queue_tail = &queue_head;
     start_command(q->id, q->payload, q->n);
+    struct command *c = find_command(q->id);
+    if (c && c->in_fd >= 0) {
+      buf_append(&c->in, q->in.data + q->in.start, q->in.len);
+      c->in_eof = q->in_eof;
+      if (c->in.len > 0) write_stdin(c);
+      else if (c->in_eof) close_stdin(c);
+    }
+    buf_free(&q->in);
     free(q);
   }
 }
@@ -712,6 +734,7 @@ static int drop_queued(uint32_t id) {
     *link = q->next;
     if (queue_tail == &q->next) queue_tail = link;
     send_killed(q->id);
+    buf_free(&q->in);
     free(q);
     return 1;
   }
@@ -1030,12 +1053,22 @@ static void handle_frame(int type, uint32_t id, const unsigned char *p, size_t n
   struct stream *s;
   switch (type) {
   case FRAME_SPAWN:
-    if (queue_head || running >= max_running) enqueue(id, p, n);
+    /* Commands sent after a kill-all start once it is done, so that it does not end them too. */
+    if (queue_head || running >= max_running || kill_all_active) enqueue(id, p, n);
     else start_command(id, p, n);
     break;
   case FRAME_STDIN:
     c = find_command(id);
-    if (!c) break;
+    if (!c) {
+      struct queued *q = find_queued(id);
+      if (!q || q->in_eof) break;
+      if (q->in.len + n > WINDOW_INITIAL) {
+        protocol_error("belay-exec: stdin beyond its window");
+        break;
+      }
+      buf_append(&q->in, p, n);
+      break;
+    }
     if (c->in_fd < 0 || c->in_eof) {
       /* Nowhere to go (stdin ignored or closed): dropped, and given back. */
       if (n) send_u32(FRAME_WINDOW, id, (uint32_t)n);
@@ -1050,7 +1083,11 @@ static void handle_frame(int type, uint32_t id, const unsigned char *p, size_t n
     break;
   case FRAME_STDIN_EOF:
     c = find_command(id);
-    if (!c) break;
+    if (!c) {
+      struct queued *q = find_queued(id);
+      if (q) q->in_eof = 1;
+      break;
+    }
     c->in_eof = 1;
     if (c->in.len == 0) close_stdin(c);
     break;
@@ -1078,6 +1115,7 @@ static void handle_frame(int type, uint32_t id, const unsigned char *p, size_t n
       break;
     }
     pending_kill_all[pending_count++] = id;
+    /* Commands still waiting for room were sent before this kill-all: they end as killed. */
     while (drop_queued(0)) {
     }
     kill_all_active = 1;
@@ -1215,7 +1253,7 @@ struct slot {
 };
 static struct slot slots[MAX_FDS];
 
-int main(void) {
+int main(int argc, char **argv) {
   /* The channel: moved off 0 and 1 to close-on-exec fds, 0 and 1 pointed at /dev/null. */
   chan_in = fcntl(0, F_DUPFD_CLOEXEC, 3);
   chan_out = fcntl(1, F_DUPFD_CLOEXEC, 3);
@@ -1239,7 +1277,17 @@ int main(void) {
       getrlimit(RLIMIT_NOFILE, &files);
     }
     long room = ((long)(files.rlim_cur > MAX_FDS ? MAX_FDS : files.rlim_cur) - 64) / 6;
-    max_running = room < 1 ? 1 : room > 2048 ? 2048 : (int)room;
+    max_running = room < 1 ? 1 : room > 1024 ? 1024 : (int)room;
+  }
+  /* --max-running=N: fewer commands at once (the rest wait their turn, in order). */
+  for (int i = 1; i < argc; i++) {
+    if (strncmp(argv[i], "--max-running=", 14) == 0) {
+      long n = strtol(argv[i] + 14, NULL, 10);
+      if (n >= 1 && n < max_running) max_running = (int)n;
+    } else {
+      fprintf(stderr, "belay-exec: unknown argument %.100s (the only one is --max-running=N)\n", argv[i]);
+      return 64;
+    }
   }
   sigset_t chld;
   sigemptyset(&chld);
@@ -1374,7 +1422,7 @@ int main(void) {
       next = c->next;
       maybe_finish(c);
     }
-    if (!closing) start_queued();
+    if (!closing && !kill_all_active) start_queued();
     if (out.len > 0 && closing != 2) flush_channel();
   }
 }
