@@ -24,6 +24,8 @@ const schemas = {
   'blocks.sessionRoot': string(1),
   'blocks.watchInbox': boolean,
   'blocks.runTimeoutSeconds': number(1, 3600),
+  'blocks.commandSandbox': oneOf('sandboxed', 'unsandboxed'),
+  'blocks.commandNetwork': oneOf('ask', 'on', 'off'),
   'blocks.openai.baseUrl': string(),
   'blocks.openai.model': string(),
   agents: anything,

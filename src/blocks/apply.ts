@@ -10,7 +10,9 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
 import { errorMessage } from '../shared/errors.ts';
+import type { ShellPolicy } from '../shared/commandSandbox.ts';
 import { BelayPseudoterminal, TerminalOpener } from '../ui/pseudoterminal.ts';
+import type { CommandShell } from './commandShell.ts';
 import { changesWorkspace } from './core/blockKey.ts';
 import { applyHunks, diffLines, type Hunk } from './core/diff.ts';
 import { runCommand } from './core/executor.ts';
@@ -63,13 +65,16 @@ export class BlockApplier implements vscode.Disposable {
   private readonly ctx: BelayContext;
   private readonly previews: PlannedContents;
   private readonly states: BlockStates;
+  /** How RUN_COMMAND runs (sandboxed or not, the network) and the questions asked about it. */
+  readonly shell: CommandShell;
   /** Where RUN_COMMAND's terminals open (tests may replace `terminals.create`); closed with the applier. */
   readonly terminals = new TerminalOpener();
 
-  constructor(ctx: BelayContext, previews: PlannedContents, states: BlockStates) {
+  constructor(ctx: BelayContext, previews: PlannedContents, states: BlockStates, shell: CommandShell) {
     this.ctx = ctx;
     this.previews = previews;
     this.states = states;
+    this.shell = shell;
   }
 
   dispose(): void {
@@ -254,17 +259,21 @@ export class BlockApplier implements vscode.Disposable {
     this.ctx.trust.assert('runCommands');
     const command = view.parsed.commands[index] as TextCommand;
     const seconds = this.timeoutSeconds(view.workspace.root);
-    const choice = await vscode.window.showWarningMessage(
+    // The confirmation first; the network question (once per workspace) only when the person runs.
+    const pending = await this.shell.networkPending();
+    const choice = await this.shell.questions.ask(
       'Run this command from the LLM answer?',
-      { modal: true, detail: `${command.body.text}\n\nin ${view.workspace.root}, stopped after ${seconds} s` },
+      { modal: true, detail: `${command.body.text}\n\nin ${view.workspace.root}, stopped after ${seconds} s\n${await this.shell.describe((await this.shell.policy(false))!, pending)}` },
       'Run',
     );
     if (choice !== 'Run') return undefined;
-    return this.runConfirmed(view, index, command, newBatch());
+    const shell = await this.shell.policy(true);
+    if (!shell) return undefined;
+    return this.runConfirmed(view, index, command, newBatch(), shell, await this.shell.describe(shell));
   }
 
-  private async runConfirmed(view: AnswerView, index: number, command: TextCommand, batch: string): Promise<BlockOutcome> {
-    const outcome = await runInTerminal(this.terminals, view.workspace, command, this.timeoutSeconds(view.workspace.root) * 1000);
+  private async runConfirmed(view: AnswerView, index: number, command: TextCommand, batch: string, shell: ShellPolicy, how: string): Promise<BlockOutcome> {
+    const outcome = await runInTerminal(this.terminals, view.workspace, command, this.timeoutSeconds(view.workspace.root) * 1000, shell, how);
     await this.states.ledger.add([{ id: view.ids[index]!, files: [], replay: { kind: 'run' }, result: outcome.result, batch, at: Date.now() }], new Map());
     this.ctx.log.info(`${path.basename(view.document.uri.path)}: ${formatResult(outcome.result)}`);
     await this.settle();
@@ -324,18 +333,24 @@ export class BlockApplier implements vscode.Disposable {
       return [];
     }
     const runs = toApply.filter((b) => b.command.type === 'RUN_COMMAND');
-    if (runs.length > 0 && !options.confirmed) {
+    if (runs.length > 0 && !options.confirmed && !filesOnly) {
       const list = runs.map((r) => `$ ${(r.command as TextCommand).body.text}`).join('\n');
       const files = toApply.length - runs.length;
-      const choice = await vscode.window.showWarningMessage(
+      const how = await this.shell.describe((await this.shell.policy(false))!, await this.shell.networkPending());
+      const choice = await this.shell.questions.ask(
         `Apply ${plural(toApply.length, 'block')}, running ${plural(runs.length, 'command')}?`,
-        { modal: true, detail: `${list}\n\nin ${view.workspace.root}${skipped.length ? `\n\nNot applied (cannot succeed):\n${skipped.join('\n')}` : ''}` },
+        { modal: true, detail: `${list}\n\nin ${view.workspace.root}\n${how}${skipped.length ? `\n\nNot applied (cannot succeed):\n${skipped.join('\n')}` : ''}` },
         'Apply and Run',
         ...(files > 0 ? [`Apply Files Only (${files})`] : []),
       );
       if (choice === undefined) return undefined;
       if (choice !== 'Apply and Run') filesOnly = true;
     }
+    // How the commands run, the network asked now (once per workspace) when they will run;
+    // confirmed callers (tests) are never asked.
+    const shell = runs.length > 0 && !filesOnly ? await this.shell.policy(!options.confirmed) : undefined;
+    if (runs.length > 0 && !filesOnly && !shell) return undefined;
+    const how = shell ? await this.shell.describe(shell) : '';
     const stale = toApply.filter((b) => b.staleSince !== undefined).map(staleReason);
     if (stale.length > 0 && !options.confirmed) {
       const choice = await vscode.window.showWarningMessage('Some files changed since the LLM saw them. Apply anyway?', { modal: true, detail: stale.join('\n') }, 'Apply');
@@ -360,7 +375,7 @@ export class BlockApplier implements vscode.Disposable {
       if (next === -1) break;
       const run = blocks[next]!;
       attempted.add(run.index);
-      const ran = await this.runConfirmed(await this.open(view.document.uri.toString()), run.index, run.command as TextCommand, batch);
+      const ran = await this.runConfirmed(await this.open(view.document.uri.toString()), run.index, run.command as TextCommand, batch, shell!, how);
       outcomes.push(ran);
       tried++;
       if (ran.status === 'applied') applied++;
@@ -743,9 +758,11 @@ class CommandTerminal extends BelayPseudoterminal {
 }
 
 /** Runs the command in a terminal opened by `terminals`; resolves when the command has ended. */
-function runInTerminal(terminals: TerminalOpener, workspace: Workspace, command: TextCommand, timeoutMs: number): Promise<Outcome> {
+function runInTerminal(terminals: TerminalOpener, workspace: Workspace, command: TextCommand, timeoutMs: number, shell: ShellPolicy, how: string): Promise<Outcome> {
   return new Promise((resolve) => {
-    const pty = new CommandTerminal((signal) => runCommand(workspace, command.body.text, { runTimeoutMs: timeoutMs, signal }), resolve);
+    const pty = new CommandTerminal((signal) => runCommand(workspace, command.body.text, { runTimeoutMs: timeoutMs, signal, shell }), resolve);
+    // The header names how it runs: sandboxed (and the network), or the unsandboxed shell.
+    pty.write(`# ${how}\n`);
     pty.write(commandEcho(command.body.text));
     terminals.open('Belay: RUN_COMMAND', pty);
   });

@@ -3,6 +3,7 @@ import type { BelayContext } from '../context.ts';
 import * as path from 'node:path';
 import { errorMessage } from '../shared/errors.ts';
 import { lazy } from '../shared/lazy.ts';
+import { CommandShell, type CommandQuestions } from './commandShell.ts';
 import { looksLikeAnswer } from './core/answerTarget.ts';
 import { EXPLAIN_UNTRUSTED, LENS_COMMANDS } from './core/lenses.ts';
 import { PLAN_SCHEME, PlannedContents } from './preview.ts';
@@ -24,10 +25,14 @@ export function registerBlocks(ctx: BelayContext): void {
     const { BlockApplier } = require('./apply.ts') as typeof import('./apply.ts');
     const storage = ctx.extension.storageUri ?? ctx.extension.globalStorageUri;
     const states = ctx.own(new BlockStates(ctx, new Ledger(path.join(storage.fsPath, 'blocks-ledger'))));
-    return { states, applier: ctx.own(new BlockApplier(ctx, previews, states)) };
+    return { states, applier: ctx.own(new BlockApplier(ctx, previews, states, shell)) };
   });
   const applier = () => blocks().applier;
-  const sessions = ctx.own(new SessionsView(ctx));
+  // The modal questions about commands go through one seam: Belay's host tests answer them.
+  const questions: CommandQuestions = { ask: (message, options, ...items) => vscode.window.showWarningMessage(message, options, ...items) };
+  const shell = new CommandShell(ctx, questions);
+  ctx.exposeForTests('blocks', { questions, shell, get applier() { return applier(); } });
+  const sessions = ctx.own(new SessionsView(ctx, shell));
   ctx.own(vscode.window.createTreeView('belay.sessions', { treeDataProvider: sessions, showCollapseAll: true }));
 
   // `{ confirmed: true }` skips the questions about shell commands and stale files: only for

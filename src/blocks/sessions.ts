@@ -9,6 +9,7 @@ import { writeFileAtomic } from '../shared/atomic.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { formatResult, type CommandResult } from './core/results.ts';
 import type { SessionState, StepOutcome } from './core/session.ts';
+import type { CommandShell } from './commandShell.ts';
 
 // The session core (which checks session files with zod) and the parser load when first used.
 const core = () => require('./core/session.ts') as typeof import('./core/session.ts');
@@ -23,8 +24,11 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
   private watcher: vscode.FileSystemWatcher | undefined;
   private watching: AbortController | undefined;
 
-  constructor(ctx: BelayContext) {
+  private readonly shell: CommandShell;
+
+  constructor(ctx: BelayContext, shell: CommandShell) {
     this.ctx = ctx;
+    this.shell = shell;
     ctx.own(ctx.config.onDidChange(['blocks.sessionRoot', 'blocks.watchInbox'], () => {
       this.watchFiles();
       this.refresh();
@@ -187,11 +191,13 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
   private async submit(chosen: { root: string; session: SessionState }, answer: string, confirmRuns: boolean): Promise<StepOutcome | undefined> {
     const { session } = chosen;
     const runs = parser().parseAnswer(answer).commands.filter((c) => c.type === 'RUN_COMMAND');
+    // The session loop never asks about the network: the workspace's answer, else none.
+    const shell = (await this.shell.policy(false))!;
     if (runs.length > 0 && confirmRuns) {
       const list = runs.map((c) => `$ ${'body' in c ? c.body.text : ''}`).join('\n');
-      const choice = await vscode.window.showWarningMessage(
+      const choice = await this.shell.questions.ask(
         `This answer runs ${runs.length} command${runs.length === 1 ? '' : 's'} in the workspace of session ${session.sessionId}. Apply it?`,
-        { modal: true, detail: list },
+        { modal: true, detail: `${list}\n\n${await this.shell.describe(shell)}` },
         'Apply and Run',
       );
       if (choice !== 'Apply and Run') return undefined;
@@ -201,7 +207,7 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
     const file = path.join(layout.inbox, answerFileName(session.sessionId, session.sequenceNumber));
     await fs.mkdir(layout.inbox, { recursive: true });
     await writeFileAtomic(file, answer);
-    const outcome = await stepSession(chosen.root, answer, { sessionId: session.sessionId, source: file });
+    const outcome = await stepSession(chosen.root, answer, { sessionId: session.sessionId, source: file, shell });
     await this.report(outcome);
     return outcome;
   }
@@ -227,8 +233,11 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
     this.refresh();
     const results = outcome.report?.results ?? [];
     const failed = results.filter((r) => !r.success).length;
-    this.ctx.log.info(`session ${outcome.state.sessionId}: ${outcome.kind}\n${results.map((r) => formatResult(r)).join('\n')}`);
-    const summary = outcome.kind === 'duplicate' ? 'This answer was applied before; nothing was applied again.' : `${results.length - failed} OK, ${failed} failed.`;
+    const how = outcome.report?.shell ? `\nRUN_COMMAND: ${outcome.report.shell}` : '';
+    this.ctx.log.info(`session ${outcome.state.sessionId}: ${outcome.kind}${how}\n${results.map((r) => formatResult(r)).join('\n')}`);
+    // Commands that ran outside the sandbox say so where the person looks.
+    const unsandboxed = outcome.report?.shell && !outcome.report.shell.startsWith('Sandboxed') ? ` ${outcome.report.shell}.` : '';
+    const summary = outcome.kind === 'duplicate' ? 'This answer was applied before; nothing was applied again.' : `${results.length - failed} OK, ${failed} failed.${unsandboxed}`;
     if (outcome.outboxPath) await this.hand(outcome.outboxPath, summary);
     else void vscode.window.showInformationMessage(`Session ${outcome.state.sessionId} is complete. ${summary}`);
   }
@@ -261,7 +270,8 @@ export class SessionsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
       try {
         const session = await findSession(root);
         this.ctx.log.info(`watching ${sessionLayout(root).inbox} for answers to session ${session.sessionId}`);
-        await watchSession(root, { sessionId: session.sessionId, signal: controller.signal, onStep: (outcome) => void this.report(outcome) });
+        const shell = (await this.shell.policy(false))!;
+        await watchSession(root, { sessionId: session.sessionId, signal: controller.signal, shell, onStep: (outcome) => void this.report(outcome) });
       } catch (error) {
         this.ctx.log.info(`inbox watcher idle: ${errorMessage(error)}`);
       } finally {

@@ -10,14 +10,28 @@ import { formatResult, type CommandResult } from '../blocks/core/results.ts';
 import { openWorkspace } from '../blocks/core/sandbox.ts';
 import { inOrder, type Command, type ParseError } from '../blocks/core/syntax.ts';
 import { parseCommandLine, splitAction } from '../shared/args.ts';
+import type { ShellPolicy } from '../shared/commandSandbox.ts';
 import { neutraliseControls, neutraliseJson } from '../shared/terminalText.ts';
 import { readAll, UsageError, type CliIO } from './io.ts';
 import { existingFile, existingFolder } from './paths.ts';
 
+/** The shell options of `blocks apply` and `session step|watch`, as their usage shows them. */
+export const SHELL_OPTIONS_USAGE = `        RUN_COMMAND runs sandboxed (Linux with bubblewrap): the workspace and a private /tmp
+        writable, the system read-only, credential places (~/.ssh, ~/.aws, ...) hidden, no
+        network, an allowlisted environment. How the commands ran is said on standard error.
+        --network: the sandboxed commands may reach the network.
+        --unsandboxed: the unsandboxed shell: commands run as you, with every file you can
+        read, your environment and the network (each result line says "unsandboxed").`;
+
+/** The shell policy the options ask for. */
+export function shellPolicy(values: { network?: boolean | undefined; unsandboxed?: boolean | undefined }): ShellPolicy {
+  return values.unsandboxed === true ? { mode: 'unsandboxed', network: true, chosenBy: '--unsandboxed' } : { mode: 'sandboxed', network: values.network === true };
+}
+
 /** Printed by `belay blocks --help` (and when no action is given). */
 export const usage = `Usage:
   belay blocks parse [FILE|-] [--json]
-  belay blocks apply --workspace DIR [FILE|-] [--json] [--timeout SECONDS]
+  belay blocks apply --workspace DIR [FILE|-] [--json] [--timeout SECONDS] [--network] [--unsandboxed]
 
 Reads an LLM answer from FILE, or from standard input when FILE is '-' or absent.
 
@@ -31,6 +45,7 @@ apply   Executes the blocks in DIR and prints one result line per command and pa
         below. --json prints {"results":[{"line","commandType","success","summary","output"}],
         "done","readFileRequests"} instead.
         --timeout SECONDS: RUN_COMMAND timeout (default ${DEFAULT_RUN_TIMEOUT_MS / 1000}).
+${SHELL_OPTIONS_USAGE}
         Exit 0 when every command succeeded, 1 otherwise.
 Exit 2: a usage mistake.
 `;
@@ -45,17 +60,21 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     json: { type: 'boolean' },
     workspace: { type: 'string' },
     timeout: { type: 'string' },
+    network: { type: 'boolean' },
+    unsandboxed: { type: 'boolean' },
   });
   if (positionals.length > 1) throw new UsageError(`one answer at a time; got ${positionals.length} files`);
   if (action === 'parse') {
-    if (values.workspace !== undefined || values.timeout !== undefined) throw new UsageError('--workspace and --timeout belong to apply');
+    if (values.workspace !== undefined || values.timeout !== undefined || values.network !== undefined || values.unsandboxed !== undefined) {
+      throw new UsageError('--workspace, --timeout, --network and --unsandboxed belong to apply');
+    }
     return parse(await readAnswer(positionals[0], io), values.json === true, io);
   }
   if (values.workspace === undefined) throw new UsageError('apply needs --workspace DIR');
   // Every option is checked before the answer is read: a mistake must not wait for standard input.
   existingFolder(values.workspace, '--workspace', io.cwd);
   const runTimeoutMs = timeoutMs(values.timeout);
-  return apply(await readAnswer(positionals[0], io), values.workspace, values.json === true, runTimeoutMs, io);
+  return apply(await readAnswer(positionals[0], io), values.workspace, values.json === true, runTimeoutMs, shellPolicy(values), io);
 }
 
 export function timeoutMs(value: string | undefined): number {
@@ -132,7 +151,7 @@ function itemLine(item: ExecutedItem): number {
   return ('command' in item ? item.command.range.start.line : item.error.range.start.line) + 1;
 }
 
-async function apply(answer: string, workspaceDir: string, json: boolean, runTimeoutMs: number, io: CliIO): Promise<number> {
+async function apply(answer: string, workspaceDir: string, json: boolean, runTimeoutMs: number, shell: ShellPolicy, io: CliIO): Promise<number> {
   let workspace;
   try {
     workspace = await openWorkspace(path.resolve(io.cwd, workspaceDir));
@@ -142,8 +161,10 @@ async function apply(answer: string, workspaceDir: string, json: boolean, runTim
   const report = await executeAnswer(workspace, answer, {
     runTimeoutMs,
     env: io.env,
+    shell,
     onResult: json ? undefined : (item) => io.stdout.write(`${formatResult(printableResult(item.result))}\n`),
   });
+  if (report.shell) io.stderr.write(`RUN_COMMAND: ${report.shell}\n`);
   if (json) {
     const results = report.items.map((item) => ({ line: itemLine(item), ...item.result }));
     io.stdout.write(`${printableJson({ results, done: report.done, readFileRequests: report.readFileRequests })}\n`);

@@ -6,15 +6,15 @@ import { formatResults } from '../blocks/core/results.ts';
 import { listSessions, SessionError, startSession, stepSession, watchSession, type StepOutcome } from '../blocks/core/session.ts';
 import { parseCommandLine, splitAction } from '../shared/args.ts';
 import { neutraliseControls, neutraliseJson } from '../shared/terminalText.ts';
-import { printableResult, readAnswer, timeoutMs } from './blocks.ts';
+import { printableResult, readAnswer, SHELL_OPTIONS_USAGE, shellPolicy, timeoutMs } from './blocks.ts';
 import { onSignals, readAll, UsageError, type CliIO } from './io.ts';
 import { existingFolder, folderToMake } from './paths.ts';
 
 /** Printed by `belay session --help` (and when no action is given). */
 export const usage = `Usage:
   belay session start --root DIR --task TEXT [--timeout SECONDS]
-  belay session step  --root DIR [--session ID] FILE|-
-  belay session watch --root DIR [--session ID]
+  belay session step  --root DIR [--session ID] [--network] [--unsandboxed] FILE|-
+  belay session watch --root DIR [--session ID] [--network] [--unsandboxed]
   belay session list  --root DIR [--json]
 
 DIR holds workspace/, inbox/ (and inbox/processed/), outbox/ and sessions/.
@@ -29,6 +29,8 @@ watch   Processes the .txt files dropped into inbox/, oldest first, printing eac
         path, until the session is done (exit 0) or interrupted (exit 130).
 list    The sessions under DIR, most recent first.
 --session ID: the session (8 hex characters); default: the most recently updated open one.
+step and watch run the answers' RUN_COMMAND blocks:
+${SHELL_OPTIONS_USAGE}
 Exit 1: the session cannot go on (unknown, complete, unreadable). Exit 2: a usage mistake.
 `;
 
@@ -44,7 +46,13 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     session: { type: 'string' },
     timeout: { type: 'string' },
     json: { type: 'boolean' },
+    network: { type: 'boolean' },
+    unsandboxed: { type: 'boolean' },
   });
+  if ((values.network !== undefined || values.unsandboxed !== undefined) && action !== 'step' && action !== 'watch') {
+    throw new UsageError('--network and --unsandboxed belong to step and watch (they run the commands)');
+  }
+  const shell = shellPolicy(values);
   if (values.root === undefined) throw new UsageError(`${action} needs --root DIR`);
   // start makes the folders; the others need a session root that is there.
   const root = action === 'start' ? folderToMake(values.root, '--root', io.cwd) : existingFolder(values.root, '--root', io.cwd);
@@ -66,6 +74,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
         const answer = await readAnswer(file, io);
         const outcome = await stepSession(root, answer, {
           env: io.env,
+          shell,
           ...(values.session !== undefined ? { sessionId: values.session } : {}),
           ...(file !== '-' ? { source: path.resolve(io.cwd, file) } : {}),
         });
@@ -81,6 +90,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
           io.stderr.write(`watching ${path.join(root, 'inbox')} for answers (.txt); Ctrl-C stops\n`);
           const state = await watchSession(root, {
             env: io.env,
+            shell,
             signal: controller.signal,
             ...(values.session !== undefined ? { sessionId: values.session } : {}),
             onStep: (outcome, file) => {
@@ -119,6 +129,7 @@ function report(outcome: StepOutcome, io: CliIO): void {
   if (outcome.kind === 'duplicate') {
     io.stderr.write('this answer was applied before; it was not applied again\n');
   } else if (outcome.report) {
+    if (outcome.report.shell) io.stderr.write(`RUN_COMMAND: ${outcome.report.shell}\n`);
     io.stderr.write(`${formatResults(outcome.report.results.map(printableResult)) || '(no command blocks in the answer)'}\n`);
   }
   if (outcome.outboxPath !== undefined) io.stdout.write(`${outcome.outboxPath}\n`);

@@ -462,3 +462,112 @@ suite('Belay Send to Model', () => {
     }
   });
 });
+
+suite('Belay RUN_COMMAND: sandbox, network question, unsandboxed shell', () => {
+  interface Asked {
+    message: string;
+    detail: string;
+    items: string[];
+  }
+  interface BlocksTestApi {
+    questions: { ask(message: string, options: vscode.MessageOptions, ...items: string[]): Thenable<string | undefined> };
+    shell: { forgetNetworkAnswer(): Promise<void> };
+    applier: { terminals: { create: (options: { name: string; pty: vscode.Pseudoterminal }) => vscode.Terminal | undefined } };
+  }
+  let blocks: BlocksTestApi;
+  let realAsk: BlocksTestApi['questions']['ask'];
+  let realCreate: BlocksTestApi['applier']['terminals']['create'];
+  const asked: Asked[] = [];
+  const written: string[] = [];
+  /** What the person answers, by the start of the question. */
+  const answers = new Map<string, string>();
+
+  suiteSetup(async () => {
+    const { api } = await activateBelay();
+    assert.ok(api.test?.blocks, 'the API has no blocks test seams (is the extension in test mode?)');
+    blocks = api.test.blocks as BlocksTestApi;
+    realAsk = blocks.questions.ask;
+    blocks.questions.ask = async (message, options, ...items) => {
+      asked.push({ message, detail: options.detail ?? '', items });
+      return [...answers].find(([start]) => message.startsWith(start))?.[1];
+    };
+    realCreate = blocks.applier.terminals.create;
+    blocks.applier.terminals.create = ({ name, pty }) => {
+      let text = '';
+      pty.onDidWrite((chunk) => {
+        text += chunk;
+        written[written.length - 1] = text;
+      });
+      written.push('');
+      return vscode.window.createTerminal({ name, pty });
+    };
+    await blocks.shell.forgetNetworkAnswer();
+  });
+  suiteTeardown(async () => {
+    if (!blocks) return;
+    blocks.questions.ask = realAsk;
+    blocks.applier.terminals.create = realCreate;
+    await blocks.shell.forgetNetworkAnswer();
+    await vscode.workspace.getConfiguration('belay.blocks').update('commandSandbox', undefined, vscode.ConfigurationTarget.Global);
+  });
+  teardown(async () => {
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+  });
+
+  async function runBlock(command: 'belay.blocks.run' | 'belay.blocks.runAgain', document: vscode.TextDocument) {
+    return vscode.commands.executeCommand<{ status: string; summary: string } | undefined>(command, ...blockArgs(document, 'RUN_COMMAND'));
+  }
+
+  test('Run asks about the network once per workspace, names the sandbox in its confirmation and terminal, and the unsandboxed shell when chosen', async function () {
+    if (process.platform !== 'linux') this.skip();
+    this.timeout(120_000);
+    const out = path.join(demo(), 'workspace', 'shell-check');
+    const answer = await vscode.workspace.openTextDocument({ language: 'codingagent', content: '[RUN_COMMAND]\nmkdir -p shell-check && grep -c : /proc/net/dev > shell-check/interfaces.txt; (echo x > ../shell-escape.txt) 2>/dev/null; true\n[/RUN_COMMAND]\n' });
+    const escape = path.join(demo(), 'shell-escape.txt');
+    await vscode.window.showTextDocument(answer);
+    try {
+      await waitForLens(answer.uri, /Run/);
+      // The confirmation first, saying the network is asked next; dismissing that question runs nothing and keeps no answer.
+      answers.clear();
+      answers.set('Run this command', 'Run');
+      assert.equal(await runBlock('belay.blocks.run', answer), undefined);
+      const question = 'May the LLM\'s commands in this workspace reach the network?';
+      assert.deepEqual(asked.map((a) => a.message), ['Run this command from the LLM answer?', question]);
+      assert.match(asked[0]!.detail, /\nSandboxed: the workspace and a private \/tmp writable, the system read-only, credentials hidden, the network asked next$/);
+      assert.deepEqual(asked[1]!.items, ['Allow Network', 'No Network']);
+      assert.equal(await stat(out).then(() => true, () => false), false, 'nothing ran');
+
+      asked.length = 0;
+      answers.set('May the LLM', 'No Network');
+      const first = await runBlock('belay.blocks.run', answer);
+      assert.equal(first?.status, 'applied', first?.summary);
+      assert.deepEqual(asked.map((a) => a.message), ['Run this command from the LLM answer?', question]);
+      const sandboxed = /\nSandboxed: the workspace and a private \/tmp writable, the system read-only, credentials hidden, network off$/;
+      assert.match(written.at(-1)!, /^# Sandboxed: .*network off\r\n\$ mkdir -p shell-check/);
+      assert.equal(await readFile(path.join(out, 'interfaces.txt'), 'utf8'), '1\n', 'only its own loopback: the network is off');
+      assert.equal(await stat(escape).then(() => true, () => false), false, 'nothing written outside the workspace');
+
+      // Asked once: the next run only confirms, and keeps the answer.
+      asked.length = 0;
+      const again = await runBlock('belay.blocks.runAgain', answer);
+      assert.equal(again?.status, 'applied', again?.summary);
+      assert.deepEqual(asked.map((a) => a.message), ['Run this command from the LLM answer?']);
+      assert.match(asked[0]!.detail, sandboxed);
+
+      // The unsandboxed shell, chosen in the settings, is named in the confirmation, the terminal and the result.
+      await vscode.workspace.getConfiguration('belay.blocks').update('commandSandbox', 'unsandboxed', vscode.ConfigurationTarget.Global);
+      asked.length = 0;
+      const unsandboxed = await runBlock('belay.blocks.runAgain', answer);
+      assert.match(unsandboxed?.summary ?? '', /\(exit code 0, unsandboxed\)$/);
+      const line = 'Unsandboxed shell (setting belay.blocks.commandSandbox): commands run as you, with every file you can read and the network';
+      assert.deepEqual(asked.map((a) => a.message), ['Run this command from the LLM answer?']);
+      assert.ok(asked[0]!.detail.endsWith(`\n${line}`), asked[0]!.detail);
+      assert.ok(written.at(-1)!.startsWith(`# ${line}\r\n`), written.at(-1));
+      assert.equal(await readFile(escape, 'utf8'), 'x\n', 'as the person, the command writes where the person can');
+    } finally {
+      await vscode.workspace.getConfiguration('belay.blocks').update('commandSandbox', undefined, vscode.ConfigurationTarget.Global);
+      await rm(out, { recursive: true, force: true });
+      await rm(escape, { force: true });
+    }
+  });
+});

@@ -306,7 +306,7 @@ async function apply(layout: SessionLayout, state: SessionState, answer: string,
 }
 
 /** An answer's results go into the session: the next outbox is written, or the session completes. */
-async function finish(layout: SessionLayout, state: SessionState, sha256: string, report: Pick<ExecutionReport, 'results' | 'readFileRequests' | 'done'>): Promise<StepOutcome> {
+async function finish(layout: SessionLayout, state: SessionState, sha256: string, report: Pick<ExecutionReport, 'results' | 'readFileRequests' | 'done' | 'shell'>): Promise<StepOutcome> {
   state.lastResults = report.results;
   state.readFileRequests = report.readFileRequests;
   state.processedAnswers.push(sha256);

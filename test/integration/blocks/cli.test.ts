@@ -7,8 +7,10 @@ import { after, before, describe, it } from 'node:test';
 import { fixture, fixtures, repoRoot, tempDir } from '../../support/blocks/helpers.ts';
 import { ensureBuilt } from '../../support/build.ts';
 import { runCli, type CliRun } from '../../support/cli-process.ts';
+import { detectSandbox } from '../../../src/shared/commandSandbox.ts';
 
 const cli = path.join(repoRoot, 'dist', 'cli.js');
+const sandboxWorks = process.platform === 'linux' && (await detectSandbox()).ok;
 let dir: string;
 let cleanup: () => void;
 
@@ -127,6 +129,41 @@ describe('belay session', () => {
     const more = await belay(['session', 'step', '--root', root, '-'], '[MESSAGE]x[/MESSAGE]');
     assert.equal(more.code, 1);
     assert.match(more.stderr, /no open session/);
+  });
+
+  it('step runs commands sandboxed without network by default, says so, and names --unsandboxed in every line', { skip: !sandboxWorks, timeout: 60_000 }, async () => {
+    const root = path.join(dir, 'shells');
+    const start = await belay(['session', 'start', '--root', root, '--task', 'try the shells']);
+    assert.equal(start.code, 0, start.stderr);
+    const probe = '[RUN_COMMAND]\nexec 2>&1; echo made > made.txt; echo x > ../outside.txt; cat /proc/net/dev | grep -c : \n[/RUN_COMMAND]';
+    const sandboxed = await belay(['session', 'step', '--root', root, '-'], probe);
+    assert.equal(sandboxed.code, 0, sandboxed.stderr);
+    assert.match(sandboxed.stderr, /^RUN_COMMAND: Sandboxed: the workspace and a private \/tmp writable, .*network off$/m);
+    assert.match(sandboxed.stderr, /\[OK\] RUN_COMMAND: Ran 'exec 2>&1; .*' \(exit code 0\)\n/);
+    // Only the loopback in a network namespace of its own.
+    assert.match(sandboxed.stderr, /Output:[\s\S]*\b1$/m);
+    // The root is under /tmp here, so the write went to the sandbox's own /tmp: not to this one.
+    assert.equal(existsSync(path.join(root, 'outside.txt')), false);
+    assert.equal(await readFile(path.join(root, 'workspace', 'made.txt'), 'utf8'), 'made\n');
+    const outbox = await readFile(sandboxed.stdout.trim(), 'utf8');
+    assert.match(outbox, /\[OK\] RUN_COMMAND: Ran '.*' \(exit code 0\)/);
+
+    const networked = await belay(['session', 'step', '--root', root, '--network', '-'], probe.replace('made.txt', 'made2.txt'));
+    assert.match(networked.stderr, /^RUN_COMMAND: Sandboxed: .*network on$/m);
+
+    const unsandboxed = await belay(['session', 'step', '--root', root, '--unsandboxed', '-'], '[RUN_COMMAND]\necho ../as-you > ../as-you.txt\n[/RUN_COMMAND]');
+    assert.equal(unsandboxed.code, 0, unsandboxed.stderr);
+    assert.match(unsandboxed.stderr, /^RUN_COMMAND: Unsandboxed shell \(--unsandboxed\): commands run as you, with every file you can read and the network$/m);
+    assert.match(unsandboxed.stderr, /\[OK\] RUN_COMMAND: Ran 'echo \.\.\/as-you > \.\.\/as-you\.txt' \(exit code 0, unsandboxed\)/);
+    assert.equal(existsSync(path.join(root, 'as-you.txt')), true, 'unsandboxed, it writes where the person can');
+    assert.match(await readFile(unsandboxed.stdout.trim(), 'utf8'), /\(exit code 0, unsandboxed\)/, 'the next outbox tells the model too');
+
+    const misplaced = await belay(['session', 'start', '--root', root, '--task', 'x', '--unsandboxed']);
+    assert.equal(misplaced.code, 2);
+    assert.match(misplaced.stderr, /--network and --unsandboxed belong to step and watch/);
+    const parse = await belay(['blocks', 'parse', '--network', '-'], '');
+    assert.equal(parse.code, 2);
+    assert.match(parse.stderr, /belong to apply/);
   });
 
   it('watch processes dropped answers and exits 0 on DONE', { timeout: 30_000 }, async () => {

@@ -8,7 +8,7 @@ import { parseAnswer } from '../../../src/blocks/core/parser.ts';
 import { AnswerState, planAnswer } from '../../../src/blocks/core/plan.ts';
 import { formatResult, formatResults } from '../../../src/blocks/core/results.ts';
 import { openWorkspace, type Workspace } from '../../../src/blocks/core/sandbox.ts';
-import { fixture, markedEnv, processesMarked, tempDir } from '../../support/blocks/helpers.ts';
+import { fixture, markedEnv, markLine, processesMarked, tempDir } from '../../support/blocks/helpers.ts';
 
 let ws: string;
 let cleanup: () => void;
@@ -258,7 +258,7 @@ describe('executor: RUN_COMMAND', () => {
   // The children are found by a mark in their environment: in a PID namespace, `$!` is not the host's PID.
   it('kills the whole process tree at the timeout, even when a child keeps the pipe open', { timeout: 20_000 }, async () => {
     const mark = `tree-${process.pid}-${Date.now()}`;
-    const report = await executeAnswer(workspace, '[RUN_COMMAND]\n(sleep 30; echo late) &\necho started\nsleep 30\n[/RUN_COMMAND]', { runTimeoutMs: 2000, env: markedEnv(mark) });
+    const report = await executeAnswer(workspace, `[RUN_COMMAND]\n${markLine(mark)}\n(sleep 30; echo late) &\necho started\nsleep 30\n[/RUN_COMMAND]`, { runTimeoutMs: 2000, env: markedEnv(mark) });
     const [result] = report.results;
     assert.equal(result!.success, false);
     assert.match(result!.summary, /timed out after 2 s, process tree killed/);
@@ -269,7 +269,7 @@ describe('executor: RUN_COMMAND', () => {
 
   it('does not wait for a background child after the command itself ends', { timeout: 20_000 }, async () => {
     const mark = `bg-${process.pid}-${Date.now()}`;
-    const [result] = (await executeAnswer(workspace, '[RUN_COMMAND]sleep 30 & echo done[/RUN_COMMAND]', { env: markedEnv(mark) })).results;
+    const [result] = (await executeAnswer(workspace, `[RUN_COMMAND]${markLine(mark)}; sleep 30 & echo done[/RUN_COMMAND]`, { env: markedEnv(mark) })).results;
     assert.equal(result!.success, true);
     assert.equal(result!.output, 'done');
     assert.deepEqual(await processesMarked(mark), []);

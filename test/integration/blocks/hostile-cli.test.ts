@@ -11,7 +11,7 @@ import { formatResult } from '../../../src/blocks/core/results.ts';
 import { openWorkspace } from '../../../src/blocks/core/sandbox.ts';
 import { neutraliseControls, neutraliseJson } from '../../../src/shared/terminalText.ts';
 import { pathologicalAnswers } from '../../support/blocks/hostileAnswers.ts';
-import { markedEnv, processesMarked, repoRoot, tempDir } from '../../support/blocks/helpers.ts';
+import { markedEnv, markLine, processesMarked, repoRoot, tempDir } from '../../support/blocks/helpers.ts';
 import { runCli, type CliRun } from '../../support/cli-process.ts';
 
 let dir: string;
@@ -97,14 +97,14 @@ describe('hostile answers: `belay blocks apply` and the core give the same resul
   const has = (program: string) => spawnSync('sh', ['-c', `command -v ${program}`]).status === 0;
 
   /** One answer with a bit of everything hostile (paths stay out of the output, so both runs print the same). */
-  function hostileAnswer(): string {
+  function hostileAnswer(mark: string): string {
     const pathological = pathologicalAnswers(64 * 1024);
     return [
       '[CREATE_FILE path="sub/a.txt"]\nfirst\n[/CREATE_FILE]',
       has('mkfifo') ? '[RUN_COMMAND]\nmkfifo pipe.txt\n[/RUN_COMMAND]' : '',
       '[EDIT_FILE path="pipe.txt" start_line="1" end_line="1"]\nx\n[/EDIT_FILE]',
       '[READ_FILE path="pipe.txt"]',
-      `[RUN_COMMAND]\n${NASTY_OUTPUT}\nsetsid sleep 300 &\n(setsid sh -c "sleep 300" &)\n[/RUN_COMMAND]`,
+      `[RUN_COMMAND]\n${NASTY_OUTPUT}\n${markLine(mark)}\nsetsid sleep 300 &\n(setsid sh -c "sleep 300" &)\n[/RUN_COMMAND]`,
       '[RUN_COMMAND]\nmv sub sub.real && ln -s ../outside sub\n[/RUN_COMMAND]',
       '[CREATE_FILE path="sub/b.txt"]\nescaped?\n[/CREATE_FILE]',
       '[DELETE_FILE path="sub/a.txt"]',
@@ -116,7 +116,6 @@ describe('hostile answers: `belay blocks apply` and the core give the same resul
   }
 
   it('same result lines, same files, nothing outside, nothing left running', { skip: process.platform !== 'linux', timeout: 120_000 }, async () => {
-    const answer = hostileAnswer();
     const runs: Array<{ lines: string[]; files: string[] }> = [];
     for (const via of ['core', 'cli'] as const) {
       const base = path.join(dir, `same-${via}`);
@@ -124,6 +123,7 @@ describe('hostile answers: `belay blocks apply` and the core give the same resul
       await mkdir(path.join(base, 'outside'), { recursive: true });
       await mkdir(ws);
       const mark = `same-${via}-${process.pid}`;
+      const answer = hostileAnswer(mark);
       let lines: string[];
       if (via === 'core') {
         const report = await executeAnswer(await openWorkspace(ws), answer, { env: markedEnv(mark) });

@@ -91,7 +91,9 @@ describe('hostile answers: a folder swapped for a link while blocks are applied'
     let racer: ChildProcess | undefined;
     let report;
     try {
-      report = await executeAnswer(workspace, blocks.join('\n'), { onResult: () => void (racer ??= startRacer('sub')) });
+      // The command waits for the racer's mark outside the workspace: it must see the machine's own
+      // folders (the sandbox's /tmp is its own), so it runs as the unsandboxed shell.
+      report = await executeAnswer(workspace, blocks.join('\n'), { shell: { mode: 'unsandboxed', network: true }, onResult: () => void (racer ??= startRacer('sub')) });
     } finally {
       await stopRacer(racer);
     }
@@ -100,7 +102,7 @@ describe('hostile answers: a folder swapped for a link while blocks are applied'
     const codes = new Map<string, number>();
     for (const item of report.items) codes.set(item.code ?? 'ok', (codes.get(item.code ?? 'ok') ?? 0) + 1);
     for (const code of codes.keys()) assert.ok(['ok', 'changed', 'outside-workspace', 'not-found', 'through-file'].includes(code), `unexpected ${code}: ${report.items.find((item) => item.code === code)?.result.summary}`);
-    assert.ok(report.items[1]!.result.success, 'the racer ran');
+    assert.ok(report.items[1]!.result.success, `the racer ran: ${report.items[1]!.result.summary}`);
     assert.ok((codes.get('changed') ?? 0) + (codes.get('outside-workspace') ?? 0) > 0, `the racer got in the way: ${JSON.stringify([...codes])}`);
     // What succeeded is inside, with its content: in the folder, wherever the racer left it
     // (or in a new 'sub' made while the racer had moved the old one away).

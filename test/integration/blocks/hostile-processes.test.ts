@@ -1,14 +1,16 @@
 // Hostile answers against RUN_COMMAND: processes that leave the process group (setsid, double
 // forks, nohup, daemons) and hold the output pipes. No process may outlive its RUN_COMMAND, and
 // the timeout holds whatever the children do with the pipes. Each kind is tried in a PID
-// namespace (what Linux gets when it can) and with the tree kill and sweep (what is left elsewhere).
+// namespace (what Linux gets when it can) and with the tree kill and sweep (what is left elsewhere),
+// both as the unsandboxed shell, and in the sandbox (the default, its own PID namespace).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { executeAnswer } from '../../../src/blocks/core/executor.ts';
 import { openWorkspace, type Workspace } from '../../../src/blocks/core/sandbox.ts';
+import { detectSandbox, type ShellPolicy } from '../../../src/shared/commandSandbox.ts';
 import { detectContainment, type Containment } from '../../../src/shared/containment.ts';
-import { markedEnv, processesMarked, tempDir } from '../../support/blocks/helpers.ts';
+import { markedEnv, markLine, processesMarked, tempDir } from '../../support/blocks/helpers.ts';
 
 let ws: string;
 let cleanup: () => void;
@@ -39,19 +41,22 @@ os.close(1); os.close(2)
 time.sleep(300)"`,
 };
 
-const containments: Array<[string, () => Promise<Containment>]> = [
-  ['a PID namespace', detectContainment],
-  ['the tree kill and sweep', async () => ({ kind: 'tree' })],
+const UNSANDBOXED: ShellPolicy = { mode: 'unsandboxed', network: true };
+const containments: Array<[string, () => Promise<Containment>, ShellPolicy]> = [
+  ['a PID namespace', detectContainment, UNSANDBOXED],
+  ['the tree kill and sweep', async () => ({ kind: 'tree' }), UNSANDBOXED],
+  ['the sandbox', async () => ({ kind: 'tree' }), { mode: 'sandboxed', network: false }],
 ];
+const sandboxWorks = process.platform === 'linux' && has('bwrap') && (await detectSandbox()).ok;
 
-for (const [how, containment] of containments) {
-  describe(`hostile answers: RUN_COMMAND with ${how}`, () => {
+for (const [how, containment, shell] of containments) {
+  describe(`hostile answers: RUN_COMMAND with ${how}`, { skip: how === 'the sandbox' && !sandboxWorks }, () => {
     let contained: Containment;
     before(async () => {
       contained = await containment();
     });
 
-    it('is what this machine can do', { skip: process.platform !== 'linux' }, () => {
+    it('is what this machine can do', { skip: process.platform !== 'linux' || how === 'the sandbox' }, () => {
       if (how === 'the tree kill and sweep') {
         assert.equal(contained.kind, 'tree');
         return;
@@ -78,7 +83,7 @@ for (const [how, containment] of containments) {
     for (const [name, orphan] of Object.entries(ORPHANS)) {
       it(`${name}: the command ends, and nothing it started is left`, { skip: !has('setsid') || process.platform !== 'linux', timeout: 30_000 }, async () => {
         const mark = `orphan-${process.pid}-${Math.random().toString(36).slice(2)}`;
-        const report = await executeAnswer(workspace, `[RUN_COMMAND]\n${orphan}\necho started\n[/RUN_COMMAND]`, { env: markedEnv(mark), containment: contained, runTimeoutMs: 20_000 });
+        const report = await executeAnswer(workspace, `[RUN_COMMAND]\n${markLine(mark)}\n${orphan}\necho started\n[/RUN_COMMAND]`, { env: markedEnv(mark), containment: contained, shell, runTimeoutMs: 20_000 });
         const [result] = report.results;
         assert.equal(result!.success, true, result!.summary);
         assert.equal(result!.output?.split('\n').at(-1), 'started');
@@ -88,9 +93,10 @@ for (const [how, containment] of containments) {
 
     it('the timeout holds when a setsid child keeps the pipe open and the command never ends', { skip: !has('setsid') || process.platform !== 'linux', timeout: 30_000 }, async () => {
       const mark = `timeout-${process.pid}-${Math.random().toString(36).slice(2)}`;
-      const report = await executeAnswer(workspace, '[RUN_COMMAND]\nsetsid sh -c "echo held; sleep 300" &\n(setsid sleep 300 &)\nsleep 300\n[/RUN_COMMAND]', {
+      const report = await executeAnswer(workspace, `[RUN_COMMAND]\n${markLine(mark)}\nsetsid sh -c "echo held; sleep 300" &\n(setsid sleep 300 &)\nsleep 300\n[/RUN_COMMAND]`, {
         env: markedEnv(mark),
         containment: contained,
+        shell,
         runTimeoutMs: 1000,
       });
       const [result] = report.results;
@@ -103,9 +109,10 @@ for (const [how, containment] of containments) {
     it('a fork bomb held back by the timeout leaves nothing', { skip: process.platform !== 'linux', timeout: 30_000 }, async () => {
       const mark = `forks-${process.pid}-${Math.random().toString(36).slice(2)}`;
       // Bounded (each level forks twice, 8 levels), so that a failure cannot take the machine down.
-      const report = await executeAnswer(workspace, '[RUN_COMMAND]\nf() { [ "$1" -gt 0 ] || { sleep 300; return; }; f $(($1 - 1)) & f $(($1 - 1)) & wait; }; f 8\n[/RUN_COMMAND]', {
+      const report = await executeAnswer(workspace, `[RUN_COMMAND]\n${markLine(mark)}\nf() { [ "$1" -gt 0 ] || { sleep 300; return; }; f $(($1 - 1)) & f $(($1 - 1)) & wait; }; f 8\n[/RUN_COMMAND]`, {
         env: markedEnv(mark),
         containment: contained,
+        shell,
         runTimeoutMs: 1500,
       });
       assert.equal(report.results[0]!.success, false);

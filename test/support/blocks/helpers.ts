@@ -60,6 +60,14 @@ export function markedEnv(mark: string): NodeJS.ProcessEnv {
   return { ...process.env, [TEST_MARK]: mark };
 }
 
+/**
+ * A shell line that marks every process the rest of the command starts, for `processesMarked`:
+ * a sandboxed command gets an allowlisted environment, so `markedEnv`'s variable does not reach it.
+ */
+export function markLine(mark: string): string {
+  return `export ${TEST_MARK}=${mark}`;
+}
+
 /** The live processes (not zombies) whose environment carries the mark; Linux only ([] elsewhere). */
 export async function processesMarked(mark: string): Promise<number[]> {
   if (process.platform !== 'linux') return [];
