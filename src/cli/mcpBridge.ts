@@ -14,17 +14,13 @@ import { silenceSqliteExperimentalWarning } from '../cues/core/sqlite.ts';
 import { cueTimeoutForCommandLine } from './cueTimeout.ts';
 import { clientGone, orphaned, stopRequested, type CliIO } from './io.ts';
 import { elicitationForm, readFormAnswer, type ElicitationForm, type FieldValue } from './mcpForm.ts';
+import { LineReader, MAX_LINE_CHARS, parseLine, RequestId, type Message } from './mcpLines.ts';
 import { MailboxLink } from './mcpMailbox.ts';
 
-/** A line longer than this (no newline in 64 Mi characters) is no MCP message: the bridge stops. */
-export const MAX_LINE_CHARS = 64 * 1024 * 1024;
+export { MAX_LINE_CHARS };
 /** Answers that do not fit the form are asked again this many times in all, then the elicitation is cancelled. */
 export const MAX_ATTEMPTS = 3;
 
-const RequestId = z.union([z.string(), z.number()]);
-/** The messages the bridge looks into; anything else is passed on without being parsed further. */
-const Message = z.looseObject({ jsonrpc: z.literal('2.0'), id: RequestId.optional(), method: z.string().optional(), params: z.unknown().optional(), result: z.unknown().optional() });
-type Message = z.infer<typeof Message>;
 const InitializeParams = z.looseObject({ capabilities: z.looseObject({ elicitation: z.record(z.string(), z.unknown()).optional() }).optional() });
 const InitializeResult = z.looseObject({ serverInfo: z.looseObject({ name: z.string().optional(), title: z.string().optional() }).optional() });
 const CancelledParams = z.looseObject({ requestId: RequestId });
@@ -46,41 +42,6 @@ export function withFormElicitation(message: Message): Message | undefined {
   // An empty object is the older spelling of "form supported".
   if (elicitation && (Object.keys(elicitation).length === 0 || 'form' in elicitation)) return undefined;
   return { ...message, params: { ...params.data, capabilities: { ...capabilities, elicitation: { ...(elicitation ?? {}), form: {} } } } };
-}
-
-/** Splits a stream of text into lines (without their `\n`), refusing one that never ends. */
-class LineReader {
-  #buffer = '';
-  readonly #onLine: (line: string) => void;
-  readonly #onOverflow: () => void;
-
-  constructor(onLine: (line: string) => void, onOverflow: () => void) {
-    this.#onLine = onLine;
-    this.#onOverflow = onOverflow;
-  }
-
-  push(chunk: string): void {
-    this.#buffer += chunk;
-    let at: number;
-    while ((at = this.#buffer.indexOf('\n')) >= 0) {
-      const line = this.#buffer.slice(0, at);
-      this.#buffer = this.#buffer.slice(at + 1);
-      this.#onLine(line);
-    }
-    if (this.#buffer.length > MAX_LINE_CHARS) {
-      this.#buffer = '';
-      this.#onOverflow();
-    }
-  }
-}
-
-function parseLine(line: string): Message | undefined {
-  try {
-    const parsed = Message.safeParse(JSON.parse(line));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /**
