@@ -7,6 +7,7 @@ import * as z from 'zod';
 export const MAX_LINE_CHARS = 64 * 1024 * 1024;
 
 export const RequestId = z.union([z.string(), z.number()]);
+export type RequestId = z.infer<typeof RequestId>;
 /** The parts of a message Belay looks into; anything else is passed on without being parsed further. */
 export const Message = z.looseObject({
   jsonrpc: z.literal('2.0'),

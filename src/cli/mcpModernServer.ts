@@ -131,6 +131,11 @@ export class ModernServer {
     while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
   }
 
+  /** Ends the tasks still waiting (their client closed its input: nobody polls them any more). */
+  endTasks(): void {
+    for (const task of this.#tasks.values()) task.stop.abort();
+  }
+
   /** Ends every task and closes every cue still waiting for an answer nobody will collect. */
   async close(): Promise<void> {
     for (const controller of this.#calls.values()) controller.abort();

@@ -78,6 +78,7 @@ export async function runServer(io: CliIO): Promise<number> {
   io.stdin.off('data', onData);
   if (how === 'ended') {
     lines.end();
+    modern.endTasks();
     // Unless the client itself is gone (it died without a signal): then nobody reads the results.
     const parentGone = orphaned();
     await Promise.race([Promise.all([link.idle(), modern.idle()]), stop.promise, parentGone.promise]);
