@@ -2,7 +2,8 @@
 // tools and arguments are those of the public cuemcp (join, recall, cue, pause), its answers the
 // texts `cueme` prints, over the same mailbox: any HAP console answers it, and Belay's panel and
 // `belay cues answer` answer any of them. It waits on mailbox change notifications, never a poll.
-import { PassThrough, type Writable } from 'node:stream';
+import { EventEmitter } from 'node:events';
+import type { Readable, Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -37,6 +38,13 @@ export function createHapServer(link: MailboxLink, options: { env: NodeJS.Proces
   return server;
 }
 
+/** The SDK transport's input: the lines Belay routes to it, handed over at once. */
+class LineFeed extends EventEmitter {
+  pause(): this {
+    return this;
+  }
+}
+
 /**
  * Serves the HAP tools on stdin/stdout to clients of either era, chosen per request: a request
  * whose `_meta` names a protocol version is 2026-07-28's (mcpModernServer.ts); everything else,
@@ -53,9 +61,10 @@ export async function runServer(io: CliIO): Promise<number> {
   const server = createHapServer(link, { env: io.env, cwd: io.cwd, timeoutMs });
   const write = (line: string) => void io.stdout.write(`${line}\n`);
   const modern = new ModernServer({ link, env: io.env, cwd: io.cwd, timeoutMs, write });
-  // The SDK reads the lines of the older era from here; Belay reads stdin and routes each line.
-  const legacyIn = new PassThrough();
-  const transport = new StdioServerTransport(legacyIn, io.stdout as Writable);
+  // The SDK reads the lines of the older era from here, as they arrive (not a tick later: a client
+  // that writes its calls and closes stdin at once must find them under way); Belay reads stdin.
+  const legacyIn = new LineFeed();
+  const transport = new StdioServerTransport(legacyIn as unknown as Readable, io.stdout as Writable);
   transport.onerror = (error) => io.stderr.write(`belay mcp: ${errorMessage(error)}\n`);
   const lines = new LineReader(
     (line) => {
@@ -64,7 +73,7 @@ export async function runServer(io: CliIO): Promise<number> {
         return modern.handle({ id: message.id, method: message.method, params: message.params });
       }
       if (message?.method === 'notifications/cancelled' && modern.cancel((message.params as { requestId?: unknown } | undefined)?.requestId)) return;
-      legacyIn.write(`${line}\n`);
+      legacyIn.emit('data', Buffer.from(`${line}\n`));
     },
     () => io.stderr.write(`belay mcp: the client wrote a line longer than ${MAX_LINE_CHARS} characters; it was dropped\n`),
   );
@@ -76,6 +85,8 @@ export async function runServer(io: CliIO): Promise<number> {
   await server.connect(transport);
   const how = await Promise.race([gone, stop.promise.then(() => 'stopped' as const)]);
   io.stdin.off('data', onData);
+  // Nothing more is read: a stdin still flowing would keep the process alive after a signal.
+  io.stdin.pause();
   if (how === 'ended') {
     lines.end();
     modern.endTasks();
@@ -90,6 +101,5 @@ export async function runServer(io: CliIO): Promise<number> {
   await modern.close();
   await link.close();
   await server.close();
-  legacyIn.end();
   return 0;
 }
