@@ -13,7 +13,7 @@ import { cueTimeoutForCommandLine } from './cueTimeout.ts';
 import { clientGone, orphaned, stopRequested, type CliIO } from './io.ts';
 import { LineReader, MAX_LINE_CHARS, parseLine } from './mcpLines.ts';
 import { MailboxLink } from './mcpMailbox.ts';
-import { isModernRequest } from './mcpModern.ts';
+import { isModernRequest, PROTOCOL_VERSION_KEY } from './mcpModern.ts';
 import { ModernServer } from './mcpModernServer.ts';
 import { CueArgs, INSTRUCTIONS, joinResult, PauseArgs, RecallArgs, recallResult, SERVER_NAME, SERVER_TITLE, serverVersion, TOOLS, humanRequest, waitForHuman } from './mcpTools.ts';
 
@@ -68,6 +68,9 @@ export async function runServer(io: CliIO): Promise<number> {
   transport.onerror = (error) => io.stderr.write(`belay mcp: ${errorMessage(error)}\n`);
   const lines = new LineReader(
     (line) => {
+      // Most lines are the older era's: those that name no protocol version in _meta and cancel
+      // nothing go to the SDK unread (it reads them anyway).
+      if (!line.includes(PROTOCOL_VERSION_KEY) && !line.includes('notifications/cancelled')) return void legacyIn.emit('data', Buffer.from(`${line}\n`));
       const message = parseLine(line);
       if (message && message.id !== undefined && message.method !== undefined && isModernRequest(message)) {
         return modern.handle({ id: message.id, method: message.method, params: message.params });
