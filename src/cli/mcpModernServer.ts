@@ -111,7 +111,8 @@ export class ModernServer {
         (result) => ('code' in result ? errorResponse(message.id, result) : response(message.id, result)),
         (error: unknown) => errorResponse(message.id, { code: ErrorCode.internal, message: errorMessage(error) }),
       )
-      .then((line) => this.#options.write(line))
+      // A cancelled request gets no answer (the client has stopped waiting for it).
+      .then((line) => (controller.signal.aborted ? undefined : this.#options.write(line)))
       .finally(() => {
         this.#calls.delete(key);
         this.#running.delete(work);
@@ -219,7 +220,8 @@ export class ModernServer {
 
   #inputRequired(sealed: z.infer<typeof SealedCue>, problem: string): object {
     const elicitation = cueElicitation(problem ? `${problem}\n\n${sealed.prompt}` : sealed.prompt, sealed.payload);
-    const ttl = this.#options.timeoutMs + 60_000;
+    // A pause waits without limit: its state lasts a day; a cue's as long as the cue can be answered.
+    const ttl = sealed.mode === 'pause' ? 24 * 60 * 60 * 1000 : this.#options.timeoutMs + 60_000;
     return inputRequired({ [CUE_INPUT_KEY]: { method: 'elicitation/create', params: elicitation.params } }, this.#seal.seal(sealed, ttl));
   }
 
