@@ -87,8 +87,10 @@ export function browserOpener(env: NodeJS.ProcessEnv, platform: NodeJS.Platform 
 }
 
 /**
- * Opens `url` with the platform's opener (no shell: the URL is one argument), detached so the
- * browser outlives nothing of Belay's; without an opener, `print` gets the line to show instead.
+ * Opens `url` with the platform's opener (no shell: the URL is one argument); without an opener,
+ * `print` gets the line to show instead. Not through shared/process.ts's startChild: that kills
+ * a program's whole group when it exits, and the browser an opener starts must stay. The opener
+ * is detached and not waited for (it hands the URL over and exits).
  */
 export function openUrl(url: URL, env: NodeJS.ProcessEnv, print: (line: string) => void): void {
   const opener = browserOpener(env);
