@@ -15,12 +15,19 @@ export const usage = `Usage:
         pause(agent_id, prompt?)           wait until the human clicks Continue
       Answers come from the Belay panel, "belay cues answer" or any HAP console, as the
       texts cueme prints (attached images also as MCP image content).
+      Speaks MCP 2025-11-25 (initialize first) and 2026-07-28 (per-request _meta,
+      server/discover; a cue is a task, an elicitation the client shows, or a wait,
+      as the client supports), chosen per request.
 
   belay mcp --wrap [--] COMMAND [ARG]...
-      Runs the MCP server COMMAND behind Belay: Belay tells it that elicitation is
-      supported and turns each of its form elicitations (text, number, boolean,
-      single and multiple choice) into a cue; the human's answer goes back as accept,
-      decline (the cue was ended) or cancel (no answer, or it timed out). Every other
+      Runs the MCP server COMMAND (of either revision) behind Belay: Belay tells it
+      that form and URL elicitation are supported and turns each of its form
+      elicitations (text, number, boolean, single and multiple choice) into a cue; the
+      human's answer goes back as accept, decline (the cue was ended) or cancel (no
+      answer, or it timed out). A URL elicitation is a confirm cue naming the host;
+      the page opens in the browser only after the person agrees (http and https
+      only). A form asking for a secret is refused: URL mode is for that. A 2026-07-28
+      server's InputRequiredResult is answered so and the call retried. Every other
       message passes through unchanged.
 
 The mailbox is ~/.cue/cue.db (%USERPROFILE%\\.cue on Windows); CUE_HOME moves it.

@@ -1,9 +1,15 @@
-// `belay mcp --wrap -- COMMAND…`: runs another MCP server behind Belay on stdio. Belay tells the
-// server that its client supports (form) elicitation and answers each form elicitation itself,
-// through a cue the human answers in the panel or any HAP console; so a server that asks the
-// user reaches them even when the real client declines elicitation. Every other line passes
-// through unchanged, byte for byte, in both directions (newline-delimited JSON-RPC, MCP's stdio
-// framing). URL-mode elicitations, and forms Belay cannot show, go on to the client as they came.
+// `belay mcp --wrap -- COMMAND…`: runs another MCP server behind Belay on stdio, and answers its
+// elicitations itself, through cues the human answers in the panel or any HAP console; so a
+// server that asks the user reaches them even when the real client declines elicitation. Both
+// eras: a 2025-11-25 server sends `elicitation/create` requests (Belay answers them), a 2026-07-28
+// server answers a call with an `InputRequiredResult` (Belay answers its input requests and
+// retries the call with `inputResponses` and the server's `requestState`; the client sees only
+// the final result). Forms become form cues; a URL elicitation becomes a confirm cue naming the
+// page's host, opened in the browser only after the person agrees; a form asking for a secret is
+// refused (URL mode is for that). Belay tells the server its client supports both modes. Every
+// other line passes through unchanged, byte for byte, in both directions (newline-delimited
+// JSON-RPC, MCP's stdio framing); requests Belay cannot answer (sampling, roots, schemas it
+// cannot show) go on to the client as they came.
 import * as path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import * as z from 'zod';
@@ -14,19 +20,28 @@ import { silenceSqliteExperimentalWarning } from '../cues/core/sqlite.ts';
 import { cueTimeoutForCommandLine } from './cueTimeout.ts';
 import { clientGone, orphaned, stopRequested, type CliIO } from './io.ts';
 import { elicitationForm, readFormAnswer, type ElicitationForm, type FieldValue } from './mcpForm.ts';
+import { LineReader, MAX_LINE_CHARS, parseLine, RequestId, type Message } from './mcpLines.ts';
 import { MailboxLink } from './mcpMailbox.ts';
+import {
+  CLIENT_CAPABILITIES_KEY,
+  INPUT_REQUIRED_METHODS,
+  InputRequiredResult,
+  isModernRequest,
+  SERVER_INFO_KEY,
+  withElicitation,
+} from './mcpModern.ts';
+import { openUrl, secretField, secretRefusal, urlCue, urlElicitation } from './mcpUrl.ts';
 
-/** A line longer than this (no newline in 64 Mi characters) is no MCP message: the bridge stops. */
-export const MAX_LINE_CHARS = 64 * 1024 * 1024;
+export { MAX_LINE_CHARS };
 /** Answers that do not fit the form are asked again this many times in all, then the elicitation is cancelled. */
 export const MAX_ATTEMPTS = 3;
+/** A 2026-07-28 call retried this many times with answers and still asking goes on to the client as it is. */
+export const MAX_ROUNDS = 8;
 
-const RequestId = z.union([z.string(), z.number()]);
-/** The messages the bridge looks into; anything else is passed on without being parsed further. */
-const Message = z.looseObject({ jsonrpc: z.literal('2.0'), id: RequestId.optional(), method: z.string().optional(), params: z.unknown().optional(), result: z.unknown().optional() });
-type Message = z.infer<typeof Message>;
 const InitializeParams = z.looseObject({ capabilities: z.looseObject({ elicitation: z.record(z.string(), z.unknown()).optional() }).optional() });
-const InitializeResult = z.looseObject({ serverInfo: z.looseObject({ name: z.string().optional(), title: z.string().optional() }).optional() });
+const ServerInfo = z.looseObject({ name: z.string().optional(), title: z.string().optional() });
+const InitializeResult = z.looseObject({ serverInfo: ServerInfo.optional() });
+const ResultMeta = z.looseObject({ _meta: z.looseObject({ [SERVER_INFO_KEY]: ServerInfo.optional() }).optional() });
 const CancelledParams = z.looseObject({ requestId: RequestId });
 
 export interface ElicitResult {
@@ -35,52 +50,25 @@ export interface ElicitResult {
 }
 
 /**
- * The client's `initialize` request with form elicitation added to its capabilities (kept as it
- * was when the client already has it; URL mode stays the client's own). Undefined: no change.
+ * The client's `initialize` request with form and URL elicitation added to its capabilities
+ * (Belay answers both). Undefined: no change (the client already declares both).
  */
-export function withFormElicitation(message: Message): Message | undefined {
+export function withElicitationModes(message: Message): Message | undefined {
   const params = InitializeParams.safeParse(message.params ?? {});
   if (!params.success) return undefined;
   const capabilities = params.data.capabilities ?? {};
   const elicitation = capabilities.elicitation;
   // An empty object is the older spelling of "form supported".
-  if (elicitation && (Object.keys(elicitation).length === 0 || 'form' in elicitation)) return undefined;
-  return { ...message, params: { ...params.data, capabilities: { ...capabilities, elicitation: { ...(elicitation ?? {}), form: {} } } } };
+  if (elicitation && (Object.keys(elicitation).length === 0 || 'form' in elicitation) && 'url' in elicitation) return undefined;
+  return { ...message, params: { ...params.data, capabilities: withElicitation(capabilities) } };
 }
 
-/** Splits a stream of text into lines (without their `\n`), refusing one that never ends. */
-class LineReader {
-  #buffer = '';
-  readonly #onLine: (line: string) => void;
-  readonly #onOverflow: () => void;
-
-  constructor(onLine: (line: string) => void, onOverflow: () => void) {
-    this.#onLine = onLine;
-    this.#onOverflow = onOverflow;
-  }
-
-  push(chunk: string): void {
-    this.#buffer += chunk;
-    let at: number;
-    while ((at = this.#buffer.indexOf('\n')) >= 0) {
-      const line = this.#buffer.slice(0, at);
-      this.#buffer = this.#buffer.slice(at + 1);
-      this.#onLine(line);
-    }
-    if (this.#buffer.length > MAX_LINE_CHARS) {
-      this.#buffer = '';
-      this.#onOverflow();
-    }
-  }
-}
-
-function parseLine(line: string): Message | undefined {
-  try {
-    const parsed = Message.safeParse(JSON.parse(line));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
-  }
+/** A 2026-07-28 request with form and URL elicitation added to the capabilities in its `_meta`. */
+export function withModernElicitation(message: Message): Message {
+  const params = message.params as { _meta: Record<string, unknown> };
+  const declared = params._meta[CLIENT_CAPABILITIES_KEY];
+  const capabilities = typeof declared === 'object' && declared !== null && !Array.isArray(declared) ? (declared as Record<string, unknown>) : {};
+  return { ...message, params: { ...params, _meta: { ...params._meta, [CLIENT_CAPABILITIES_KEY]: withElicitation(capabilities) } } };
 }
 
 /**
@@ -128,38 +116,132 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
   const toClient = (line: string) => void io.stdout.write(`${line}\n`);
 
   let initializeId: string | undefined;
-  let serverInfo: { name?: string; title?: string } = {};
+  let serverInfo: { name?: string | undefined; title?: string | undefined } = {};
   let agentId: string | undefined;
-  /** Elicitations being asked, by JSON of their id: aborted when the server cancels one. */
+  /** Elicitations being asked, by JSON of their id (or of the call they belong to): aborted on cancellation. */
   const asking = new Map<string, AbortController>();
 
   /** The client's requests the server has not answered yet, by JSON of their id. */
   const open = new Set<string>();
+  /** 2026-07-28 calls that may come back asking for input: the client's id and what it sent. */
+  const calls = new Map<string, { id: RequestId; method: string; params: Record<string, unknown>; rounds: number }>();
+  /** Belay's retries of those calls, by JSON of the retry's id: the call each belongs to. */
+  const retries = new Map<string, string>();
+  let retryCount = 0;
   let clientLeft = false;
   const endInputWhenDone = () => {
     if (clientLeft && asking.size === 0 && open.size === 0) child.endInput();
   };
+  const finish = (clientKey: string) => {
+    calls.delete(clientKey);
+    if (open.delete(clientKey)) queueMicrotask(endInputWhenDone);
+  };
 
   const serverLabel = () => serverInfo.title || serverInfo.name || path.basename(command[0]);
+  const say = (line: string) => void io.stderr.write(`belay mcp: ${line}\n`);
+  const agent = () => {
+    agentId ??= join(link.mailbox(), serverInfo.name || path.basename(command[0]).replace(/\.[cm]?[jt]s$|\.exe$/i, '') || 'mcp', { env: io.env, cwd: io.cwd }).agentId;
+    return agentId;
+  };
 
-  const elicit = async (id: string | number, params: unknown, line: string) => {
+  /**
+   * How Belay answers one elicitation: through a cue (the result, or undefined when `signal`
+   * aborted it), refused (one line saying why), or not at all (it goes on to the client).
+   */
+  type Plan = { ask: (signal: AbortSignal) => Promise<ElicitResult | undefined> } | { refuse: string } | { passOn: true };
+  const plan = (params: unknown): Plan => {
+    const url = urlElicitation(params);
+    if (url && 'problem' in url) return { refuse: `the MCP server ${serverLabel()} sent a URL elicitation Belay will not open: ${url.problem}` };
+    if (url) {
+      const cue = urlCue(url, serverLabel());
+      return {
+        ask: async (signal) => {
+          const outcome = await link.track(signal, (interrupt) =>
+            cueAndWait(link.mailbox(), { mode: 'cue', agentId: agent(), prompt: cue.prompt, payloadJson: cue.payloadJson, timeoutMs, interrupt, subscribe: link.subscribe }),
+          );
+          if (outcome.kind === 'interrupted') return signal.aborted ? undefined : { action: 'cancel' };
+          if (outcome.kind === 'cancelled') return { action: 'decline' };
+          if (outcome.kind !== 'answered') return { action: 'cancel' };
+          openUrl(url.url, io.env, say);
+          return { action: 'accept' };
+        },
+      };
+    }
+    const secret = secretField(params);
+    if (secret !== undefined) return { refuse: secretRefusal(serverLabel(), secret) };
     const form = elicitationForm(params, serverLabel());
-    if (!form) return toClient(line);
+    if (!form) return { passOn: true };
+    return { ask: (signal) => askHuman(link, form, { agentId: agent(), timeoutMs, signal }) };
+  };
+
+  /** A 2025-11-25 server's `elicitation/create` request. */
+  const elicit = async (id: string | number, params: unknown, line: string) => {
+    const how = plan(params);
+    if ('passOn' in how) return toClient(line);
+    if ('refuse' in how) {
+      say(how.refuse);
+      return child.write(`${JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32602, message: how.refuse } })}\n`);
+    }
     const key = JSON.stringify(id);
     const cancelled = new AbortController();
     asking.set(key, cancelled);
     try {
-      const mailbox = link.mailbox();
-      agentId ??= join(mailbox, serverInfo.name || path.basename(command[0]).replace(/\.[cm]?[jt]s$|\.exe$/i, '') || 'mcp', { env: io.env, cwd: io.cwd }).agentId;
-      const result = await askHuman(link, form, { agentId, timeoutMs, signal: cancelled.signal });
+      const result = await how.ask(cancelled.signal);
       if (result) child.write(`${JSON.stringify({ jsonrpc: '2.0', id, result })}\n`);
     } catch (error) {
-      io.stderr.write(`belay mcp: cannot ask through the cue mailbox (${errorMessage(error)}); the elicitation goes to the client\n`);
+      say(`cannot ask through the cue mailbox (${errorMessage(error)}); the elicitation goes to the client`);
       toClient(line);
     } finally {
       asking.delete(key);
       endInputWhenDone();
     }
+  };
+
+  /**
+   * A 2026-07-28 server's `InputRequiredResult` for the client's call `clientKey`: Belay answers
+   * its elicitations and retries the call; true when it took the result on (false: the client gets it).
+   */
+  const answerInputs = (clientKey: string, result: InputRequiredResult): boolean => {
+    const call = calls.get(clientKey);
+    const requests = Object.entries(result.inputRequests ?? {});
+    if (!call || requests.length === 0 || call.rounds >= MAX_ROUNDS) return false;
+    const plans = requests.map(([key, request]) => [key, request.method === 'elicitation/create' ? plan(request.params) : ({ passOn: true } as const)] as const);
+    // Sampling, roots, or a form Belay cannot show: the client answers the whole result.
+    if (plans.some(([, how]) => 'passOn' in how)) return false;
+    const refused = plans.find(([, how]) => 'refuse' in how);
+    if (refused && 'refuse' in refused[1]) {
+      say(refused[1].refuse);
+      toClient(JSON.stringify({ jsonrpc: '2.0', id: call.id, error: { code: -32603, message: `belay mcp: ${refused[1].refuse}` } }));
+      finish(clientKey);
+      return true;
+    }
+    const cancelled = new AbortController();
+    asking.set(clientKey, cancelled);
+    void (async () => {
+      const inputResponses: Record<string, ElicitResult> = {};
+      try {
+        for (const [key, how] of plans) {
+          if (!('ask' in how)) continue;
+          const answer = await how.ask(cancelled.signal);
+          if (!answer) return finish(clientKey);
+          inputResponses[key] = answer;
+        }
+        const retryId = `belay-retry-${++retryCount}`;
+        retries.set(JSON.stringify(retryId), clientKey);
+        call.rounds++;
+        const params = { ...call.params, inputResponses, ...(result.requestState !== undefined ? { requestState: result.requestState } : {}) };
+        if (result.requestState === undefined) delete params.requestState;
+        child.write(`${JSON.stringify({ jsonrpc: '2.0', id: retryId, method: call.method, params })}\n`);
+      } catch (error) {
+        say(`cannot ask through the cue mailbox (${errorMessage(error)})`);
+        toClient(JSON.stringify({ jsonrpc: '2.0', id: call.id, error: { code: -32603, message: `belay mcp: the server asked for input and the cue mailbox cannot be used: ${errorMessage(error)}` } }));
+        finish(clientKey);
+      } finally {
+        asking.delete(clientKey);
+        endInputWhenDone();
+      }
+    })();
+    return true;
   };
 
   const fromServer = new LineReader(
@@ -178,7 +260,17 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
           const result = InitializeResult.safeParse(message.result);
           if (result.success && result.data.serverInfo) serverInfo = result.data.serverInfo;
         }
-        if (open.delete(id)) queueMicrotask(endInputWhenDone);
+        const meta = ResultMeta.safeParse(message.result);
+        const info = meta.success ? meta.data._meta?.[SERVER_INFO_KEY] : undefined;
+        if (info) serverInfo = info;
+        // A retry's answer is the answer to the client's own call, under the client's id.
+        const clientKey = retries.get(id) ?? id;
+        retries.delete(id);
+        const asked = InputRequiredResult.safeParse(message.result);
+        if (asked.success && answerInputs(clientKey, asked.data)) return;
+        const call = calls.get(clientKey);
+        finish(clientKey);
+        if (call && clientKey !== id) return toClient(JSON.stringify({ ...message, id: call.id }));
       }
       toClient(line);
     },
@@ -190,8 +282,26 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
       if (message?.method !== undefined && message.id !== undefined) open.add(JSON.stringify(message.id));
       if (message?.method === 'initialize' && message.id !== undefined) {
         initializeId = JSON.stringify(message.id);
-        const changed = withFormElicitation(message);
+        const changed = withElicitationModes(message);
         if (changed) return child.write(`${JSON.stringify(changed)}\n`);
+      }
+      if (message?.method !== undefined && message.id !== undefined && isModernRequest(message)) {
+        const changed = withModernElicitation(message);
+        if (INPUT_REQUIRED_METHODS.has(message.method)) {
+          calls.set(JSON.stringify(message.id), { id: message.id, method: message.method, params: changed.params as Record<string, unknown>, rounds: 0 });
+        }
+        return child.write(`${JSON.stringify(changed)}\n`);
+      }
+      if (message?.method === 'notifications/cancelled') {
+        const params = CancelledParams.safeParse(message.params);
+        const key = params.success ? JSON.stringify(params.data.requestId) : undefined;
+        if (key !== undefined && calls.has(key)) {
+          asking.get(key)?.abort();
+          // A retry under way is Belay's request now: the cancellation names it.
+          for (const [retryKey, clientKey] of retries) {
+            if (clientKey === key) child.write(`${JSON.stringify({ ...message, params: { ...(message.params as object), requestId: JSON.parse(retryKey) as RequestId } })}\n`);
+          }
+        }
       }
       child.write(`${line}\n`);
     },

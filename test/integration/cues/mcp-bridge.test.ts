@@ -2,11 +2,12 @@
 // runs behind Belay and asks through elicitation; the SDK's client and raw JSON-RPC talk to Belay.
 // The human's answers are written by `belay cues answer`, as the panel composes them.
 import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync, watch, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { elicitationForm, readFormAnswer } from '../../../src/cli/mcpForm.ts';
-import { withFormElicitation } from '../../../src/cli/mcpBridge.ts';
+import { withElicitationModes } from '../../../src/cli/mcpBridge.ts';
 import { Mailbox } from '../../../src/cues/core/store.ts';
 import { cueFixture, repoRoot, run, start, tempHome, waitUntil, type Bundles } from '../../support/cues/helpers.ts';
 import { RawClient, sdkClient, textOf } from '../../support/cues/mcpHelpers.ts';
@@ -126,7 +127,7 @@ describe('belay mcp --wrap: elicitations of a wrapped server become cues', () =>
     }
   });
 
-  it('everything else passes through: tools, results, logging, URL-mode elicitation to the client\'s own handler', async () => {
+  it('everything else passes through: tools, results, logging; no elicitation reaches the client\'s own handler', async () => {
     const { client } = await wrapped({}, { elicitation: { url: {} } });
     const seen: unknown[] = [];
     client.setRequestHandler(ElicitRequestSchema, (request) => {
@@ -136,12 +137,11 @@ describe('belay mcp --wrap: elicitations of a wrapped server become cues', () =>
     try {
       assert.equal(client.getServerVersion()?.name, 'deploy-helper');
       const { tools } = await client.listTools();
-      assert.deepEqual(tools.map((t) => t.name).sort(), ['ask_confirm', 'ask_details', 'ask_pending', 'ask_url', 'client_capabilities', 'echo', 'give_up']);
+      assert.deepEqual(tools.map((t) => t.name).sort(), ['ask_confirm', 'ask_details', 'ask_pending', 'ask_secret', 'ask_url', 'ask_url_to', 'client_capabilities', 'echo', 'give_up']);
       const echoed = await client.callTool({ name: 'echo', arguments: { text: 'héllo' } });
       assert.deepEqual(echoed.structuredContent, { echoed: 'héllo', unicode: 'é✓' });
       assert.deepEqual(await resultOf(client.callTool({ name: 'client_capabilities', arguments: {} })), { elicitation: { url: {}, form: {} } });
-      assert.deepEqual(await resultOf(client.callTool({ name: 'ask_url', arguments: {} })), { action: 'accept' });
-      assert.deepEqual(seen, [{ mode: 'url', message: 'Sign in, please', url: 'https://example.com/login', elicitationId: 'login-1' }]);
+      assert.deepEqual(seen, []);
       assert.equal(mailbox.listRequests().length, 0, 'nothing of this went to the mailbox');
     } finally {
       await client.close();
@@ -154,7 +154,7 @@ describe('belay mcp --wrap: elicitations of a wrapped server become cues', () =>
       const init = await peer.initialize({}, 'raw');
       assert.equal((init.result!.serverInfo as { name: string }).name, 'deploy-helper');
       const caps = await peer.request('tools/call', { name: 'client_capabilities', arguments: {} });
-      assert.deepEqual(JSON.parse((caps.result!.content as Array<{ text: string }>)[0]!.text), { elicitation: { form: {} } });
+      assert.deepEqual(JSON.parse((caps.result!.content as Array<{ text: string }>)[0]!.text), { elicitation: { form: {}, url: {} } });
       peer.send({ jsonrpc: '2.0', id: 'e', method: 'tools/call', params: { name: 'echo', arguments: { text: 'a\u2028b' } } });
       const echoed = await peer.next((m) => m.id === 'e', 'the echo');
       const line = peer.lines.find((l) => l.includes('"id":"e"'))!;
@@ -169,6 +169,93 @@ describe('belay mcp --wrap: elicitations of a wrapped server become cues', () =>
       assert.ok(!peer.messages.some((m) => m.method === 'elicitation/create'), 'the client never saw the form elicitation');
     } finally {
       assert.equal(await peer.close(), 0);
+    }
+  });
+
+  /** A browser opener of our own on PATH: it records the URL it was given (written whole, then renamed). */
+  const fakeOpener = () => {
+    const dir = path.join(home.dir, 'opener');
+    mkdirSync(dir, { recursive: true });
+    const opened = path.join(home.dir, 'opened.txt');
+    writeFileSync(path.join(dir, 'xdg-open'), `#!/bin/sh\nprintf '%s\\n' "$1" > "${opened}.tmp" && mv "${opened}.tmp" "${opened}"\n`, { mode: 0o755 });
+    return { PATH: `${dir}${path.delimiter}${env.PATH ?? ''}`, opened };
+  };
+  const appears = (file: string, timeoutMs = 15_000) =>
+    new Promise<string>((resolve, reject) => {
+      const watcher = watch(path.dirname(file), () => check());
+      const timer = setTimeout(() => (watcher.close(), reject(new Error(`${file} did not appear`))), timeoutMs);
+      const check = () => {
+        if (!existsSync(file)) return;
+        watcher.close();
+        clearTimeout(timer);
+        resolve(readFileSync(file, 'utf8'));
+      };
+      check();
+    });
+
+  it('a URL elicitation is a confirm cue naming the host; the page opens only after the person agrees', async () => {
+    const opener = fakeOpener();
+    const { client } = await wrapped({ PATH: opener.PATH }, { elicitation: { url: {} } });
+    const seen: unknown[] = [];
+    client.setRequestHandler(ElicitRequestSchema, (request) => (seen.push(request.params), { action: 'decline' }));
+    try {
+      const declined = client.callTool({ name: 'ask_url', arguments: {} }, undefined, { timeout: 60_000 });
+      const first = await waitUntil(mailbox, pending, 'the URL cue');
+      assert.equal(first.payload.kind, 'confirm');
+      assert.match(first.prompt, /^The MCP server Deploy Helper asks you to open a page on \*\*example\.com\*\*\.\n\nSign in, please\n\n`https:\/\/example\.com\/login`/);
+      await answer(first.requestId, '--cancel');
+      assert.deepEqual(await resultOf(declined), { action: 'decline' });
+      assert.equal(existsSync(opener.opened), false, 'declined: nothing was opened');
+
+      const accepted = client.callTool({ name: 'ask_url', arguments: {} }, undefined, { timeout: 60_000 });
+      const second = await waitUntil(mailbox, () => mailbox.listRequests({ pendingOnly: true }).find((c) => c.requestId !== first.requestId), 'the second URL cue');
+      await answer(second.requestId, '--confirm');
+      assert.deepEqual(await resultOf(accepted), { action: 'accept' });
+      assert.equal(await appears(opener.opened), 'https://example.com/login\n');
+      assert.deepEqual(seen, [], 'the client was never asked');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('where no browser opener exists the page is printed; javascript:, file: and credentials in a URL are refused without a cue', async () => {
+    const empty = path.join(home.dir, 'empty-path');
+    mkdirSync(empty);
+    const { client, stderr } = await wrapped({ PATH: empty });
+    try {
+      const call = client.callTool({ name: 'ask_url_to', arguments: { url: 'https://auth.example.org:8443/device?code=ABCD' } }, undefined, { timeout: 60_000 });
+      const cue = await waitUntil(mailbox, pending, 'the URL cue');
+      assert.match(cue.prompt, /\*\*auth\.example\.org:8443\*\*/);
+      await answer(cue.requestId, '--confirm');
+      assert.deepEqual(await resultOf(call), { action: 'accept' });
+      assert.match(stderr(), /^belay mcp: open this page to continue: https:\/\/auth\.example\.org:8443\/device\?code=ABCD$/m);
+
+      const hostile: Array<[string, RegExp]> = [
+        ['javascript:alert(document.cookie)', /javascript: URLs are not opened \(only http and https\)/],
+        ['file:///etc/passwd', /file: URLs are not opened/],
+        ['https://admin:hunter2@bank.example.com/', /its URL carries credentials/],
+        ['https://ok.example.com/\u001b[2Jx', /spaces or control characters/],
+      ];
+      for (const [url, why] of hostile) {
+        const result = await resultOf(client.callTool({ name: 'ask_url_to', arguments: { url } }, undefined, { timeout: 60_000 }));
+        assert.match(String(result.error), why, url);
+        assert.match(String(result.error), /sent a URL elicitation Belay will not open/);
+      }
+      assert.equal(mailbox.listRequests().length, 1, 'only the good URL made a cue');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a form asking for a secret is refused with one line saying URL mode is for that', async () => {
+    const { client, stderr } = await wrapped();
+    try {
+      const result = await resultOf(client.callTool({ name: 'ask_secret', arguments: {} }, undefined, { timeout: 60_000 }));
+      assert.match(String(result.error), /the MCP server Deploy Helper asked for a secret \("pw"\) in a form; Belay does not pass secrets through forms: URL mode is for that/);
+      assert.equal(mailbox.listRequests().length, 0, 'no cue was made');
+      assert.equal(stderr().split('\n').filter((l) => l.includes('asked for a secret')).length, 1);
+    } finally {
+      await client.close();
     }
   });
 
@@ -285,12 +372,13 @@ describe('belay mcp --wrap: the form, pure', () => {
     assert.equal(elicitationForm({ requestedSchema: {} }, 's'), undefined);
   });
 
-  it('adds form elicitation to the client\'s capabilities, and only where it is missing', () => {
+  it('adds form and URL elicitation to the client\'s capabilities, and only where they are missing', () => {
     const init = (capabilities: object | undefined) => ({ jsonrpc: '2.0' as const, id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', clientInfo: { name: 'c', version: '1' }, ...(capabilities ? { capabilities } : {}) } });
-    assert.deepEqual((withFormElicitation(init(undefined))!.params as { capabilities: unknown }).capabilities, { elicitation: { form: {} } });
-    assert.deepEqual((withFormElicitation(init({ roots: { listChanged: true } }))!.params as { capabilities: unknown }).capabilities, { roots: { listChanged: true }, elicitation: { form: {} } });
-    assert.deepEqual((withFormElicitation(init({ elicitation: { url: {} } }))!.params as { capabilities: unknown }).capabilities, { elicitation: { url: {}, form: {} } });
-    assert.equal(withFormElicitation(init({ elicitation: {} })), undefined, 'an empty object already means form');
-    assert.equal(withFormElicitation(init({ elicitation: { form: {}, url: {} } })), undefined);
+    const both = { form: {}, url: {} };
+    assert.deepEqual((withElicitationModes(init(undefined))!.params as { capabilities: unknown }).capabilities, { elicitation: both });
+    assert.deepEqual((withElicitationModes(init({ roots: { listChanged: true } }))!.params as { capabilities: unknown }).capabilities, { roots: { listChanged: true }, elicitation: both });
+    assert.deepEqual((withElicitationModes(init({ elicitation: { url: { x: 1 } } }))!.params as { capabilities: unknown }).capabilities, { elicitation: { url: { x: 1 }, form: {} } });
+    assert.deepEqual((withElicitationModes(init({ elicitation: {} }))!.params as { capabilities: unknown }).capabilities, { elicitation: both }, 'an empty object (form) gains url, keeping form');
+    assert.equal(withElicitationModes(init({ elicitation: { form: {}, url: {} } })), undefined);
   });
 });

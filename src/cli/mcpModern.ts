@@ -1,0 +1,249 @@
+// MCP revision 2026-07-28 on the wire, in one module: the per-request `_meta` envelope (no
+// `initialize`), `server/discover`, `resultType` on every result, multi round-trip requests
+// (`InputRequiredResult`: `inputRequests` answered by a retry carrying `inputResponses` and the
+// echoed `requestState`), and the tasks extension (`io.modelcontextprotocol/tasks`). The SDK
+// installed here (1.x) speaks 2025-11-25 and earlier only; both `belay mcp` and `--wrap` read and
+// write the newer revision through this module, and its tests hold it to the spec's own examples.
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import * as z from 'zod';
+
+export const MODERN_VERSION = '2026-07-28';
+/** The revisions spoken after an `initialize` handshake (the SDK's list), newest first. */
+export const LEGACY_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05', '2024-10-07'] as const;
+export const SUPPORTED_VERSIONS = [MODERN_VERSION, ...LEGACY_VERSIONS];
+
+export const PROTOCOL_VERSION_KEY = 'io.modelcontextprotocol/protocolVersion';
+export const CLIENT_CAPABILITIES_KEY = 'io.modelcontextprotocol/clientCapabilities';
+export const CLIENT_INFO_KEY = 'io.modelcontextprotocol/clientInfo';
+export const SERVER_INFO_KEY = 'io.modelcontextprotocol/serverInfo';
+export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
+
+export const ErrorCode = {
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internal: -32603,
+  missingClientCapability: -32021,
+  unsupportedProtocolVersion: -32022,
+} as const;
+
+/** A `_meta` larger than this (as JSON) is refused: it is metadata, not a payload. */
+export const MAX_META_CHARS = 64 * 1024;
+/** The requests whose results may be an `InputRequiredResult` (the spec's list). */
+export const INPUT_REQUIRED_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read']);
+
+export type RequestId = string | number;
+export interface RpcError {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+
+const Implementation = z.looseObject({ name: z.string(), version: z.string().optional(), title: z.string().optional() });
+export const ClientCapabilities = z.looseObject({
+  elicitation: z.looseObject({ form: z.looseObject({}).optional(), url: z.looseObject({}).optional() }).optional(),
+  sampling: z.looseObject({}).optional(),
+  roots: z.looseObject({}).optional(),
+  extensions: z.record(z.string(), z.unknown()).optional(),
+});
+export type ClientCapabilities = z.infer<typeof ClientCapabilities>;
+
+export interface Envelope {
+  version: string;
+  capabilities: ClientCapabilities;
+  clientInfo?: { name: string; version?: string | undefined } | undefined;
+}
+
+const ParamsWithMeta = z.looseObject({ _meta: z.unknown().optional() });
+
+/** Whether a message is a request of the stateless era: its `_meta` names a protocol version. */
+export function isModernRequest(message: { method?: string | undefined; id?: unknown; params?: unknown }): boolean {
+  if (message.method === undefined || message.id === undefined || message.method === 'initialize') return false;
+  const params = ParamsWithMeta.safeParse(message.params);
+  const meta = params.success ? params.data._meta : undefined;
+  return typeof meta === 'object' && meta !== null && !Array.isArray(meta) && Object.hasOwn(meta, PROTOCOL_VERSION_KEY);
+}
+
+function unsupportedVersion(requested: string): RpcError {
+  const legacy = (LEGACY_VERSIONS as readonly string[]).includes(requested);
+  const why = legacy ? `${requested} is spoken after an initialize handshake, not with per-request _meta` : `unknown protocol version "${requested.slice(0, 40)}"`;
+  return {
+    code: ErrorCode.unsupportedProtocolVersion,
+    message: `Unsupported protocol version: ${why}; this server speaks ${MODERN_VERSION} (per-request _meta) and ${LEGACY_VERSIONS.join(', ')} (after initialize)`,
+    data: { supported: SUPPORTED_VERSIONS, requested },
+  };
+}
+
+/** The envelope of a modern request, or the one error that says what is wrong with it. */
+export function readEnvelope(params: unknown): { envelope: Envelope } | { error: RpcError } {
+  const invalid = (message: string): { error: RpcError } => ({ error: { code: ErrorCode.invalidParams, message } });
+  if (typeof params !== 'object' || params === null || Array.isArray(params)) return invalid('params must be an object holding _meta');
+  const meta = (params as { _meta?: unknown })._meta;
+  if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) return invalid('params._meta must be an object');
+  let size: number;
+  try {
+    size = JSON.stringify(meta).length;
+  } catch {
+    return invalid('params._meta cannot be read as JSON');
+  }
+  if (size > MAX_META_CHARS) return invalid(`params._meta is ${size} characters of JSON; at most ${MAX_META_CHARS} are read`);
+  const record = meta as Record<string, unknown>;
+  const version = record[PROTOCOL_VERSION_KEY];
+  if (typeof version !== 'string') return invalid(`params._meta["${PROTOCOL_VERSION_KEY}"] must be a string`);
+  if (version !== MODERN_VERSION) return { error: unsupportedVersion(version) };
+  if (!Object.hasOwn(record, CLIENT_CAPABILITIES_KEY)) return invalid(`params._meta lacks "${CLIENT_CAPABILITIES_KEY}" (required by ${MODERN_VERSION})`);
+  const capabilities = ClientCapabilities.safeParse(record[CLIENT_CAPABILITIES_KEY]);
+  if (!capabilities.success) {
+    const issue = capabilities.error.issues[0];
+    return invalid(`params._meta["${CLIENT_CAPABILITIES_KEY}"]${issue?.path.length ? `.${issue.path.join('.')}` : ''} is malformed: ${issue?.message ?? 'not an object'}`);
+  }
+  const info = Implementation.safeParse(record[CLIENT_INFO_KEY]);
+  return { envelope: { version, capabilities: capabilities.data, clientInfo: info.success ? info.data : undefined } };
+}
+
+/** Form elicitation: an empty `elicitation` object is the older spelling of "form supported". */
+export function supportsFormElicitation(capabilities: ClientCapabilities): boolean {
+  const elicitation = capabilities.elicitation;
+  return elicitation !== undefined && (Object.keys(elicitation).length === 0 || elicitation.form !== undefined);
+}
+
+export function supportsUrlElicitation(capabilities: ClientCapabilities): boolean {
+  return capabilities.elicitation?.url !== undefined;
+}
+
+export function supportsTasks(capabilities: ClientCapabilities): boolean {
+  const declared = capabilities.extensions?.[TASKS_EXTENSION];
+  return typeof declared === 'object' && declared !== null;
+}
+
+/** Capabilities with form and URL elicitation added (what `--wrap` tells a wrapped server). */
+export function withElicitation(capabilities: Record<string, unknown>): Record<string, unknown> {
+  const elicitation = (capabilities.elicitation ?? {}) as Record<string, unknown>;
+  const form = Object.keys(elicitation).length === 0 || 'form' in elicitation ? (elicitation.form ?? {}) : {};
+  return { ...capabilities, elicitation: { ...elicitation, form, url: elicitation.url ?? {} } };
+}
+
+// ---- Results and errors ----
+
+export function response(id: RequestId, result: object): string {
+  return JSON.stringify({ jsonrpc: '2.0', id, result });
+}
+
+export function errorResponse(id: RequestId | null, error: RpcError): string {
+  return JSON.stringify({ jsonrpc: '2.0', id, error });
+}
+
+/** A finished result: `resultType: "complete"`. */
+export function complete<T extends object>(result: T): T & { resultType: 'complete' } {
+  return { ...result, resultType: 'complete' };
+}
+
+export function discoverResult(server: { name: string; title?: string; version: string; instructions: string; tasks: boolean }): object {
+  return complete({
+    supportedVersions: SUPPORTED_VERSIONS,
+    capabilities: { tools: {}, ...(server.tasks ? { extensions: { [TASKS_EXTENSION]: {} } } : {}) },
+    instructions: server.instructions,
+    ttlMs: 0,
+    cacheScope: 'public',
+    _meta: { [SERVER_INFO_KEY]: { name: server.name, ...(server.title ? { title: server.title } : {}), version: server.version } },
+  });
+}
+
+export function missingCapability(what: object, message: string): RpcError {
+  return { code: ErrorCode.missingClientCapability, message, data: { requiredCapabilities: what } };
+}
+
+// ---- Elicitation and multi round-trip requests ----
+
+export const ElicitFormRequestParams = z.looseObject({
+  mode: z.literal('form').optional(),
+  message: z.string(),
+  requestedSchema: z.looseObject({ type: z.literal('object').optional(), properties: z.record(z.string(), z.unknown()).optional(), required: z.array(z.string()).optional() }),
+});
+export const ElicitUrlRequestParams = z.looseObject({ mode: z.literal('url'), message: z.string(), url: z.string(), elicitationId: z.string().optional() });
+export const InputRequest = z.looseObject({ method: z.string(), params: z.unknown().optional() });
+export const InputRequiredResult = z.looseObject({
+  resultType: z.literal('input_required'),
+  inputRequests: z.record(z.string(), InputRequest).optional(),
+  requestState: z.string().optional(),
+});
+export type InputRequiredResult = z.infer<typeof InputRequiredResult>;
+export const ElicitResult = z.looseObject({
+  action: z.enum(['accept', 'decline', 'cancel']),
+  content: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.array(z.string())])).optional(),
+});
+export type ElicitResult = z.infer<typeof ElicitResult>;
+/** The retry channel of a request: what the client answered, and the state it echoes. */
+export const RetryParams = z.looseObject({
+  inputResponses: z.record(z.string(), z.unknown()).optional(),
+  requestState: z.string().optional(),
+});
+
+export function inputRequired(inputRequests: Record<string, { method: string; params: object }>, requestState?: string): object {
+  return { resultType: 'input_required', inputRequests, ...(requestState !== undefined ? { requestState } : {}) };
+}
+
+/**
+ * Seals what a server must get back on a retry (`requestState`), so that a client can neither
+ * forge nor alter it: the JSON is signed with HMAC-SHA256 under a key this process made, and
+ * carries its expiry. `open` gives back what was sealed, or why it cannot be taken.
+ */
+export class StateSeal {
+  readonly #key: Buffer;
+
+  constructor(key: Buffer = randomBytes(32)) {
+    this.#key = key;
+  }
+
+  #mac(body: string): Buffer {
+    return createHmac('sha256', this.#key).update(body).digest();
+  }
+
+  seal(value: object, ttlMs: number, now = Date.now()): string {
+    const body = Buffer.from(JSON.stringify({ ...value, exp: now + ttlMs })).toString('base64url');
+    return `${body}.${this.#mac(body).toString('base64url')}`;
+  }
+
+  open(token: string, now = Date.now()): { value: Record<string, unknown> } | { problem: string } {
+    const [body, mac, ...rest] = token.split('.');
+    if (!body || !mac || rest.length > 0 || token.length > MAX_META_CHARS) return { problem: 'requestState is not one this server issued' };
+    const given = Buffer.from(mac, 'base64url');
+    const expected = this.#mac(body);
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { problem: 'requestState was not issued by this server, or was altered' };
+    const value = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as Record<string, unknown>;
+    if (typeof value.exp !== 'number' || value.exp < now) return { problem: 'requestState has expired' };
+    return { value };
+  }
+}
+
+// ---- The tasks extension ----
+
+export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
+export const TERMINAL: ReadonlySet<TaskStatus> = new Set(['completed', 'failed', 'cancelled']);
+
+export interface TaskView {
+  taskId: string;
+  status: TaskStatus;
+  statusMessage?: string;
+  createdAt: string;
+  lastUpdatedAt: string;
+  ttlMs: number | null;
+  pollIntervalMs?: number;
+  inputRequests?: Record<string, { method: string; params: object }>;
+  result?: object;
+  error?: RpcError;
+}
+
+/** The result of a request the server turned into a task (`resultType: "task"`): no payload yet. */
+export function createTaskResult(task: TaskView): object {
+  const { inputRequests: _requests, result: _result, error: _error, ...seed } = task;
+  return { ...seed, resultType: 'task' };
+}
+
+/** `tasks/get`'s result: the task with what its status carries. */
+export function getTaskResult(task: TaskView): object {
+  return complete(task);
+}
+
+export const TaskIdParams = z.looseObject({ taskId: z.string() });
+export const TaskUpdateParams = z.looseObject({ taskId: z.string(), inputResponses: z.record(z.string(), z.unknown()) });

@@ -1,0 +1,273 @@
+// The MCP 2026-07-28 wire module (src/cli/mcpModern.ts) held to the spec's own examples: the JSON
+// shapes as the revision (basic/index, versioning, patterns/mrtr) and the tasks extension
+// (io.modelcontextprotocol/tasks, 2026-07-28) give them; and the cue <-> elicitation mapping,
+// URL checks and secret detection that `belay mcp` and `--wrap` build on it.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { answerFromElicitation, cueElicitation } from '../../../src/cli/mcpCueElicit.ts';
+import {
+  complete,
+  createTaskResult,
+  discoverResult,
+  ElicitResult,
+  ErrorCode,
+  getTaskResult,
+  InputRequiredResult,
+  isModernRequest,
+  missingCapability,
+  readEnvelope,
+  RetryParams,
+  StateSeal,
+  supportsFormElicitation,
+  supportsTasks,
+  supportsUrlElicitation,
+  TaskUpdateParams,
+  withElicitation,
+  type TaskView,
+} from '../../../src/cli/mcpModern.ts';
+import { secretField, urlCue, urlElicitation } from '../../../src/cli/mcpUrl.ts';
+
+/** patterns/mrtr: "InputRequiredResult" (its comments dropped: JSON has none). */
+const SPEC_INPUT_REQUIRED = {
+  jsonrpc: '2.0',
+  id: 1,
+  result: {
+    resultType: 'input_required',
+    inputRequests: {
+      github_login: {
+        method: 'elicitation/create',
+        params: { mode: 'form', message: 'Please provide your GitHub username', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } },
+      },
+      capital_of_france: {
+        method: 'sampling/createMessage',
+        params: {
+          messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }],
+          modelPreferences: { hints: [{ name: 'claude-3-sonnet' }], intelligencePriority: 0.8, speedPriority: 0.5 },
+          systemPrompt: 'You are a helpful assistant.',
+          maxTokens: 100,
+        },
+      },
+    },
+    requestState: 'AEAD-protected blob',
+  },
+};
+
+/** patterns/mrtr: "InputResponses". */
+const SPEC_INPUT_RESPONSES = {
+  github_login: { action: 'accept', content: { name: 'octocat' } },
+  capital_of_france: { role: 'assistant', content: { type: 'text', text: 'The capital of France is Paris.' }, model: 'claude-3-sonnet-20240307', stopReason: 'endTurn' },
+};
+
+/** versioning: the UnsupportedProtocolVersion error. */
+const SPEC_UNSUPPORTED = { jsonrpc: '2.0', id: 1, error: { code: -32022, message: 'Unsupported protocol version', data: { supported: ['2026-07-28', '2025-11-25'], requested: '1900-01-01' } } };
+
+/** Tasks extension: the client's per-request capabilities, and the server's missing-capability error. */
+const SPEC_TASKS_REQUEST = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'hello_world', arguments: {}, _meta: { 'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } } } };
+const SPEC_MISSING_CAPABILITY = { code: -32021, message: 'Missing required client capability', data: { requiredCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } } };
+
+/** Tasks extension: the CreateTaskResult and the input_required tasks/get result of its message flow. */
+const SPEC_CREATE_TASK = {
+  resultType: 'task',
+  taskId: '786512e2-9e0d-44bd-8f29-789f320fe840',
+  status: 'working',
+  createdAt: '2025-11-25T10:30:00Z',
+  lastUpdatedAt: '2025-11-25T10:50:00Z',
+  ttlMs: 3600000,
+  pollIntervalMs: 5000,
+};
+const SPEC_TASK_INPUT_REQUIRED = {
+  resultType: 'complete',
+  taskId: '786512e2-9e0d-44bd-8f29-789f320fe840',
+  status: 'input_required',
+  createdAt: '2025-11-25T10:30:00Z',
+  lastUpdatedAt: '2025-11-25T10:50:00Z',
+  ttlMs: 3600000,
+  pollIntervalMs: 5000,
+  inputRequests: {
+    name: {
+      method: 'elicitation/create',
+      params: { mode: 'form', message: 'Please enter your name.', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } },
+    },
+  },
+};
+const SPEC_TASK_UPDATE = { taskId: '786512e2-9e0d-44bd-8f29-789f320fe840', inputResponses: { name: { action: 'accept', content: { input: 'Luca' } } } };
+const SPEC_TASK_COMPLETED = {
+  resultType: 'complete',
+  taskId: '786512e2-9e0d-44bd-8f29-789f320fe840',
+  status: 'completed',
+  createdAt: '2025-11-25T10:30:00Z',
+  lastUpdatedAt: '2025-11-25T10:50:00Z',
+  ttlMs: 3600000,
+  pollIntervalMs: 5000,
+  result: { content: [{ type: 'text', text: 'Hello, Luca!' }], isError: false },
+};
+
+const envelope = (meta: Record<string, unknown>) => ({ _meta: meta });
+const V = 'io.modelcontextprotocol/protocolVersion';
+const C = 'io.modelcontextprotocol/clientCapabilities';
+
+describe('MCP 2026-07-28 on the wire, by the spec\'s examples', () => {
+  it('reads the spec\'s InputRequiredResult and InputResponses', () => {
+    const parsed = InputRequiredResult.parse(SPEC_INPUT_REQUIRED.result);
+    assert.deepEqual(Object.keys(parsed.inputRequests!), ['github_login', 'capital_of_france']);
+    assert.equal(parsed.requestState, 'AEAD-protected blob');
+    assert.equal(InputRequiredResult.safeParse({ resultType: 'complete', content: [] }).success, false, 'a complete result is not one');
+    assert.deepEqual(ElicitResult.parse(SPEC_INPUT_RESPONSES.github_login), { action: 'accept', content: { name: 'octocat' } });
+    assert.equal(ElicitResult.safeParse(SPEC_INPUT_RESPONSES.capital_of_france).success, false, 'a sampling result is no elicitation result');
+    const retry = RetryParams.parse({ name: 't', inputResponses: SPEC_INPUT_RESPONSES, requestState: 'AEAD-protected blob' });
+    assert.equal(retry.requestState, 'AEAD-protected blob');
+  });
+
+  it('answers the spec\'s unknown revision with its error code and data; refuses bad envelopes with one line', () => {
+    const read = readEnvelope(envelope({ [V]: '1900-01-01', [C]: {} }));
+    assert.ok('error' in read);
+    assert.equal(read.error.code, SPEC_UNSUPPORTED.error.code);
+    const data = read.error.data as { supported: string[]; requested: string };
+    assert.equal(data.requested, SPEC_UNSUPPORTED.error.data.requested);
+    for (const version of SPEC_UNSUPPORTED.error.data.supported) assert.ok(data.supported.includes(version), version);
+    assert.match(read.error.message, /speaks 2026-07-28 .* and 2025-11-25/);
+
+    const problems: Array<[unknown, RegExp]> = [
+      [undefined, /params must be an object/],
+      [{ _meta: [] }, /_meta must be an object/],
+      [envelope({ [V]: '2026-07-28' }), /lacks "io\.modelcontextprotocol\/clientCapabilities"/],
+      [envelope({ [V]: '2026-07-28', [C]: { extensions: 'all' } }), /\.extensions is malformed/],
+      [envelope({ [V]: '2026-07-28', [C]: {}, big: 'x'.repeat(70_000) }), /at most 65536 are read/],
+    ];
+    for (const [params, why] of problems) {
+      const bad = readEnvelope(params);
+      assert.ok('error' in bad && bad.error.code === ErrorCode.invalidParams, String(why));
+      assert.match(bad.error.message, why);
+    }
+    const cyclic: Record<string, unknown> = { [V]: '2026-07-28', [C]: {} };
+    cyclic.self = cyclic;
+    assert.ok('error' in readEnvelope({ _meta: cyclic }));
+    const good = readEnvelope(envelope({ [V]: '2026-07-28', [C]: { elicitation: { form: {} } }, 'io.modelcontextprotocol/clientInfo': { name: 'c', version: '1' } }));
+    assert.ok('envelope' in good);
+    assert.equal(good.envelope.clientInfo?.name, 'c');
+  });
+
+  it('tells the eras apart per request, and reads capabilities as the spec spells them', () => {
+    assert.equal(isModernRequest({ id: 1, method: 'tools/list', params: envelope({ [V]: '2026-07-28' }) }), true);
+    assert.equal(isModernRequest({ id: 1, method: 'tools/list', params: {} }), false);
+    assert.equal(isModernRequest({ id: 1, method: 'initialize', params: envelope({ [V]: '2026-07-28' }) }), false, 'an initialize is the older era');
+    assert.equal(isModernRequest({ method: 'notifications/cancelled', params: envelope({ [V]: '2026-07-28' }) }), false, 'notifications are not requests');
+    assert.equal(supportsTasks(SPEC_TASKS_REQUEST.params._meta[C]), true);
+    assert.equal(supportsTasks({}), false);
+    assert.equal(supportsFormElicitation({ elicitation: {} }), true, 'an empty object means form');
+    assert.equal(supportsFormElicitation({ elicitation: { url: {} } }), false);
+    assert.equal(supportsUrlElicitation({ elicitation: { url: {} } }), true);
+    assert.deepEqual(withElicitation({}), { elicitation: { form: {}, url: {} } });
+    assert.deepEqual(withElicitation({ elicitation: {} }), { elicitation: { form: {}, url: {} } });
+    assert.deepEqual(withElicitation({ elicitation: { url: { a: 1 } }, roots: {} }), { elicitation: { url: { a: 1 }, form: {} }, roots: {} });
+  });
+
+  it('writes discover, results, tasks and errors in the spec\'s shapes', () => {
+    const discovered = discoverResult({ name: 'belay', version: '1', instructions: 'hi', tasks: true }) as Record<string, unknown>;
+    assert.equal(discovered.resultType, 'complete');
+    assert.deepEqual(Object.keys(discovered).sort(), ['_meta', 'cacheScope', 'capabilities', 'instructions', 'resultType', 'supportedVersions', 'ttlMs']);
+    assert.deepEqual((discovered._meta as Record<string, unknown>)['io.modelcontextprotocol/serverInfo'], { name: 'belay', version: '1' });
+    assert.deepEqual(complete({}), { resultType: 'complete' }, 'the spec\'s tasks/update acknowledgement');
+    assert.deepEqual(missingCapability({ extensions: { 'io.modelcontextprotocol/tasks': {} } }, SPEC_MISSING_CAPABILITY.message), SPEC_MISSING_CAPABILITY);
+
+    const { resultType: _created, ...seed } = SPEC_CREATE_TASK;
+    const working: TaskView = { ...(seed as Omit<TaskView, 'status'>), status: 'working' };
+    assert.deepEqual(createTaskResult({ ...working, inputRequests: {} }), SPEC_CREATE_TASK, 'a CreateTaskResult carries no payload');
+    const { resultType: _got, ...waiting } = SPEC_TASK_INPUT_REQUIRED;
+    assert.deepEqual(getTaskResult(waiting as TaskView), SPEC_TASK_INPUT_REQUIRED);
+    const { resultType: _done, ...completed } = SPEC_TASK_COMPLETED;
+    assert.deepEqual(getTaskResult(completed as TaskView), SPEC_TASK_COMPLETED);
+    const update = TaskUpdateParams.parse(SPEC_TASK_UPDATE);
+    assert.deepEqual(ElicitResult.parse(update.inputResponses.name), { action: 'accept', content: { input: 'Luca' } });
+  });
+
+  it('seals requestState: what was sealed comes back; altered, foreign, expired or malformed state does not', () => {
+    const seal = new StateSeal();
+    const token = seal.seal({ rid: 'req_1', call: 'abc' }, 60_000, 1_000);
+    const opened = seal.open(token, 2_000);
+    assert.ok('value' in opened);
+    assert.equal(opened.value.rid, 'req_1');
+    assert.match(JSON.stringify(seal.open(token, 70_000)), /expired/);
+    assert.match(JSON.stringify(new StateSeal().open(token, 2_000)), /not issued by this server, or was altered/);
+    const [body, mac] = token.split('.') as [string, string];
+    const altered = Buffer.from(Buffer.from(body, 'base64url').toString('utf8').replace('req_1', 'req_2')).toString('base64url');
+    assert.match(JSON.stringify(seal.open(`${altered}.${mac}`, 2_000)), /altered/);
+    for (const bad of ['', '.', 'a.b.c', 'x'.repeat(70_000), `${body}.`]) assert.ok('problem' in seal.open(bad, 2_000), bad.slice(0, 10));
+  });
+});
+
+describe('a cue as an elicitation, and back', () => {
+  const roundTrip = (payload: object | null, result: object) => answerFromElicitation(payload ? JSON.stringify(payload) : null, ElicitResult.parse(result));
+
+  it('maps every payload kind to a flat schema and the answer to the text a console writes', () => {
+    assert.deepEqual(cueElicitation('Hi', null).params.requestedSchema, { type: 'object', properties: { answer: { type: 'string', title: 'Your answer' } } });
+    assert.deepEqual(roundTrip(null, { action: 'accept', content: { answer: 'go on' } }), { text: 'go on' });
+    const multi = { type: 'choice', options: ['A', 'B', 'C'], allow_multiple: true };
+    assert.deepEqual(cueElicitation('Pick', JSON.stringify(multi)).params.requestedSchema.properties.choice, { type: 'array', title: 'Choose', items: { type: 'string', enum: ['A', 'B', 'C'] } });
+    assert.deepEqual(roundTrip(multi, { action: 'accept', content: { choice: ['C', 'A'] } }), { text: 'A\nC' });
+    const form = { type: 'form', fields: [{ label: 'Env', options: ['prod', 'dev'] }, { label: 'Count', kind: 'number' }, { label: 'Why' }] };
+    assert.deepEqual(Object.values(cueElicitation('F', JSON.stringify(form)).params.requestedSchema.properties), [
+      { type: 'string', title: 'Env', enum: ['prod', 'dev'] },
+      { type: 'number', title: 'Count' },
+      { type: 'string', title: 'Why' },
+    ]);
+    assert.deepEqual(roundTrip(form, { action: 'accept', content: { field1: 'dev', field2: 3, field3: 'tests' } }), { text: 'Env: dev\nCount: 3\nWhy: tests' });
+    const confirm = { type: 'confirm', text: 'Deploy?', confirm_label: 'Deploy', cancel_label: 'Not yet' };
+    assert.match(cueElicitation('Deploy now?', JSON.stringify(confirm)).params.message, /Accept: Deploy\. Decline: Not yet\./);
+    assert.deepEqual(roundTrip(confirm, { action: 'accept' }), { text: 'Deploy' });
+    assert.deepEqual(roundTrip(confirm, { action: 'decline' }), { cancelled: true });
+    assert.deepEqual(roundTrip(null, { action: 'cancel' }), { cancelled: true });
+  });
+
+  it('says what did not fit instead of writing it', () => {
+    const problem = (answer: ReturnType<typeof roundTrip>) => ('problem' in answer ? answer.problem : `no problem: ${JSON.stringify(answer)}`);
+    assert.match(problem(roundTrip({ type: 'choice', options: ['A', 'B'] }, { action: 'accept', content: { choice: 'Z' } })), /"Z" is not one of the options/);
+    assert.match(problem(roundTrip({ type: 'choice', options: ['A', 'B'] }, { action: 'accept', content: {} })), /must name the option/);
+    assert.match(problem(roundTrip({ type: 'choice', options: ['A', 'B'] }, { action: 'accept', content: { choice: ['A', 'B'] } })), /takes one option, got 2/);
+    assert.match(problem(roundTrip({ type: 'form', fields: [{ label: 'Env', options: ['prod'] }] }, { action: 'accept', content: { field1: 'staging' } })), /not an option of field "Env"/);
+    assert.match(problem(roundTrip(null, { action: 'accept', content: { answer: 3 } })), /must be text/);
+  });
+});
+
+describe('URL elicitations and secrets (--wrap)', () => {
+  it('opens only http and https pages without credentials, and names the host first', () => {
+    const ok = urlElicitation({ mode: 'url', message: 'Sign in', url: 'https://auth.example.com/login?x=1', elicitationId: 'e' });
+    assert.ok(ok && 'url' in ok);
+    const cue = urlCue(ok, 'Srv');
+    assert.match(cue.prompt, /^The MCP server Srv asks you to open a page on \*\*auth\.example\.com\*\*\./);
+    assert.deepEqual(JSON.parse(cue.payloadJson), { type: 'confirm', text: 'Open auth.example.com in the browser?', confirm_label: 'Open the page', cancel_label: 'Decline' });
+    const refused: Array<[string, RegExp]> = [
+      ['javascript:alert(1)', /javascript: URLs are not opened/],
+      ['JAVASCRIPT:alert(1)', /javascript: URLs are not opened/],
+      ['file:///etc/passwd', /file: URLs are not opened/],
+      ['data:text/html,<script>1</script>', /data: URLs are not opened/],
+      ['https://user:pass@evil.example/', /carries credentials/],
+      ['https://user@evil.example/', /carries credentials/],
+      ['https://a.example/\nb', /spaces or control characters/],
+      ['not a url', /spaces or control characters|cannot be read/],
+      ['http://[::1', /cannot be read/],
+    ];
+    for (const [url, why] of refused) {
+      const read = urlElicitation({ mode: 'url', message: 'm', url });
+      assert.ok(read && 'problem' in read, url);
+      assert.match(read.problem, why, url);
+    }
+    assert.equal(urlElicitation({ mode: 'form', message: 'm', requestedSchema: {} }), undefined, 'a form is not ours here');
+    assert.match(JSON.stringify(urlElicitation({ mode: 'url' })), /malformed/);
+    const backtick = urlElicitation({ mode: 'url', message: '', url: 'https://x.example/a`b' });
+    assert.ok(backtick && 'url' in backtick);
+    assert.ok(!urlCue(backtick, 's').prompt.includes('a`b'), 'a backtick cannot close the code span');
+  });
+
+  it('finds the secret a form asks for by name, title, description, format or writeOnly', () => {
+    const form = (properties: object) => ({ message: 'm', requestedSchema: { type: 'object', properties } });
+    assert.equal(secretField(form({ pw: { type: 'string', title: 'Password' } })), 'pw');
+    assert.equal(secretField(form({ apiKey: { type: 'string' } })), 'apiKey');
+    assert.equal(secretField(form({ k: { type: 'string', description: 'Your GitHub personal access token' } })), 'k');
+    assert.equal(secretField(form({ k: { type: 'string', format: 'password' } })), 'k');
+    assert.equal(secretField(form({ k: { type: 'string', writeOnly: true } })), 'k');
+    assert.equal(secretField(form({ card_number: { type: 'string' } })), 'card_number');
+    assert.equal(secretField(form({ name: { type: 'string', title: 'Name' }, port: { type: 'integer' }, passport_country: { type: 'string', title: 'Country' } })), undefined);
+    assert.equal(secretField({}), undefined);
+  });
+});
