@@ -29,11 +29,10 @@ async function bareSpawns(backend: Backend, base: string, count: number, task: T
     environmentLog: path.join(base, 'environment.log'),
   };
   const session = await backend.open({ runId: 'bench', task, folders, agentFolders: [], hidden: [] });
-  const host = session.command({ argv: ['/bin/sh', '-c', 'true'] });
   const times: number[] = [];
   for (let i = 0; i < count; i++) {
     const t0 = performance.now();
-    const result = await runBounded({ argv: host.argv, cwd: host.cwd, env: host.env, timeoutMs: 10_000, maxOutputChars: 1000 });
+    const result = await runBounded({ start: (output) => session.spawn({ argv: ['/bin/sh', '-c', 'true'], ...output }), timeoutMs: 10_000, maxOutputChars: 1000 });
     times.push(performance.now() - t0);
     if (result.exitCode !== 0) throw new Error(`bare spawn failed: ${result.stderr.text('…')}`);
   }

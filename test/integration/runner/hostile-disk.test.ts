@@ -51,8 +51,7 @@ async function open(backend: Backend, onLimit?: (cause: 'disk_budget', message: 
 }
 
 async function sh(session: BackendSession, script: string, timeoutMs = 120_000) {
-  const host = session.command({ argv: ['/bin/sh', '-c', script] });
-  return runBounded({ argv: host.argv, cwd: host.cwd, env: host.env, timeoutMs, maxOutputChars: 4000 });
+  return runBounded({ start: (output) => session.spawn({ argv: ['/bin/sh', '-c', script], ...output }), timeoutMs, maxOutputChars: 4000 });
 }
 
 describe('the file size bound', () => {

@@ -5,6 +5,9 @@
 // phase started is dead; then the staged tests and a fresh logs folder become visible. Protocols
 // and the verifier never know which backend they use.
 import { existsSync } from 'node:fs';
+import type { Duplex } from 'node:stream';
+import { connect as netConnect } from 'node:net';
+import { startChild, type RunningChild } from '../../../shared/process.ts';
 import type { Task } from '../tasks/task.ts';
 
 /** The host folders of one run. */
@@ -102,10 +105,44 @@ export interface HostCommand {
   env: Record<string, string>;
 }
 
+/** What a caller of `BackendSession.spawn` does with the process's standard streams. */
+export interface SpawnIo {
+  /** 'pipe' (default): `write`/`endInput` feed it; 'ignore': its stdin is empty. */
+  stdin?: 'pipe' | 'ignore';
+  onStdout?(chunk: string): void;
+  onStderr?(chunk: string): void;
+}
+
+export type SpawnSpec = CommandSpec & SpawnIo;
+
 /** How the harness reaches a port inside the environment. */
 export type Endpoint = { host: string; port: number } | { socketPath: string };
 
 export type Phase = 'agent' | 'verify';
+
+/** Starts a host command (the whole environment is the command's) with the caller's streams. */
+export function spawnHost(host: HostCommand, io: SpawnIo): RunningChild {
+  return startChild({
+    argv: host.argv,
+    cwd: host.cwd,
+    env: host.env,
+    stdin: io.stdin ?? 'pipe',
+    ...(io.onStdout ? { onStdout: io.onStdout } : {}),
+    ...(io.onStderr ? { onStderr: io.onStderr } : {}),
+  });
+}
+
+/** A connection to an endpoint on this machine; rejects with the socket's error. */
+export function connectEndpoint(endpoint: Endpoint): Promise<Duplex> {
+  return new Promise((resolve, reject) => {
+    const socket = 'socketPath' in endpoint ? netConnect(endpoint.socketPath) : netConnect(endpoint.port, endpoint.host);
+    socket.once('connect', () => {
+      socket.off('error', reject);
+      resolve(socket);
+    });
+    socket.once('error', reject);
+  });
+}
 
 export interface BackendSession {
   readonly backend: string;
@@ -118,10 +155,13 @@ export interface BackendSession {
   readonly phase: Phase;
   /** Where agent-phase programs see `RunFolders.agentState` (read-write); undefined when the run gave none. */
   readonly stateDir: string | undefined;
-  /** The host command that runs `spec` inside this environment, in the current phase. */
-  command(spec: CommandSpec): HostCommand;
-  /** How to reach `port` for a command started with `exposePort: port`. */
-  endpoint(port: number): Endpoint;
+  /**
+   * Starts `spec` inside this environment, in the current phase: its own process group (killed
+   * whole by `kill()`), exactly the variables of `programEnvironment`, output handed over as text.
+   */
+  spawn(spec: SpawnSpec): RunningChild;
+  /** A connection to `port` inside, for a command started with `exposePort: port` (SDK 2.0). */
+  connect(port: number): Promise<Duplex>;
   /**
    * The base URL (`http://127.0.0.1:<port>`, no trailing slash) at which agent-phase programs
    * reach the service `name` of `SessionSpec.services`; throws for a name not given there.

@@ -21,9 +21,10 @@ import { existsSync, promises as fs, readFileSync, realpathSync, rmSync, statSyn
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import type { Duplex } from 'node:stream';
 import { startChild, type RunningChild } from '../../../shared/process.ts';
 import { programText } from '../../../shared/programText.ts';
-import { BackendUnavailableError, programEnvironment, type Backend, type BackendSession, type CommandSpec, type HostCommand, type Phase, type ServiceSpec, type SessionSpec } from './backend.ts';
+import { BackendUnavailableError, connectEndpoint, programEnvironment, spawnHost, type Backend, type BackendSession, type CommandSpec, type HostCommand, type Phase, type ServiceSpec, type SessionSpec, type SpawnSpec } from './backend.ts';
 import { formatBytes } from '../records/logs.ts';
 import type { TaskEnvironment } from '../tasks/task.ts';
 import { detectEngine, EngineUnavailableError, failureText, type Engine, type EngineName } from './engine.ts';
@@ -627,6 +628,22 @@ class ContainerSession implements BackendSession {
     this.#storageTimer.unref();
   }
 
+  spawn(spec: SpawnSpec): RunningChild {
+    return spawnHost(this.command(spec), spec);
+  }
+
+  async connect(port: number): Promise<Duplex> {
+    const socketPath = path.join(this.#sockets.path, `agent-${port}.sock`);
+    let server = this.#bridges.get(port);
+    if (!server) {
+      server = this.#bridge(socketPath, port);
+      this.#bridges.set(port, server);
+    }
+    if (!server.listening) await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+    return connectEndpoint({ socketPath });
+  }
+
+  /** The host command that runs `spec` in the container, in the current phase. */
   command(spec: CommandSpec): HostCommand {
     const agentPhase = this.#phase === 'agent';
     // The agent's runtimes are on PATH while its folders are; the tests get the image's own.
@@ -637,12 +654,6 @@ class ContainerSession implements BackendSession {
     if (this.#watch === undefined) return { argv, cwd: '/', env: exec.env };
     this.#commandPhases.set(id, this.#phase);
     return { argv: this.#watch.wrap(argv, id), cwd: '/', env: exec.env };
-  }
-
-  endpoint(port: number): { socketPath: string } {
-    const socketPath = path.join(this.#sockets.path, `agent-${port}.sock`);
-    if (!this.#bridges.has(port)) this.#bridges.set(port, this.#bridge(socketPath, port));
-    return { socketPath };
   }
 
   /** A Unix socket on the host whose every connection is an `exec` piping to 127.0.0.1:port inside. */

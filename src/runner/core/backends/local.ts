@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import * as os from 'node:os';
-import { programEnvironment, type Backend, type BaseEnvironment, type Phase } from './backend.ts';
+import { connectEndpoint, programEnvironment, spawnHost, type Backend, type CommandSpec, type HostCommand, type BaseEnvironment, type Phase } from './backend.ts';
 import { limitFileSize } from './file-size.ts';
 import { checkServices, ServiceRelay, socketFolder, type SocketFolder } from './services.ts';
 import { killMarked, type ProcessMark } from './sweep.ts';
@@ -57,6 +57,11 @@ export function localBackend(): Backend {
         });
       }
       let phase: Phase = 'agent';
+      const hostCommand = (command: CommandSpec): HostCommand => ({
+        argv: limitFileSize([...command.argv], spec.diskBudgetBytes),
+        cwd: command.cwd ?? folders.workspace,
+        env: { ...programEnvironment(base, command.env), [SESSION_VARIABLE]: token },
+      });
       return {
         backend: 'local',
         workdir: folders.workspace,
@@ -66,14 +71,8 @@ export function localBackend(): Backend {
         get phase() {
           return phase;
         },
-        command(command) {
-          return {
-            argv: limitFileSize([...command.argv], spec.diskBudgetBytes),
-            cwd: command.cwd ?? folders.workspace,
-            env: { ...programEnvironment(base, command.env), [SESSION_VARIABLE]: token },
-          };
-        },
-        endpoint: (port) => ({ host: '127.0.0.1', port }),
+        spawn: (command) => spawnHost(hostCommand(command), command),
+        connect: (port) => connectEndpoint({ host: '127.0.0.1', port }),
         serviceUrl(name) {
           if (!relay) throw new Error(`no service named '${name}' in this session (given: none)`);
           return `http://127.0.0.1:${relay.port(name)}`;

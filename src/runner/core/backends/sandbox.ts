@@ -17,7 +17,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { runBounded } from '../../../shared/process.ts';
 import { programText } from '../../../shared/programText.ts';
-import { BackendUnavailableError, programEnvironment, type Backend, type BaseEnvironment, type Phase, type RunFolders } from './backend.ts';
+import { BackendUnavailableError, connectEndpoint, programEnvironment, spawnHost, type Backend, type CommandSpec, type HostCommand, type BaseEnvironment, type Phase, type RunFolders } from './backend.ts';
 import { limitFileSize } from './file-size.ts';
 import { checkServices, insidePort, ServiceRelay, socketFolder } from './services.ts';
 import { killMarked } from './sweep.ts';
@@ -288,6 +288,30 @@ export async function sandboxBackend(options: SandboxOptions = {}): Promise<Back
       const homeInside = base.HOME;
       const mark = { file: 'mountinfo' as const, text: token };
       let phase: Phase = 'agent';
+      const hostCommand = (command: CommandSpec): HostCommand => {
+        const agentPhase = phase === 'agent';
+        const plan: BridgePlan = {
+          in: agentPhase && command.exposePort !== undefined ? [['/belay/agent.sock', command.exposePort]] : [],
+          out: agentPhase ? services.map((service): [number, string] => [insidePort(services, service.name), `${SERVICES_INSIDE}/${service.name}.sock`]) : [],
+        };
+        const bridged = plan.in.length + plan.out.length > 0;
+        const argv = bridged ? bridgedArgv(node, plan, command.argv) : [...command.argv];
+        const layout: SandboxLayout = {
+          phase,
+          folders: { ...folders, control: agentSockets },
+          tmp,
+          home,
+          homeInside,
+          agentFolders,
+          hidden,
+          runtime: bridged ? [runtime] : [],
+          ...(agentPhase && relay ? { services: serviceSockets } : {}),
+          cwd: command.cwd ?? '/app',
+        };
+        // Electron (the editor's runtime) behaves as Node only with ELECTRON_RUN_AS_NODE; the bridge drops it for the program.
+        const env = programEnvironment(base, bridged ? { ...command.env, ELECTRON_RUN_AS_NODE: '1' } : command.env);
+        return { argv: limitFileSize([bwrap, ...isolation, ...system.args, ...layoutArgs(layout), '--', ...argv], spec.diskBudgetBytes), cwd: '/', env };
+      };
       return {
         backend: 'sandbox',
         workdir: '/app',
@@ -297,31 +321,8 @@ export async function sandboxBackend(options: SandboxOptions = {}): Promise<Back
         get phase() {
           return phase;
         },
-        command(command) {
-          const agentPhase = phase === 'agent';
-          const plan: BridgePlan = {
-            in: agentPhase && command.exposePort !== undefined ? [['/belay/agent.sock', command.exposePort]] : [],
-            out: agentPhase ? services.map((service): [number, string] => [insidePort(services, service.name), `${SERVICES_INSIDE}/${service.name}.sock`]) : [],
-          };
-          const bridged = plan.in.length + plan.out.length > 0;
-          const argv = bridged ? bridgedArgv(node, plan, command.argv) : [...command.argv];
-          const layout: SandboxLayout = {
-            phase,
-            folders: { ...folders, control: agentSockets },
-            tmp,
-            home,
-            homeInside,
-            agentFolders,
-            hidden,
-            runtime: bridged ? [runtime] : [],
-            ...(agentPhase && relay ? { services: serviceSockets } : {}),
-            cwd: command.cwd ?? '/app',
-          };
-          // Electron (the editor's runtime) behaves as Node only with ELECTRON_RUN_AS_NODE; the bridge drops it for the program.
-          const env = programEnvironment(base, bridged ? { ...command.env, ELECTRON_RUN_AS_NODE: '1' } : command.env);
-          return { argv: limitFileSize([bwrap, ...isolation, ...system.args, ...layoutArgs(layout), '--', ...argv], spec.diskBudgetBytes), cwd: '/', env };
-        },
-        endpoint: () => ({ socketPath: path.join(agentSockets, 'agent.sock') }),
+        spawn: (command) => spawnHost(hostCommand(command), command),
+        connect: () => connectEndpoint({ socketPath: path.join(agentSockets, 'agent.sock') }),
         serviceUrl: (name) => `http://127.0.0.1:${insidePort(services, name)}`,
         async endAgentPhase() {
           await relay?.close();

@@ -74,11 +74,12 @@ export const sdk1: AgentProtocol = { name: 'sdk1', run: runSdk1 };
 export async function runSdk1(ctx: AgentContext): Promise<AgentOutcome> {
   const files = runFiles(ctx.runDir);
   const agent = new AgentProcess({
-    command: ctx.session.command({
+    session: ctx.session,
+    command: {
       argv: [shellPath(), '-c', ctx.agentCommand],
       cwd: ctx.agentCwd,
       env: { ...ctx.env, PYTHONUNBUFFERED: '1' },
-    }),
+    },
     stdin: 'pipe',
     stdoutLog: files.agentStdout,
     stderrLog: files.agentStderr,

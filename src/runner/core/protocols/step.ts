@@ -51,13 +51,18 @@ export interface PreparedStep {
 export function prepareStep(options: Pick<StepOptions, 'session' | 'env' | 'excerptChars'>): PreparedStep {
   const { session } = options;
   const shell = shellPath();
-  const host = session.command({
-    argv: [shell, '-c', stepScript(shell), 'belay-step', session.workdir],
-    // The script changes to `cwd` itself, so a directory that is gone does not stop the step.
-    cwd: session.workdir,
-    env: options.env,
+  const prepared = prepareBounded({
+    start: (output) =>
+      session.spawn({
+        argv: [shell, '-c', stepScript(shell), 'belay-step', session.workdir],
+        // The script changes to `cwd` itself, so a directory that is gone does not stop the step.
+        cwd: session.workdir,
+        ...(options.env ? { env: options.env } : {}),
+        ...output,
+      }),
+    maxOutputChars: options.excerptChars,
+    keepTailChars: options.excerptChars,
   });
-  const prepared = prepareBounded({ argv: host.argv, cwd: host.cwd, env: host.env, maxOutputChars: options.excerptChars, keepTailChars: options.excerptChars });
   return {
     discard: () => prepared.discard(),
     async run(run) {
