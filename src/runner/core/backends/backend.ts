@@ -156,6 +156,12 @@ export interface BackendSession {
   /** Where agent-phase programs see `RunFolders.agentState` (read-write); undefined when the run gave none. */
   readonly stateDir: string | undefined;
   /**
+   * The shell that runs command strings inside: absent, this machine's (`shellPath()`); null, the
+   * environment has none (a task image without a shell), so a command string is run as the
+   * program and arguments it names (`commandWords`).
+   */
+  readonly shell?: string | null;
+  /**
    * Starts `spec` inside this environment, in the current phase: its own process group (killed
    * whole by `kill()`), exactly the variables of `programEnvironment`, output handed over as text.
    */
@@ -210,6 +216,49 @@ export class BackendUnavailableError extends Error {
 /** The shell that runs command strings: bash where present (agents assume it), else sh. */
 export function shellPath(): string {
   return existsSync('/bin/bash') ? '/bin/bash' : '/bin/sh';
+}
+
+/**
+ * The words of a command string for an environment with no shell: split at blanks, with '…' and
+ * "…" quoting and backslash escapes; nothing is expanded, redirected or piped.
+ */
+export function commandWords(command: string): string[] {
+  const words: string[] = [];
+  let word = '';
+  let started = false;
+  let quote: '"' | "'" | undefined;
+  for (let i = 0; i < command.length; i++) {
+    const c = command[i]!;
+    if (quote === "'") {
+      if (c === "'") quote = undefined;
+      else word += c;
+    } else if (c === '\\' && i + 1 < command.length && (quote === undefined || '"\\$`'.includes(command[i + 1]!))) {
+      word += command[++i]!;
+      started = true;
+    } else if (quote === '"') {
+      if (c === '"') quote = undefined;
+      else word += c;
+    } else if (c === '"' || c === "'") {
+      quote = c;
+      started = true;
+    } else if (/\s/.test(c)) {
+      if (started) words.push(word);
+      word = '';
+      started = false;
+    } else {
+      word += c;
+      started = true;
+    }
+  }
+  if (started) words.push(word);
+  return words;
+}
+
+/** How `command` (a command string) runs in `session`: its shell's `-c`, or its words where it has no shell. */
+export function commandArgv(session: Pick<BackendSession, 'shell'>, command: string): [string, ...string[]] {
+  if (session.shell !== null) return [session.shell ?? shellPath(), '-c', command];
+  const words = commandWords(command);
+  return words.length > 0 ? (words as [string, ...string[]]) : ['true'];
 }
 
 /** The variables every backend passes besides Belay's own; their values are the backend's choice. */

@@ -4,7 +4,7 @@ import * as z from 'zod';
 import { availableParallelism } from 'node:os';
 import * as path from 'node:path';
 import { AgentProcess, type LineResult } from './agent-process.ts';
-import { shellPath } from '../backends/backend.ts';
+import { commandArgv } from '../backends/backend.ts';
 import { RunFailure } from '../records/events.ts';
 import { agentListeners, asksForInstruction, firstJsonObject, SDK3_HINT } from './mismatch.ts';
 import { httpRequest, StatusSchema } from './sdk2.ts';
@@ -76,7 +76,7 @@ export async function runSdk1(ctx: AgentContext): Promise<AgentOutcome> {
   const agent = new AgentProcess({
     session: ctx.session,
     command: {
-      argv: [shellPath(), '-c', ctx.agentCommand],
+      argv: commandArgv(ctx.session, ctx.agentCommand),
       cwd: ctx.agentCwd,
       env: { ...ctx.env, PYTHONUNBUFFERED: '1' },
     },

@@ -7,7 +7,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import * as z from 'zod';
 import { errorMessage } from '../../../shared/errors.ts';
 import { AgentProcess } from './agent-process.ts';
-import { shellPath, type Endpoint } from '../backends/backend.ts';
+import { commandArgv, type Endpoint } from '../backends/backend.ts';
 import { RunFailure } from '../records/events.ts';
 import { asksForInstruction, looksLikeSdk1Response, SDK3_HINT } from './mismatch.ts';
 import type { AgentContext, AgentOutcome, AgentProtocol } from './agentProtocol.ts';
@@ -127,7 +127,7 @@ export async function runSdk2(ctx: AgentContext): Promise<AgentOutcome> {
   const agent = new AgentProcess({
     session: ctx.session,
     command: {
-      argv: [shellPath(), '-c', ctx.agentCommand],
+      argv: commandArgv(ctx.session, ctx.agentCommand),
       cwd: ctx.agentCwd,
       env: {
         ...ctx.env,
