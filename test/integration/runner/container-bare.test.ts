@@ -55,11 +55,12 @@ describe('container backend: an image with no shell, python3 or perl', { skip },
     assert.equal(result.agent_completed, true, `${result.failure_cause}: ${result.error}`);
     assert.equal(result.steps, commands.length + 1);
     const trajectory = JSON.parse(readFileSync(runFiles(result.run_dir).trajectory, 'utf8')) as { screen: string | null; exit_code: number | null }[];
-    const screen = (step: number) => trajectory[step]!.screen ?? '';
+    /** What command `index` printed: the screen of the next request. */
+    const screen = (index: number) => trajectory[index + 1]!.screen ?? '';
     assert.equal(trajectory[0]!.exit_code, 0);
     assert.match(screen(1), /^image\.txt\nmade\.txt$/m, 'the words ran as a program with its arguments');
-    for (const [step, program] of [[2, '/bin/sh'], [3, 'bash'], [4, 'perl'], [5, 'python3']] as const) {
-      assert.match(screen(step), new RegExp(`could not start the command: ${program.replace('/', '\\/')}: .*not found`), `step ${step + 1}: ${screen(step)}`);
+    for (const [index, program] of [[2, '/bin/sh'], [3, 'bash'], [4, 'perl'], [5, 'python3']] as const) {
+      assert.match(screen(index), new RegExp(`could not start the command: ${program.replace('/', '\\/')}: .*not found`), `${commands[index]}: ${screen(index)}`);
     }
     assert.match(screen(6), /cat: \/does\/not\/exist: No such file or directory\n\[exit code: 1\]/, 'stderr is in the output, the exit code is told');
     // The final /app comes back as always; the tests (a shell script) cannot run in such an image.
