@@ -11,7 +11,7 @@ export const PATH_ENV = { PATH: '/usr/local/bin:/usr/bin:/bin' };
 
 /** A started executor on this machine; `prefix` runs it under another program (setpriv, qemu). */
 export function localExecutor(prefix: readonly string[] = [], binary = executorBinary()): Promise<ChannelExecutor> {
-  const argv = [...prefix, binary] as [string, ...string[]];
+  const argv: [string, ...string[]] = prefix.length > 0 ? [prefix[0]!, ...prefix.slice(1), binary] : [binary];
   return startExecutor({ argv, cwd: '/', env: PATH_ENV });
 }
 

@@ -443,7 +443,11 @@ class Client implements ChannelExecutor {
     for (const pending of this.listens.values()) pending.reject(new Error(reason));
     this.listens.clear();
     this.listeners.clear();
-    for (const stream of this.streams.values()) stream.receiveClose(reason);
+    // Closed on purpose: open connections just end; the executor lost: they fail with why.
+    for (const stream of this.streams.values()) {
+      if (this.closing) stream.endQuietly();
+      else stream.receiveClose(reason);
+    }
     this.streams.clear();
     for (const done of this.killAlls.values()) done();
     this.killAlls.clear();
@@ -527,6 +531,13 @@ class ChannelStream extends Duplex {
 
   receiveEof(): void {
     this.push(null);
+  }
+
+  /** The executor was closed on purpose: the connection is destroyed without an error. */
+  endQuietly(): void {
+    if (this.gone) return;
+    this.gone = true;
+    this.destroy();
   }
 
   /** The executor closed the connection (`reason` empty: both directions ended cleanly). */

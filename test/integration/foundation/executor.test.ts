@@ -236,8 +236,11 @@ describe('kill-all and close', () => {
     await executor.killAll();
     for (const pid of pids(out)) assert.equal(alive(pid), false, `${pid} still runs`);
     for (const child of children) assert.equal((await child.ended).signal, 'SIGKILL');
-    // The executor still serves afterwards.
-    assert.equal((await run(executor, { argv: ['/bin/echo', 'after'], cwd: '/', env: {} })).stdout, 'after\n');
+    // The executor still serves afterwards; a command sent while a kill-all runs starts after it.
+    const during = executor.killAll();
+    const sentDuring = run(executor, { argv: ['/bin/echo', 'after'], cwd: '/', env: {} });
+    await during;
+    assert.deepEqual([(await sentDuring).exitCode, (await sentDuring).stdout], [0, 'after\n']);
   });
 
   test('close ends everything, then the executor; later calls say it ended', async () => {

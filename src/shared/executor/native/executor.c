@@ -1030,7 +1030,8 @@ static void handle_frame(int type, uint32_t id, const unsigned char *p, size_t n
   struct stream *s;
   switch (type) {
   case FRAME_SPAWN:
-    if (queue_head || running >= max_running) enqueue(id, p, n);
+    /* Commands sent after a kill-all start once it is done, so that it does not end them too. */
+    if (queue_head || running >= max_running || kill_all_active) enqueue(id, p, n);
     else start_command(id, p, n);
     break;
   case FRAME_STDIN:
@@ -1078,6 +1079,7 @@ static void handle_frame(int type, uint32_t id, const unsigned char *p, size_t n
       break;
     }
     pending_kill_all[pending_count++] = id;
+    /* Commands still waiting for room were sent before this kill-all: they end as killed. */
     while (drop_queued(0)) {
     }
     kill_all_active = 1;
@@ -1239,7 +1241,7 @@ int main(void) {
       getrlimit(RLIMIT_NOFILE, &files);
     }
     long room = ((long)(files.rlim_cur > MAX_FDS ? MAX_FDS : files.rlim_cur) - 64) / 6;
-    max_running = room < 1 ? 1 : room > 2048 ? 2048 : (int)room;
+    max_running = room < 1 ? 1 : room > 1024 ? 1024 : (int)room;
   }
   sigset_t chld;
   sigemptyset(&chld);
@@ -1374,7 +1376,7 @@ int main(void) {
       next = c->next;
       maybe_finish(c);
     }
-    if (!closing) start_queued();
+    if (!closing && !kill_all_active) start_queued();
     if (out.len > 0 && closing != 2) flush_channel();
   }
 }
