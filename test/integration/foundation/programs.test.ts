@@ -45,7 +45,8 @@ function has(interpreter: string): boolean {
 }
 
 test('every program file is one the sources read, and every one they read is there', () => {
-  assert.ok(programFiles.length >= 6, `program files: ${programFiles.join(', ')}`);
+  // The spawn helper and the doctor's leftover wrapper at least (the backends' own went with the executor).
+  assert.ok(programFiles.length >= 2, `program files: ${programFiles.join(', ')}`);
   assert.deepEqual([...new Set(uses)].sort(), [...programFiles].sort());
 });
 
