@@ -29,12 +29,23 @@ import {
 export interface ExecutorOptions {
   /** How long the executor may take to say it is ready (default 30 s: a cold `podman exec`). */
   readyTimeoutMs?: number;
+  /**
+   * How long `close` waits for the kill-all and the executor's end before it kills the transport
+   * (default 10 s): an executor stopped by a command (SIGSTOP) answers nothing.
+   */
+  closeTimeoutMs?: number;
 }
 
 /** A listener inside the environment; `port` is the one bound (useful with port 0). */
 export interface ExecutorListener {
   readonly port: number;
   close(): Promise<void>;
+}
+
+/** How a command ended, as `ended` gives it: the process layer's, and whether its own timeout ended it. */
+export interface ExecutorEnd extends ChildEnd {
+  /** Set when `timeoutMs` passed and the executor killed the tree (`signal` is then SIGKILL). */
+  timedOut?: true;
 }
 
 /** The executor as this client gives it: the contract, and the port a listener got. */
@@ -72,7 +83,7 @@ export function startExecutor(transport: ExecutorTransport, options: ExecutorOpt
       reject(new Error(`${program}: ${(error as Error).message.split('\n', 1)[0]}`));
       return;
     }
-    const client = new Client(child, program);
+    const client = new Client(child, program, options.closeTimeoutMs ?? 10_000);
     const timer = setTimeout(() => {
       client.abandon(`${program}: the executor did not say it was ready within ${options.readyTimeoutMs ?? 30_000} ms`);
     }, options.readyTimeoutMs ?? 30_000);
@@ -121,14 +132,18 @@ class Client implements ChannelExecutor {
   private readonly listeners = new Map<number, (stream: Duplex) => void>();
   private readonly killAlls = new Map<number, () => void>();
   private stderrTail = '';
+  private readonly grants = new Map<number, number>();
   private closing: Promise<void> | undefined;
 
   private readonly child: ChildProcessByStdio<Writable, Readable, Readable>;
   private readonly program: string;
 
-  constructor(child: ChildProcessByStdio<Writable, Readable, Readable>, program: string) {
+  private readonly closeTimeoutMs: number;
+
+  constructor(child: ChildProcessByStdio<Writable, Readable, Readable>, program: string, closeTimeoutMs: number) {
     this.child = child;
     this.program = program;
+    this.closeTimeoutMs = closeTimeoutMs;
     this.ready = new Promise((resolve, reject) => {
       this.resolveReady = resolve;
       this.rejectReady = reject;
@@ -175,7 +190,20 @@ class Client implements ChannelExecutor {
       this.child.kill('SIGKILL');
       return;
     }
-    for (const frame of frames) this.handle(frame);
+    // What the frames of one read cause goes out in one write: windows given back are summed per id.
+    this.child.stdin.cork();
+    try {
+      for (const frame of frames) this.handle(frame);
+    } finally {
+      for (const [id, bytes] of this.grants) this.send(FrameType.window, id, u32(bytes));
+      this.grants.clear();
+      this.child.stdin.uncork();
+    }
+  }
+
+  /** Gives `bytes` of window back to the executor for `id` (sent at the end of the current read). */
+  grant(id: number, bytes: number): void {
+    this.grants.set(id, (this.grants.get(id) ?? 0) + bytes);
   }
 
   private handle({ type, id, payload }: Frame): void {
@@ -206,7 +234,7 @@ class Client implements ChannelExecutor {
           const text = command.err.write(payload);
           if (text) command.command.onStderr?.(text);
         }
-        this.send(FrameType.window, id, u32(payload.length));
+        this.grant(id, payload.length);
         return;
       }
       case FrameType.exit:
@@ -222,7 +250,9 @@ class Client implements ChannelExecutor {
           command.resolve({ exitCode: null, signal: null, spawnError: spawnError(oneLine(payload)) });
         } else {
           const report = decodeExit(payload);
-          command.resolve({ exitCode: report.exitCode, signal: report.signalNumber === null ? null : (signalNames.get(report.signalNumber) ?? 'SIGKILL') });
+          const end: ExecutorEnd = { exitCode: report.exitCode, signal: report.signalNumber === null ? null : (signalNames.get(report.signalNumber) ?? 'SIGKILL') };
+          if (report.timedOut) end.timedOut = true;
+          command.resolve(end);
         }
         return;
       }
@@ -416,10 +446,21 @@ class Client implements ChannelExecutor {
 
   close(): Promise<void> {
     this.closing ??= (async () => {
-      await this.killAll();
-      this.closeReason ??= `${this.program}: closed`;
-      this.child.stdin.end();
-      await this.closed;
+      let timer: NodeJS.Timeout | undefined;
+      const stalled = new Promise<'stalled'>((resolve) => (timer = setTimeout(() => resolve('stalled'), this.closeTimeoutMs)));
+      const ended = (async () => {
+        await this.killAll();
+        this.closeReason ??= `${this.program}: closed`;
+        this.child.stdin.end();
+        await this.closed;
+        return 'ended' as const;
+      })();
+      if ((await Promise.race([ended, stalled])) === 'stalled') {
+        this.closeReason = `${this.program}: closed (the executor did not answer within ${this.closeTimeoutMs} ms and was killed)`;
+        this.child.kill('SIGKILL');
+        await this.closed;
+      }
+      clearTimeout(timer);
     })();
     return this.closing;
   }
@@ -525,7 +566,7 @@ class ChannelStream extends Duplex {
   }
 
   receive(bytes: Buffer): void {
-    if (this.push(bytes)) this.client.send(FrameType.window, this.id, u32(bytes.length));
+    if (this.push(bytes)) this.client.grant(this.id, bytes.length);
     else this.owed += bytes.length;
   }
 

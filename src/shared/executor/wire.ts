@@ -50,7 +50,7 @@ export const MAX_PAYLOAD = 4 * 1024 * 1024;
 /** Bytes in flight per command's output, per command's stdin, per stream direction. */
 export const WINDOW_INITIAL = 256 * 1024;
 /** Data is sent in frames of at most this many bytes. */
-export const DATA_CHUNK = 32 * 1024;
+export const DATA_CHUNK = 64 * 1024;
 /** Ids at and above this are the executor's own (accepted connections). */
 export const ACCEPTED_BASE = 0x80000000;
 export const MAX_ID = 0x7fffffff;

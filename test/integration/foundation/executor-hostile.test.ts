@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import * as path from 'node:path';
 import type { Duplex } from 'node:stream';
@@ -16,6 +16,7 @@ import { executorBinary } from '../../../src/shared/executor/binary.ts';
 import { DATA_CHUNK, encodeExit, encodeFrame, encodeSpawn, FrameDecoder, FrameType, WINDOW_INITIAL } from '../../../src/shared/executor/wire.ts';
 import { ensureBuilt } from '../../support/build.ts';
 import { alive, gone, localExecutor, PATH_ENV, pids, rssKib, run } from '../../support/executor.ts';
+import { processesWith } from '../../support/processes.ts';
 import { tempDir, type TempDir } from '../../support/temp.ts';
 
 ensureBuilt();
@@ -76,6 +77,14 @@ describe('descendants and shepherds', () => {
     assert.equal((await child.ended).signal, 'SIGKILL');
     assert.equal(alive(pids(out)[0]!), false);
     assert.equal(alive(child.pid!), false);
+  });
+
+  test('a command forking setsid children in a loop: the timeout ends every one of them', async () => {
+    // A sleep of a length no other test uses marks this command's processes in /proc.
+    const token = `sleep ${3000 + (process.pid % 997)}`;
+    const ran = await run(executor, { argv: ['/bin/sh', '-c', `while :; do setsid ${token} & done`], cwd: '/', env: PATH_ENV, stdin: 'ignore', timeoutMs: 300 });
+    assert.equal(ran.signal, 'SIGKILL');
+    assert.deepEqual(processesWith(token), []);
   });
 
   test('a command blocked opening a FIFO is killed by its timeout', async () => {
@@ -139,11 +148,13 @@ describe('floods', () => {
 
   test('a command that never reads a flooded stdin: the executor holds at most a window', async () => {
     const child = executor.spawn({ argv: ['/bin/sleep', '300'], cwd: '/', env: {} });
+    // Bytes the executor has read (its channel included), from /proc/<pid>/io.
+    const readByExecutor = () => Number(/rchar: (\d+)/.exec(readFileSync(`/proc/${executor.pid}/io`, 'utf8'))![1]);
+    const before = readByExecutor();
     const mib = 'x'.repeat(1024 * 1024);
     for (let i = 0; i < 64; i++) child.write(mib);
-    // The executor has taken what the window allows and stopped; give it turns to take more if it would.
-    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
-    await new Promise((r) => setTimeout(r, 50));
+    // Once the executor has read a whole window of it from the channel, it holds the most it will.
+    await waitFor(() => readByExecutor() - before >= WINDOW_INITIAL);
     const held = rssKib(executor.pid);
     assert.ok(held < EXECUTOR_RSS_BOUND_KIB, `executor RSS ${held} KiB with 64 MiB offered`);
     child.kill();
@@ -349,6 +360,21 @@ describe('the channel killed mid-command', () => {
     for (const pid of [executorPid, ...started]) assert.ok(await gone(pid), `${pid} still runs after Belay was killed`);
   });
 
+
+  test('a command that stops the executor: close still ends, the executor is killed and the tree dies', async () => {
+    const { startExecutor } = await import('../../../src/shared/executor/client.ts');
+    const own = await startExecutor({ argv: [executorBinary()], cwd: '/', env: {} }, { closeTimeoutMs: 300 });
+    // The pids go to a file: once the executor is stopped, no output comes through it.
+    const file = path.join(temp.dir, 'stopper-pids');
+    const child = own.spawn({ argv: ['/bin/sh', '-c', `sleep 300 & echo $! $$ > ${file}; kill -STOP ${own.pid}; wait`], cwd: '/', env: PATH_ENV, stdin: 'ignore' });
+    await waitFor(() => /\) T /.test(readFileSync(`/proc/${own.pid}/stat`, 'utf8')));
+    const started = pids(readFileSync(file, 'utf8'));
+    assert.equal(started.length, 2);
+    await own.close();
+    assert.match((await own.closed).reason, /did not answer within 300 ms and was killed/);
+    assert.equal((await child.ended).signal, 'SIGKILL');
+    for (const pid of [own.pid, ...started]) assert.ok(await gone(pid), `${pid} still runs`);
+  });
 
   test('the executor killed outright: every command ends here, every process there dies', async () => {
     const own = await localExecutor();

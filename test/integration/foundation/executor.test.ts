@@ -4,12 +4,12 @@
 // connect and listen over the channel, kill-all and close.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import type { ChannelExecutor } from '../../../src/shared/executor/client.ts';
+import type { ChannelExecutor, ExecutorEnd } from '../../../src/shared/executor/client.ts';
 import { ensureBuilt } from '../../support/build.ts';
 import { alive, localExecutor, PATH_ENV, pids, run } from '../../support/executor.ts';
 import { tempDir, type TempDir } from '../../support/temp.ts';
@@ -102,12 +102,25 @@ describe('one command', () => {
     const child = executor.spawn({ argv: ['/bin/sh', '-c', 'setsid sleep 300 & echo $!; sleep 300 & echo $!; wait'], cwd: '/', env: PATH_ENV, timeoutMs: 300, onStdout: (t) => (out += t) });
     let out = '';
     child.endInput();
-    const end = await child.ended;
-    assert.equal(end.signal, 'SIGKILL');
+    const end: ExecutorEnd = await child.ended;
+    assert.deepEqual([end.signal, end.timedOut], ['SIGKILL', true]);
     const started = pids(out);
     assert.equal(started.length, 2);
     // `ended` comes once the tree is dead: no waiting here.
     for (const pid of [...started, child.pid!]) assert.equal(alive(pid), false, `${pid} still runs`);
+  });
+
+  test('the program gets the fd limit the executor was given, not the one it raised for itself', async () => {
+    const { startExecutor } = await import('../../../src/shared/executor/client.ts');
+    const { executorBinary } = await import('../../../src/shared/executor/binary.ts');
+    const own = await startExecutor({ argv: ['/usr/bin/prlimit', '--nofile=200:4000', '--', executorBinary()], cwd: '/', env: {} });
+    try {
+      const ran = await run(own, { argv: ['/bin/sh', '-c', 'ulimit -Sn; ulimit -Hn'], cwd: '/', env: PATH_ENV });
+      assert.equal(ran.stdout, '200\n4000\n');
+      assert.match(readFileSync(`/proc/${own.pid}/limits`, 'utf8'), /Max open files\s+4000\s+4000/);
+    } finally {
+      await own.close();
+    }
   });
 
   test('RLIMIT_FSIZE holds for the program and what it starts', async () => {
@@ -120,8 +133,8 @@ describe('one command', () => {
   test('kill before the spawn is known, and after the end, both work', async () => {
     const child = executor.spawn({ argv: ['/bin/sleep', '300'], cwd: '/', env: {} });
     child.kill();
-    const end = await child.ended;
-    assert.deepEqual([end.exitCode, end.signal, end.spawnError], [null, 'SIGKILL', undefined]);
+    const end: ExecutorEnd = await child.ended;
+    assert.deepEqual([end.exitCode, end.signal, end.spawnError, end.timedOut], [null, 'SIGKILL', undefined, undefined]);
     child.kill();
     child.write('ignored');
     child.endInput();
@@ -226,6 +239,37 @@ describe('connections', () => {
   });
 });
 
+describe('more commands than may run at once', () => {
+  test('the rest wait their turn in order, their stdin kept; a waiting one can be killed', async () => {
+    const { startExecutor } = await import('../../../src/shared/executor/client.ts');
+    const { executorBinary } = await import('../../../src/shared/executor/binary.ts');
+    const own = await startExecutor({ argv: [executorBinary(), '--max-running=2'], cwd: '/', env: {} });
+    try {
+      // Two that hold their turn until their input ends, then five that wait.
+      const holders = [0, 1].map(() => own.spawn({ argv: ['/bin/cat'], cwd: '/', env: {} }));
+      const waiting = [0, 1, 2, 3, 4].map((i) => {
+        let out = '';
+        const child = own.spawn({ argv: ['/bin/cat'], cwd: '/', env: {}, onStdout: (t) => (out += t) });
+        child.write(`input ${i}\n`.repeat(1000));
+        child.endInput();
+        return { child, output: () => out };
+      });
+      waiting[2]!.child.kill();
+      assert.equal(waiting[0]!.child.pid, undefined);
+      for (const holder of holders) holder.endInput();
+      const ends = await Promise.all(waiting.map((w) => w.child.ended));
+      assert.deepEqual(
+        ends.map((e) => e.exitCode ?? e.signal),
+        [0, 0, 'SIGKILL', 0, 0],
+      );
+      for (const i of [0, 1, 3, 4]) assert.equal(waiting[i]!.output(), `input ${i}\n`.repeat(1000));
+    } finally {
+      await own.close();
+    }
+    await assert.rejects(startExecutor({ argv: [executorBinary(), '--nonsense'], cwd: '/', env: {} }), /belay-exec: unknown argument --nonsense \(the only one is --max-running=N\)$/);
+  });
+});
+
 describe('kill-all and close', () => {
   test('kill-all ends every command and what they left, and answers once all are dead', async () => {
     let out = '';
@@ -238,7 +282,8 @@ describe('kill-all and close', () => {
     for (const child of children) assert.equal((await child.ended).signal, 'SIGKILL');
     // The executor still serves afterwards; a command sent while a kill-all runs starts after it.
     const during = executor.killAll();
-    const sentDuring = run(executor, { argv: ['/bin/echo', 'after'], cwd: '/', env: {} });
+    // Its stdin, sent while it waits to start, is kept for it.
+    const sentDuring = run(executor, { argv: ['/bin/cat'], cwd: '/', env: {}, input: 'after\n' });
     await during;
     assert.deepEqual([(await sentDuring).exitCode, (await sentDuring).stdout], [0, 'after\n']);
   });

@@ -21,6 +21,9 @@
  * outgoing buffer is over OUT_HIGH_WATER, so neither side holds more than a bound however much a
  * command writes or Belay sends.
  *
+ * Commands beyond what its fd limit allows at once (at most 1024, fewer with --max-running=N)
+ * wait their turn in order, their stdin kept for them within its window.
+ *
  * Per command a shepherd (a fork of the executor, a child subreaper with its own timer) starts
  * the program in a new process group with exactly the given argv, env, cwd, stdin and
  * RLIMIT_FSIZE, and when the program exits, is killed or times out, kills every process left
@@ -85,7 +88,7 @@
 
 #define HEADER 9
 #define MAX_PAYLOAD (4u << 20)
-#define CHUNK 32768
+#define CHUNK 65536
 #define WINDOW_INITIAL 262144u
 #define OUT_HIGH_WATER (1u << 20)
 #define ACCEPTED_BASE 0x80000000u
@@ -205,11 +208,18 @@ struct command {
 
 static struct command *commands;
 static int running, max_running = 1;
+/* The fd limit the executor was given: its programs get it back (the executor raises its own). */
+static struct rlimit original_files;
+static int have_original_files;
+/* Out of fds: listeners are not polled until a stream or command closes (poll would spin on them). */
+static int accept_paused;
 
 /* Spawns beyond what the fd limit allows at once wait here, in order. */
 struct queued {
   struct queued *next;
   uint32_t id;
+  struct buf in; /* stdin sent before it started (within its window) */
+  int in_eof;
   size_t n;
   unsigned char payload[];
 };
@@ -432,6 +442,7 @@ static void shepherd(struct spawn_request *req, int status, pid_t executor) {
     for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
     sigprocmask(SIG_SETMASK, &none, NULL);
     prctl(PR_SET_PDEATHSIG, 0);
+    if (have_original_files) setrlimit(RLIMIT_NOFILE, &original_files);
     if (req->fsize) {
       struct rlimit limit = {(rlim_t)req->fsize, (rlim_t)req->fsize};
       setrlimit(RLIMIT_FSIZE, &limit);
@@ -684,10 +695,19 @@ static void start_command(uint32_t id, const unsigned char *payload, size_t n) {
   free_request(&req);
 }
 
+static void write_stdin(struct command *c);
+static void close_stdin(struct command *c);
+
+static struct queued *find_queued(uint32_t id) {
+  for (struct queued *q = queue_head; q; q = q->next)
+    if (q->id == id) return q;
+  return NULL;
+}
+
 static void enqueue(uint32_t id, const unsigned char *p, size_t n) {
   struct queued *q = malloc(sizeof *q + n);
   if (!q) die("out of memory");
-  q->next = NULL;
+  memset(q, 0, sizeof *q);
   q->id = id;
   q->n = n;
   memcpy(q->payload, p, n);
@@ -701,6 +721,14 @@ static void start_queued(void) {
     queue_head = q->next;
     if (!queue_head) queue_tail = &queue_head;
     start_command(q->id, q->payload, q->n);
+    struct command *c = find_command(q->id);
+    if (c && c->in_fd >= 0) {
+      buf_append(&c->in, q->in.data + q->in.start, q->in.len);
+      c->in_eof = q->in_eof;
+      if (c->in.len > 0) write_stdin(c);
+      else if (c->in_eof) close_stdin(c);
+    }
+    buf_free(&q->in);
     free(q);
   }
 }
@@ -712,6 +740,7 @@ static int drop_queued(uint32_t id) {
     *link = q->next;
     if (queue_tail == &q->next) queue_tail = link;
     send_killed(q->id);
+    buf_free(&q->in);
     free(q);
     return 1;
   }
@@ -761,6 +790,7 @@ static void finish_command(struct command *c) {
   while (*link != c) link = &(*link)->next;
   *link = c->next;
   running--;
+  accept_paused = 0;
   free(c->argv0);
   free(c->cwd);
   free(c);
@@ -848,6 +878,7 @@ static struct stream *new_stream(uint32_t id, int fd) {
 }
 
 static void drop_stream(struct stream *s, const char *why) {
+  accept_paused = 0;
   if (why) send_line(FRAME_CLOSE, s->id, why);
   if (s->fd >= 0) close(s->fd);
   buf_free(&s->to_socket);
@@ -914,10 +945,15 @@ static void start_listen(uint32_t id, const unsigned char *p, size_t n) {
   send_frame(FRAME_LISTENING, id, bound, 2);
 }
 
+/* Out of fds: listeners are not polled until a stream closes (else poll would spin on them). */
+
 static void accept_all(struct stream *listener) {
   for (;;) {
     int fd = accept4(listener->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) accept_paused = 1;
+      return;
+    }
     uint32_t id = next_accepted++;
     if (next_accepted == 0) next_accepted = ACCEPTED_BASE;
     new_stream(id, fd);
@@ -1036,7 +1072,16 @@ static void handle_frame(int type, uint32_t id, const unsigned char *p, size_t n
     break;
   case FRAME_STDIN:
     c = find_command(id);
-    if (!c) break;
+    if (!c) {
+      struct queued *q = find_queued(id);
+      if (!q || q->in_eof) break;
+      if (q->in.len + n > WINDOW_INITIAL) {
+        protocol_error("belay-exec: stdin beyond its window");
+        break;
+      }
+      buf_append(&q->in, p, n);
+      break;
+    }
     if (c->in_fd < 0 || c->in_eof) {
       /* Nowhere to go (stdin ignored or closed): dropped, and given back. */
       if (n) send_u32(FRAME_WINDOW, id, (uint32_t)n);
@@ -1051,7 +1096,11 @@ static void handle_frame(int type, uint32_t id, const unsigned char *p, size_t n
     break;
   case FRAME_STDIN_EOF:
     c = find_command(id);
-    if (!c) break;
+    if (!c) {
+      struct queued *q = find_queued(id);
+      if (q) q->in_eof = 1;
+      break;
+    }
     c->in_eof = 1;
     if (c->in.len == 0) close_stdin(c);
     break;
@@ -1217,7 +1266,7 @@ struct slot {
 };
 static struct slot slots[MAX_FDS];
 
-int main(void) {
+int main(int argc, char **argv) {
   /* The channel: moved off 0 and 1 to close-on-exec fds, 0 and 1 pointed at /dev/null. */
   chan_in = fcntl(0, F_DUPFD_CLOEXEC, 3);
   chan_out = fcntl(1, F_DUPFD_CLOEXEC, 3);
@@ -1235,6 +1284,8 @@ int main(void) {
   /* Each running command holds up to 6 fds here (stdin, stdout, stderr, status, and in the fork). */
   struct rlimit files;
   if (getrlimit(RLIMIT_NOFILE, &files) == 0) {
+    original_files = files;
+    have_original_files = 1;
     if (files.rlim_cur < files.rlim_max) {
       files.rlim_cur = files.rlim_max > MAX_FDS ? MAX_FDS : files.rlim_max;
       setrlimit(RLIMIT_NOFILE, &files);
@@ -1242,6 +1293,16 @@ int main(void) {
     }
     long room = ((long)(files.rlim_cur > MAX_FDS ? MAX_FDS : files.rlim_cur) - 64) / 6;
     max_running = room < 1 ? 1 : room > 1024 ? 1024 : (int)room;
+  }
+  /* --max-running=N: fewer commands at once (the rest wait their turn, in order). */
+  for (int i = 1; i < argc; i++) {
+    if (strncmp(argv[i], "--max-running=", 14) == 0) {
+      long n = strtol(argv[i] + 14, NULL, 10);
+      if (n >= 1 && n < max_running) max_running = (int)n;
+    } else {
+      fprintf(stderr, "belay-exec: unknown argument %.100s (the only one is --max-running=N)\n", argv[i]);
+      return 64;
+    }
   }
   sigset_t chld;
   sigemptyset(&chld);
@@ -1311,7 +1372,7 @@ int main(void) {
     }
     for (struct stream *s = streams; s && n < MAX_FDS - 1; s = s->next) {
       short events = 0;
-      if (s->listener) events = room ? POLLIN : 0;
+      if (s->listener) events = room && !accept_paused ? POLLIN : 0;
       else if (s->connecting) events = POLLOUT;
       else {
         if (!s->read_eof && s->window > 0 && room) events |= POLLIN;
