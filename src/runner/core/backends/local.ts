@@ -74,6 +74,14 @@ export function localBackend(): Backend {
         });
       }
       const executor = await hostExecutor();
+      // An executor that ended early (an agent may kill it: it runs as the same user) took its
+      // commands with it; what escaped it is left to the sweep.
+      let executorEnded = false;
+      void executor?.closed.then(() => (executorEnded = true));
+      const sweep = async () => {
+        if (executor && !executorEnded) await executor.killAll();
+        if (!executor || executorEnded) await killMarked(mark);
+      };
       let phase: Phase = 'agent';
       const hostCommand = (command: CommandSpec): HostCommand => ({
         argv: limitFileSize([...command.argv], spec.diskBudgetBytes),
@@ -108,16 +116,15 @@ export function localBackend(): Backend {
         },
         async endAgentPhase() {
           await relay?.close();
-          if (executor) await executor.killAll();
-          else await killMarked(mark);
+          await sweep();
         },
         async startVerifyPhase() {
           phase = 'verify';
         },
         async close() {
           await relay?.close();
-          if (executor) await executor.close();
-          else await killMarked(mark);
+          await sweep();
+          await executor?.close();
           await sockets?.remove();
         },
       };
