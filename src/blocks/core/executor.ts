@@ -10,7 +10,7 @@ import { detectSandbox, EXECUTOR_IN_SANDBOX, prepareSandbox, shellDescription, t
 import { executorBinary } from '../../shared/executor/binary.ts';
 import { startExecutor, type ChannelExecutor } from '../../shared/executor/client.ts';
 import { containedArgv, detectContainment, RUN_MARK_VARIABLE, sweepMarked, type Containment } from '../../shared/containment.ts';
-import { runBounded, shellCommand, type BoundedRunOptions } from '../../shared/process.ts';
+import { runBounded, shellCommand, type BoundedRunOptions, type ChildOptions } from '../../shared/process.ts';
 import { notRegularSummary } from './files.ts';
 import { AnswerState, planAnswer, type AnswerItem, type Plan, type StaleCheck } from './plan.ts';
 import { DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_RUN_TIMEOUT_SECONDS } from './protocol.ts';
@@ -226,7 +226,7 @@ export async function runCommand(workspace: Workspace, command: string, options:
   let stdout = '';
   let stderr = '';
   let total = 0;
-  const bounded: BoundedRunOptions = {
+  const bounded: BoundedRunOptions & ChildOptions = {
     argv,
     windowsVerbatimArguments: shell.windowsVerbatimArguments,
     cwd: workspace.realRoot,
@@ -288,7 +288,7 @@ function builtExecutor(): string | undefined {
 }
 
 /** Runs the shell as the one command of an executor started for it in the sandbox, then ends that executor. */
-async function runInNewExecutor(sandbox: PreparedSandbox, shellArgv: readonly [string, ...string[]], options: BoundedRunOptions): Promise<CommandEnd> {
+async function runInNewExecutor(sandbox: PreparedSandbox, shellArgv: readonly [string, ...string[]], options: BoundedRunOptions & ChildOptions): Promise<CommandEnd> {
   if (options.signal?.aborted) return { exitCode: null, signal: null, timedOut: false, aborted: true };
   let executor: ChannelExecutor;
   try {
@@ -309,7 +309,7 @@ async function runInNewExecutor(sandbox: PreparedSandbox, shellArgv: readonly [s
  * timeout (enforced inside too, a little later, should Belay's side stall) or when stopped.
  * Output flows with the executor's windows, kept as `options` says.
  */
-async function runThroughExecutor(executor: ChannelExecutor, shellArgv: readonly [string, ...string[]], options: BoundedRunOptions): Promise<CommandEnd> {
+async function runThroughExecutor(executor: ChannelExecutor, shellArgv: readonly [string, ...string[]], options: BoundedRunOptions & ChildOptions): Promise<CommandEnd> {
   if (options.signal?.aborted) return { exitCode: null, signal: null, timedOut: false, aborted: true };
   let timedOut = false;
   let aborted = false;
