@@ -28,8 +28,11 @@ describe('test hosts', { skip: unavailable }, () => {
     assert.equal(who.stdout, `${one.user}\n/run/user/${one.uid}\n`);
     const ssh = (key: string, target: string, extra: string[] = []) =>
       spawnSync('ssh', ['-F', '/dev/null', '-o', `UserKnownHostsFile=${made.clientHome}/.ssh/known_hosts`, '-o', 'StrictHostKeyChecking=yes', '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=10', '-i', key, ...extra, target, 'true'], { encoding: 'utf8', env: made.clientEnv });
-    // The other host's key, root, and a password are all refused.
-    assert.match(ssh(two.identity, `${one.user}@${one.address}`).stderr, /Permission denied/);
+    // Another key, the other host's user, root, and a password are all refused.
+    const stranger = `${made.clientHome}/stranger`;
+    assert.equal(spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', stranger]).status, 0);
+    assert.match(ssh(stranger, `${one.user}@${one.address}`, ['-o', 'IdentitiesOnly=yes']).stderr, /Permission denied/);
+    assert.match(ssh(one.identity, `${two.user}@${one.address}`).stderr, /Permission denied/);
     assert.match(ssh(one.identity, `root@${one.address}`).stderr, /Permission denied/);
     assert.match(ssh(one.identity, `${one.user}@${one.address}`, ['-o', 'PubkeyAuthentication=no', '-o', 'PasswordAuthentication=yes']).stderr, /Permission denied \(publickey\)/);
     // The host key is the one known here: a client that knows another key refuses to talk.

@@ -27,7 +27,7 @@ export interface TestHost {
   engineHost: string;
   /** The podman URL, socket path included. */
   podmanUrl: string;
-  /** The private key that logs in as `user` (the only way in). */
+  /** The private key that logs in as `user` (the only way in; the same for every host of a set, as a person's own key). */
   identity: string;
   /** Runs a program as the host's user there (through SSH), to its end. */
   ssh(command: string, timeoutMs?: number): { code: number | null; stdout: string; stderr: string };
@@ -43,7 +43,7 @@ export interface TestHosts {
   hosts: TestHost[];
   /** A HOME for SSH clients that knows every host's key (`.ssh/known_hosts`), and the keys. */
   clientHome: string;
-  /** Environment for an engine client that reaches the hosts: HOME with the known hosts. */
+  /** Environment for an engine client that reaches the hosts: HOME with the known hosts, CONTAINER_SSHKEY the key. */
   clientEnv: Record<string, string>;
   /** Removes everything: servers, namespaces, links, users and their storage. Idempotent. */
   remove(): Promise<void>;
@@ -131,11 +131,13 @@ export async function makeHosts(count: number, options: MakeHostsOptions = {}): 
   const made: Made[] = [];
   const hosts: TestHost[] = [];
   const subnets = new Set<string>();
+  const identity = path.join(ssh, 'id_ed25519');
+  must(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', `belay-test-client-${process.pid}`, '-f', identity]);
   let removed = false;
   const result: TestHosts = {
     hosts,
     clientHome: home.dir,
-    clientEnv: { HOME: home.dir, PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    clientEnv: { HOME: home.dir, PATH: process.env.PATH ?? '/usr/bin:/bin', CONTAINER_SSHKEY: identity },
     async remove() {
       if (removed) return;
       removed = true;
@@ -148,7 +150,7 @@ export async function makeHosts(count: number, options: MakeHostsOptions = {}): 
       const name = `${PREFIX}${process.pid}x${index}`;
       const entry: Made = { name, servers: [] };
       made.push(entry);
-      hosts.push(await makeHost(name, entry, freeSubnet(subnets), home.dir));
+      hosts.push(await makeHost(name, entry, freeSubnet(subnets), home.dir, identity));
     }
     writeFileSync(path.join(ssh, 'config'), hosts.map((host) => `Host ${host.address}\n  User ${host.user}\n  IdentityFile ${host.identity}\n  IdentitiesOnly yes\n  BatchMode yes\n`).join(''));
     if (options.loadImage) {
@@ -166,7 +168,7 @@ export async function makeHosts(count: number, options: MakeHostsOptions = {}): 
   return result;
 }
 
-async function makeHost(name: string, entry: Made, subnet: string, clientHome: string): Promise<TestHost> {
+async function makeHost(name: string, entry: Made, subnet: string, clientHome: string, identity: string): Promise<TestHost> {
   const outside = addressIn(subnet, 1);
   const address = addressIn(subnet, 2);
   const netns = `/run/netns/${name}`;
@@ -199,10 +201,8 @@ async function makeHost(name: string, entry: Made, subnet: string, clientHome: s
   rmSync(runtime, { recursive: true, force: true });
   own(runtime);
   own(`${runtime}/podman`);
-  // 3. Keys: the host's own, and the one client key that logs in (kept in the client's home).
+  // 3. Keys: the host's own, and the client key that logs in (kept in the client's home).
   const keys = path.join(clientHome, '.ssh');
-  const identity = path.join(keys, `${name}_ed25519`);
-  must(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', `client@${name}`, '-f', identity]);
   const serverDir = path.join(userHome, '.belay-test-sshd');
   mkdirSync(serverDir, { mode: 0o700 });
   const hostKey = path.join(serverDir, 'host_ed25519');

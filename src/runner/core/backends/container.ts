@@ -31,10 +31,14 @@ import { CommandWatch, COMMAND_VARIABLE, killCommandArgv } from './command-watch
 import { BASE_IMAGE } from './image-base.ts';
 import { imageSource, taskImage } from './image-task.ts';
 import { checkServices, insidePort, ServiceRelay, socketFolder, type SocketFolder } from './services.ts';
+import { EnginePool, parseEngineHosts, probeRemoteEngines } from './engine-remote.ts';
+import { copyFolderBack, copyFolderIn, copyFoldersIn, logsBackAfter } from './remote-session.ts';
 
 export interface ContainerBackendOptions {
   /** podman or docker; the first that answers when absent. */
   engine?: EngineName;
+  /** Engines on other machines (`ssh://user@host[:port][/socket]`, see engine-remote.ts): sessions go there, spread by each host's free capacity, instead of here. */
+  engineHosts?: readonly string[];
   env?: NodeJS.ProcessEnv;
   /** CPUs when the task does not say (task.toml [environment] cpus). */
   cpus?: number;
@@ -232,24 +236,57 @@ export async function chownForContainer(engine: Engine, dir: string, uid: number
 }
 
 export async function containerBackend(options: ContainerBackendOptions = {}): Promise<Backend> {
-  let engine: Engine;
+  let engines: Engine[];
+  let unreachable: string[] = [];
   try {
-    engine = await detectEngine({ ...(options.engine ? { engine: options.engine } : {}), ...(options.env ? { env: options.env } : {}) });
+    if (options.engineHosts && options.engineHosts.length > 0) {
+      let hosts;
+      try {
+        hosts = parseEngineHosts(options.engineHosts);
+      } catch (error) {
+        throw new EngineUnavailableError(error instanceof Error ? error.message : String(error));
+      }
+      const probed = await probeRemoteEngines(options.engine, hosts, { ...(options.env ? { env: options.env } : {}) });
+      if (probed.engines.length === 0) throw new EngineUnavailableError(`no engine host answers (${probed.failures.join('; ')})`);
+      engines = probed.engines;
+      unreachable = probed.failures;
+    } else engines = [await detectEngine({ ...(options.engine ? { engine: options.engine } : {}), ...(options.env ? { env: options.env } : {}) })];
   } catch (error) {
     if (error instanceof EngineUnavailableError) throw new BackendUnavailableError('container', `${error.message}; install podman (Debian/Ubuntu: apt-get install podman runc) or start docker`);
     throw error;
   }
-  // "The next start removes labelled leftovers": containers of a Belay that was killed.
-  await removeLeftovers(engine).catch(() => []);
+  // "The next start removes labelled leftovers": containers of a Belay that was killed, on every host.
+  await Promise.all(engines.map((engine) => removeLeftovers(engine).catch(() => [])));
   const owner = ownerMark();
-  // Each image's configuration, read once.
-  const images = new Map<string, ImageConfig>();
+  // Each engine's images' configuration, read once.
+  const images = new Map<Engine, Map<string, ImageConfig>>(engines.map((engine) => [engine, new Map()]));
+  const pool = new EnginePool(engines);
+  const where = engines.length === 1 ? engines[0]!.label : `${engines[0]!.name} on ${engines.map((engine) => engine.remote?.host).join(', ')}`;
   return {
     name: 'container',
-    label: `container (${engine.label}: the task's image, no network, no capabilities)`,
+    label: `container (${where}: the task's image, no network, no capabilities)${unreachable.length > 0 ? ` (not answering: ${unreachable.join('; ')})` : ''}`,
     isolated: true,
     keepsWorkBetweenSessions: (task) => !task.environment.dockerfile,
-    open: (spec) => openSession(engine, owner, options, spec, images),
+    open: async (spec) => {
+      const engine = pool.take();
+      try {
+        const session = await openSession(engine, owner, options, spec, images.get(engine)!);
+        const close = session.close.bind(session);
+        let released = false;
+        session.close = async () => {
+          try {
+            await close();
+          } finally {
+            if (!released) pool.release(engine);
+            released = true;
+          }
+        };
+        return session;
+      } catch (error) {
+        pool.release(engine);
+        throw error;
+      }
+    },
   };
 }
 
@@ -292,6 +329,11 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
 
   // 2. The container, created stopped.
   const services = checkServices(spec.services);
+  // On another machine no folder of this one can be mounted: they cross by copy (remote-session.ts).
+  const remote = engine.remote !== undefined;
+  if (remote && services.length > 0) {
+    throw new Error(`the host services (${services.map((service) => service.name).join(', ')}) cannot reach a container on ${engine.remote!.host} yet: that needs the executor's channel over the engine's SSH connection`);
+  }
   const empty = path.join(path.resolve(folders.scratch), 'empty');
   await fs.mkdir(empty, { recursive: true });
   const name = containerName(spec.runId);
@@ -306,6 +348,18 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
   const serviceSockets = path.join(sockets.path, 'services');
   await fs.mkdir(serviceSockets, { mode: 0o755 });
   const serviceMount = services.length > 0 ? ['--volume', `${serviceSockets}:${SERVICES_INSIDE}:ro`] : [];
+  const folderMounts = remote
+    ? []
+    : [
+        // Read-only and empty until the harness stages the tests between the phases.
+        '--volume',
+        `${path.resolve(folders.tests)}:/tests:ro`,
+        '--volume',
+        `${path.resolve(folders.logs)}:/logs:rw`,
+        ...mounts.flags,
+        ...serviceMount,
+        ...stateMount,
+      ];
   const created = await engine.run(
     [
       'create',
@@ -328,14 +382,7 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
       `fsize=${writeLimit}:${writeLimit}`,
       '--workdir',
       '/app',
-      // Read-only and empty until the harness stages the tests between the phases.
-      '--volume',
-      `${path.resolve(folders.tests)}:/tests:ro`,
-      '--volume',
-      `${path.resolve(folders.logs)}:/logs:rw`,
-      ...mounts.flags,
-      ...serviceMount,
-      ...stateMount,
+      ...folderMounts,
       '--entrypoint',
       '/bin/sh',
       image,
@@ -351,8 +398,9 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
   // While the agent runs, the logs folder (the verifier's /logs) belongs to a user the agent is
   // not and cannot become: root without capabilities can neither write it nor take it back.
   await fs.chmod(folders.logs, 0o555);
-  const logsLocked = await chownForContainer(engine, path.resolve(folders.logs), NOBODY);
-  if (!logsLocked) {
+  const logsLocked = !remote && (await chownForContainer(engine, path.resolve(folders.logs), NOBODY));
+  if (remote) await fs.chmod(folders.logs, 0o755);
+  else if (!logsLocked) {
     await fs.chmod(folders.logs, 0o755);
     spec.onNotice?.(`the run's /logs stays writable in the agent phase here (${engine.name} is rootful and Belay does not run as root): what the agent leaves there is removed before the tests`);
   }
@@ -362,10 +410,17 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
     copyLimitBytes: options.workspaceCopyLimitBytes ?? CONTAINER_DEFAULTS.workspaceCopyLimitBytes,
     logsLocked,
     forwarder: options.servicesForwarder ?? 'auto',
+    remote,
   }, sockets, services);
   try {
     if (source.kind === 'base' && existsSync(folders.workspace)) {
       await engine.check(['cp', `${path.resolve(folders.workspace)}/.`, `${name}:/app`], { timeoutMs: 300_000 });
+    }
+    if (remote) {
+      // The agent's folders at their own paths (not read-only there: a copy of its own), its state folder.
+      const shown = mounts.flags.filter((flag, index) => mounts.flags[index - 1] === '--volume' && flag.split(':')[0] === flag.split(':')[1]).map((flag) => flag.split(':')[0]!);
+      await copyFoldersIn(engine, name, shown.map((folder) => realpathSync(folder)), spec.hidden, signal);
+      if (folders.agentState) await copyFolderIn(engine, name, folders.agentState, STATE_INSIDE, signal);
     }
     await session.watchCommands();
     await session.start();
@@ -449,7 +504,7 @@ class ContainerSession implements BackendSession {
   readonly #spec: SessionSpec;
   readonly #config: ImageConfig;
   readonly #runtimes: string[];
-  readonly #bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number; logsLocked: boolean; forwarder: 'auto' | 'python3' | 'perl' };
+  readonly #bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number; logsLocked: boolean; forwarder: 'auto' | 'python3' | 'perl'; remote: boolean };
   readonly #bridges = new Map<number, net.Server>();
   readonly #connections = new Set<RunningChild>();
   readonly #sockets: SocketFolder;
@@ -467,7 +522,7 @@ class ContainerSession implements BackendSession {
     name: string,
     spec: SessionSpec,
     config: ImageConfig,
-    bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number; logsLocked: boolean; forwarder: 'auto' | 'python3' | 'perl' },
+    bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number; logsLocked: boolean; forwarder: 'auto' | 'python3' | 'perl'; remote: boolean },
     sockets: SocketFolder,
     services: readonly ServiceSpec[],
   ) {
@@ -633,7 +688,9 @@ class ContainerSession implements BackendSession {
     const id = CommandWatch.id();
     const env = { ...containerEnvironment(this.#config, agentPhase ? this.#runtimes : [], spec.env), [COMMAND_VARIABLE]: id };
     const exec = execEnvironment(this.#engine.env, env);
-    const argv = this.#engine.argv(['exec', '--interactive', '--workdir', spec.cwd ?? this.workdir, ...exec.flags, this.#name, ...spec.argv]);
+    let argv = this.#engine.argv(['exec', '--interactive', '--workdir', spec.cwd ?? this.workdir, ...exec.flags, this.#name, ...spec.argv]);
+    // From another machine, what a verify-phase command wrote in /logs is here when it ends.
+    if (this.#bounds.remote && !agentPhase) argv = logsBackAfter(argv, this.#engine, this.#name, this.#spec.folders.logs, this.#spec.diskBudgetBytes);
     if (this.#watch === undefined) return { argv, cwd: '/', env: exec.env };
     this.#commandPhases.set(id, this.#phase);
     return { argv: this.#watch.wrap(argv, id), cwd: '/', env: exec.env };
@@ -731,6 +788,11 @@ class ContainerSession implements BackendSession {
     this.#verifyStarted = true;
     this.#phase = 'verify';
     await this.#unlockLogs();
+    if (this.#bounds.remote) {
+      // On another machine: the staged tests and the run's logs folder go in by copy.
+      await copyFolderIn(this.#engine, this.#name, this.#spec.folders.tests, '/tests');
+      await copyFolderIn(this.#engine, this.#name, this.#spec.folders.logs, '/logs');
+    }
     // Only the keeper comes back; the tests are in /tests through its read-only mount.
     await this.start();
   }
@@ -759,6 +821,9 @@ class ContainerSession implements BackendSession {
     await Promise.all(this.#kills);
     // An agent phase ending meanwhile (stopped by the storage watch) finishes its copy first.
     await this.#agentEnding?.catch(() => undefined);
+    // From another machine, the verifier's logs come back (bounded by the run's disk budget).
+    const back = this.#bounds.remote && this.#verifyStarted ? copyFolderBack(this.#engine, this.#name, '/logs', this.#spec.folders.logs, this.#spec.diskBudgetBytes, this.#spec.onNotice).catch((error: unknown) => this.#spec.onNotice?.(error instanceof Error ? error.message : String(error))) : undefined;
+    await back;
     const removed = await this.#engine.run(['rm', '--force', this.#name], { timeoutMs: 120_000 });
     this.#keeper?.kill();
     await this.#keeper?.ended;

@@ -1,0 +1,93 @@
+// A container session on another machine's engine (engine-remote.ts): what a local session
+// mounts crosses by copy instead, through the engine's own `cp` over its SSH connection. The
+// agent's folders go in before the container starts (at the same paths, hidden paths left out),
+// the tests go in between the phases, and the verifier's logs come back at the end, only when
+// what the container wrote fits the run's disk budget (the logs are part of what it wrote).
+import { promises as fs } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { runBounded } from '../../../shared/process.ts';
+import { failureText, type Engine } from './engine.ts';
+import { formatBytes } from '../records/logs.ts';
+
+/** Folders (absolute, real) into the stopped container at the same paths; `hidden` paths in them are left out. */
+export async function copyFoldersIn(engine: Engine, container: string, folders: readonly string[], hidden: readonly string[], signal?: AbortSignal): Promise<void> {
+  const shown = [...new Set(folders.map((folder) => path.resolve(folder)))].filter((folder) => folder !== '/');
+  if (shown.length === 0) return;
+  for (const folder of shown) await fs.access(folder);
+  if (shown.some((folder) => folder.includes('\n')) || hidden.some((h) => h.includes('\n'))) throw new Error("cannot copy the agent's folders: a path holds a line break");
+  // tar here (this machine's), the engine's `cp -` there: one stream, no folder of this machine mounted.
+  const lists = await fs.mkdtemp(path.join(os.tmpdir(), 'belay-copy-'));
+  try {
+    await fs.writeFile(path.join(lists, 'folders'), shown.map((folder) => `${folder.slice(1)}\n`).join(''));
+    await fs.writeFile(path.join(lists, 'hidden'), hidden.map((h) => `${path.resolve(h).slice(1)}\n`).join(''));
+    const piped = await runBounded({
+      argv: ['/bin/sh', '-c', 'tar -C / --anchored --no-wildcards -X "$1/hidden" -T "$1/folders" -cf "$0" || exit 1; shift; exec "$@" < "$0"', path.join(lists, 'stream'), lists, ...engine.argv(['cp', '-', `${container}:/`])],
+      cwd: '/',
+      env: engine.env,
+      timeoutMs: 600_000,
+      maxOutputChars: 8000,
+      ...(signal ? { signal } : {}),
+    });
+    if (piped.exitCode !== 0) throw new Error(`copying the agent's folders to ${engine.remote?.host ?? 'the engine'}: ${failureText(piped, 600_000)}`);
+  } finally {
+    await fs.rm(lists, { recursive: true, force: true });
+  }
+}
+
+/** A folder's contents into the container at `inside` (made when missing). */
+export async function copyFolderIn(engine: Engine, container: string, local: string, inside: string, signal?: AbortSignal): Promise<void> {
+  await engine.check(['cp', `${path.resolve(local)}/.`, `${container}:${inside}`], { timeoutMs: 300_000, ...(signal ? { signal } : {}) });
+}
+
+/**
+ * The container's `inside` folder back into `local` (replacing what is there), when what the
+ * container wrote in all is within `budgetBytes`; otherwise a notice says why it stays there.
+ */
+export async function copyFolderBack(engine: Engine, container: string, inside: string, local: string, budgetBytes: number | undefined, onNotice?: (text: string) => void): Promise<boolean> {
+  if (budgetBytes !== undefined) {
+    const measured = await engine.run(['container', 'inspect', '--size', '--format', '{{.SizeRw}}', container], { timeoutMs: 60_000 });
+    const written = Number(measured.stdout.text('').trim());
+    if (!Number.isFinite(written) || written > budgetBytes) {
+      onNotice?.(`the container on ${engine.remote?.host ?? 'the engine'} wrote ${Number.isFinite(written) ? formatBytes(written) : 'an unknown amount'}: its ${inside} is not copied back (the run's disk budget is ${formatBytes(budgetBytes)})`);
+      return false;
+    }
+  }
+  const target = path.resolve(local);
+  const copy = `${target}.copy-${process.pid}-${Date.now()}`;
+  await fs.mkdir(copy, { mode: 0o700 });
+  try {
+    const copied = await engine.run(['cp', `${container}:${inside}/.`, copy], { timeoutMs: 300_000 });
+    if (copied.exitCode !== 0) {
+      // Nothing there (the phase never made it) is no failure: there is nothing to bring back.
+      if (/no such file|could not find|not found/i.test(failureText(copied, 300_000))) return false;
+      throw new Error(`${engine.name} cp ${container}:${inside} from ${engine.remote?.host ?? 'the engine'}: ${failureText(copied, 300_000)}`);
+    }
+    await fs.rm(target, { recursive: true, force: true });
+    await fs.rename(copy, target);
+    return true;
+  } finally {
+    await fs.rm(copy, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A verify-phase command on another machine, wrapped so that once it ends the container's
+ * `/logs` is copied into `localLogs` (when what the container wrote fits `budgetBytes`) before
+ * its exit status is passed on: the verifier reads the reward files as soon as the tests end.
+ */
+export function logsBackAfter(argv: readonly [string, ...string[]], engine: Engine, container: string, localLogs: string, budgetBytes: number | undefined): [string, ...string[]] {
+  const client = engine.argv([]);
+  // $1: how many words the client is; then the client's words; then the whole command.
+  const shell = String.raw`n=$1; shift
+cmd=""; cli=""; i=0
+for w in "$@"; do i=$((i + 1)); if [ $i -gt "$n" ]; then cmd="$cmd \"\${$i}\""; else cli="$cli \"\${$i}\""; fi; done
+eval "$cmd"; rc=$?
+size=$(eval "$cli container inspect --size --format '{{.SizeRw}}' \"\$BELAY_CONTAINER\"" 2>/dev/null)
+case "$size" in ""|*[!0-9]*) size=-1;; esac
+if [ "$size" -ge 0 ] && { [ -z "$BELAY_BUDGET" ] || [ "$size" -le "$BELAY_BUDGET" ]; }; then
+  eval "$cli cp \"\$BELAY_CONTAINER:/logs/.\" \"\$BELAY_LOGS\"" >/dev/null 2>&1
+fi
+exit $rc`;
+  return ['/usr/bin/env', `BELAY_CONTAINER=${container}`, `BELAY_LOGS=${path.resolve(localLogs)}`, `BELAY_BUDGET=${budgetBytes ?? ''}`, '/bin/sh', '-c', shell, 'logs-back', String(client.length), ...client, ...argv];
+}

@@ -1,0 +1,80 @@
+// A task run in a container on another machine's engine, over SSH: the test hosts are network
+// namespaces with their own SSH server and rootless podman (test/support/hosts/). What crosses:
+// the build context (the task's image is built there), the agent's folders and the workspace by
+// copy, the commands through the engine's exec, the records back; nothing of this machine is
+// mounted there and nothing is left there.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Backend } from '../../../src/runner/core/backends/backend.ts';
+import { containerBackend, containerName, LABELS } from '../../../src/runner/core/backends/container.ts';
+import { runFiles } from '../../../src/runner/core/records/records.ts';
+import { hostsUnavailable, makeHosts, type TestHost, type TestHosts } from '../../support/hosts/hosts.ts';
+import { agentFile, nodeDir, repoRoot, runFixture, taskDir, tempDir } from '../../support/runner/helpers.ts';
+
+const unavailable = hostsUnavailable();
+const BASE = 'localhost/belay-base:bookworm';
+const tmp = tempDir('belay-remote-');
+after(() => tmp.remove());
+
+/** The agent's own folder: the fixture agent and its library, nothing else of the repo. */
+function agentFolder(name: string): string {
+  const dir = path.join(tmp.dir, `agent-${name}`);
+  mkdirSync(dir, { recursive: true });
+  for (const file of [name, 'sdk1-lib.mjs']) copyFileSync(agentFile(file), path.join(dir, file));
+  return dir;
+}
+
+/**
+ * What is on the host now: every container (any state) and the user's processes. Podman keeps
+ * an exec session's monitor (conmon, `--exit-delay 300`) for up to five minutes after the exec
+ * ended, to hand its exit code to a late client; one whose container is gone holds nothing of
+ * the run and ends by itself, so it is named apart (and counted) rather than as a leftover.
+ */
+function leftOn(host: TestHost): { containers: string; processes: string[]; lingeringMonitors: number } {
+  const listed = host.podman(['ps', '--all', '--format', '{{.Names}} {{.Status}}']);
+  assert.equal(listed.code, 0, listed.stderr);
+  const containers = listed.stdout.trim();
+  const names = new Set(containers.split('\n').map((line) => line.split(' ')[0]));
+  const monitorOfGone = (line: string) => {
+    const match = /^\d+ \/usr\/bin\/conmon .* -n (\S+) .*--exec-attach/.exec(line);
+    return match !== null && !names.has(match[1]!);
+  };
+  const all = host.userProcesses();
+  return { containers, processes: all.filter((line) => !monitorOfGone(line)).map((line) => line.slice(0, 300)), lingeringMonitors: all.filter(monitorOfGone).length };
+}
+
+describe('remote engine over SSH', { skip: unavailable }, () => {
+  let made: TestHosts;
+  let backend: Backend;
+  before(async () => {
+    made = await makeHosts(1, { loadImage: BASE });
+    backend = await containerBackend({ engineHosts: [made.hosts[0]!.engineHost], env: made.clientEnv });
+  });
+  after(async () => {
+    await made?.remove();
+  });
+
+  it("names the host in the backend's label, and finds the engine's socket there by asking", () => {
+    const host = made.hosts[0]!;
+    assert.match(backend.label, new RegExp(`^container \\(podman \\S+ \\(runc, rootless\\) on ${host.user}@${host.address.replace(/\./g, '\\.')}: `));
+  });
+
+  it('runs an SDK 1.x agent in the task image built there: passes, workspace and records back, nothing left on the host', async () => {
+    const host = made.hosts[0]!;
+    const agent = agentFolder('multi-step.mjs');
+    const { result } = await runFixture(backend, path.join(tmp.dir, 'runs'), `'${process.execPath}' '${path.join(agent, 'multi-step.mjs')}'`, { agentCwd: agent, agentFolders: [nodeDir] });
+    assert.equal(result.passed, true, result.error ?? '');
+    assert.match(result.backend_label ?? '', new RegExp(` on ${host.user}@`));
+    const files = runFiles(result.run_dir);
+    assert.equal(readFileSync(path.join(files.workspace, 'hello.txt'), 'utf8'), 'Hello, world!\n');
+    assert.equal(readFileSync(path.join(files.workspace, 'seed.txt'), 'utf8'), readFileSync(path.join(taskDir('hello'), 'environment', 'seed.txt'), 'utf8'));
+    // Built there, from the context sent over the connection: the image is the host's, not only this machine's.
+    assert.match(readFileSync(files.environmentLog, 'utf8'), /belay-task-hello/);
+    assert.match(host.podman(['images', '--format', '{{.Repository}}']).stdout, /belay-task-hello/);
+    const left = leftOn(host);
+    assert.deepEqual({ containers: left.containers, processes: left.processes }, { containers: '', processes: [] });
+  });
+});
