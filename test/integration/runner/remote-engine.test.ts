@@ -77,4 +77,46 @@ describe('remote engine over SSH', { skip: unavailable }, () => {
     const left = leftOn(host);
     assert.deepEqual({ containers: left.containers, processes: left.processes }, { containers: '', processes: [] });
   });
+
+  it('Belay killed mid-run: the container there stops with the SSH connection, and the next start removes it', async () => {
+    const host = made.hosts[0]!;
+    const script = path.join(tmp.dir, 'opener.ts');
+    const dir = tmp.writeTask('killed-task', { 'task.toml': 'version = "1.0"\n', 'instruction.md': 'nothing\n', 'tests/test.sh': 'exit 0\n' });
+    writeFileSync(
+      script,
+      `import { containerBackend } from ${JSON.stringify(path.join(repoRoot, 'src/runner/core/backends/container.ts'))};
+import { loadTask } from ${JSON.stringify(path.join(repoRoot, 'src/runner/core/tasks/task.ts'))};
+const base = process.argv[2];
+const backend = await containerBackend({ engineHosts: [process.argv[5]], env: JSON.parse(process.argv[6]) });
+const folders = { workspace: base + '/app', tests: base + '/tests', logs: base + '/logs', control: base + '/control', scratch: base + '/scratch', environmentLog: base + '/environment.log' };
+const session = await backend.open({ runId: process.argv[3], task: await loadTask(process.argv[4]), folders, agentFolders: [], hidden: [] });
+const command = session.command({ argv: ['sleep', '600'] });
+const { spawn } = await import('node:child_process');
+spawn(command.argv[0], command.argv.slice(1), { env: command.env, stdio: 'ignore' });
+process.stdout.write('open\\n');
+setInterval(() => {}, 1000);
+`,
+    );
+    const runId = `killed-${process.pid}`;
+    const name = containerName(runId);
+    const child = spawn(process.execPath, [script, path.join(tmp.dir, runId), runId, dir, host.engineHost, JSON.stringify(made.clientEnv)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => chunk.includes('open') && resolve());
+      child.on('close', (code) => reject(new Error(`the opener ended (${code}): ${stderr}`)));
+    });
+    // Running there, labelled with its owner here; a command of the run runs in it.
+    const inspect = () => host.podman(['container', 'inspect', '--format', `{{.State.Running}} {{index .Config.Labels "${LABELS.owner}"}}`, name]);
+    assert.match(inspect().stdout.trim(), /^true \S+\/\d+\//);
+    child.kill('SIGKILL');
+    // The keeper's attach ends with the killed client's SSH connection: the container stops there.
+    const waited = host.podman(['wait', name], undefined, 120_000);
+    assert.equal(waited.code, 0, waited.stderr);
+    assert.match(inspect().stdout.trim(), /^false /);
+    // The next Belay to start with this host removes it.
+    await containerBackend({ engineHosts: [host.engineHost], env: made.clientEnv });
+    const left = leftOn(host);
+    assert.deepEqual({ containers: left.containers, processes: left.processes }, { containers: '', processes: [] });
+  });
 });
