@@ -240,7 +240,7 @@ export function progressWriter(stderr: NodeJS.WritableStream) {
           const { trial, result } = event;
           clear();
           const outcome = trial.passed ? 'PASSED' : `FAILED: ${trial.failure_cause ?? 'failed'}${result.error ? `: ${neutraliseControls(result.error.replace(/\s+/g, ' ').slice(0, 120))}` : ''}`;
-          stderr.write(`${label(trial.task_key, trial.task_name, trial.attempt)} ${outcome} (${neutraliseControls(rewardWords(trial.reward, trial.metrics ?? undefined))}, ${trial.steps} steps, ${(trial.duration_sec ?? 0).toFixed(1)}s) ${result.run_dir}\n`);
+          stderr.write(`${label(trial.task_key, trial.task_name, trial.attempt)} ${outcome} (${neutraliseControls(rewardWords(trial.reward, trial.metrics ?? undefined))}, ${trial.steps} steps, ${(trial.duration_sec ?? 0).toFixed(1)}s${trial.host ? `, on ${neutraliseControls(trial.host)}` : ''}) ${result.run_dir}\n`);
           // Without a terminal the progress is a plain line after each finished trial.
           if (!tty) stderr.write(`${last}\n`);
           draw();

@@ -118,6 +118,8 @@ export interface BackendSession {
   readonly phase: Phase;
   /** Where agent-phase programs see `RunFolders.agentState` (read-write); undefined when the run gave none. */
   readonly stateDir: string | undefined;
+  /** The other machine whose engine holds this session ("ci@build-2"); absent: this one. */
+  readonly host?: string;
   /** The host command that runs `spec` inside this environment, in the current phase. */
   command(spec: CommandSpec): HostCommand;
   /** How to reach `port` for a command started with `exposePort: port`. */

@@ -492,6 +492,9 @@ class ContainerSession implements BackendSession {
     return this.#spec.folders.agentState ? STATE_INSIDE : undefined;
   }
   readonly logsDir = '/logs';
+  get host(): string | undefined {
+    return this.#engine.remote?.host;
+  }
   #phase: Phase = 'agent';
   #agentEnded = false;
   #agentEnding: Promise<void> | undefined;

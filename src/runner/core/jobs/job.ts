@@ -283,6 +283,7 @@ class JobRun {
       steps: result.steps,
       failure_cause: result.failure_cause,
       llm: llm.success ? llm.data : null,
+      ...(result.host !== undefined ? { host: result.host } : {}),
     } satisfies Partial<Trial>);
   }
 

@@ -125,6 +125,8 @@ export const RunResultSchema = z.object({
   backend: z.string(),
   /** The backend as the user was told, with what it isolates ("sandbox (bubblewrap: …)"). */
   backend_label: z.string().optional(),
+  /** The other machine whose engine ran it ("ci@build-2"); absent: this one. */
+  host: z.string().optional(),
   started_at: z.string(),
   ended_at: z.string(),
   duration_sec: z.number(),
