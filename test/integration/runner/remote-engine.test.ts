@@ -5,12 +5,15 @@
 // mounted there and nothing is left there.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Backend } from '../../../src/runner/core/backends/backend.ts';
 import { containerBackend, containerName, LABELS } from '../../../src/runner/core/backends/container.ts';
+import { readJob } from '../../../src/runner/core/jobs/schema.ts';
 import { runFiles } from '../../../src/runner/core/records/records.ts';
+import { ensureBuilt } from '../../support/build.ts';
+import { runCli } from '../../support/cli-process.ts';
 import { hostsUnavailable, makeHosts, type TestHost, type TestHosts } from '../../support/hosts/hosts.ts';
 import { agentFile, nodeDir, repoRoot, runFixture, taskDir, tempDir } from '../../support/runner/helpers.ts';
 
@@ -118,5 +121,56 @@ setInterval(() => {}, 1000);
     await containerBackend({ engineHosts: [host.engineHost], env: made.clientEnv });
     const left = leftOn(host);
     assert.deepEqual({ containers: left.containers, processes: left.processes }, { containers: '', processes: [] });
+  });
+});
+
+describe('a job over two remote hosts', { skip: unavailable }, () => {
+  let made: TestHosts;
+  before(async () => {
+    ensureBuilt();
+    made = await makeHosts(2, { loadImage: BASE });
+  });
+  after(async () => {
+    await made?.remove();
+  });
+
+  it('runs every trial once, spread over both hosts, records and rewards back here, nothing left on either host', async () => {
+    const agent = agentFolder('multi-step.mjs');
+    // The tests exit 1: a trial passes only through the verifier's reward file, so only if /logs came back from the host.
+    const test = '#!/bin/sh\nmkdir -p "$LOGS_DIR/verifier"\nif [ "$(cat hello.txt)" = "Hello, world!" ]; then echo 1 > "$LOGS_DIR/verifier/reward.txt"; else echo 0 > "$LOGS_DIR/verifier/reward.txt"; fi\nexit 1\n';
+    const dirs = ['one', 'two'].map((name) =>
+      tmp.writeTask(path.join('job-tasks', name), { 'task.toml': 'version = "1.0"\n[verifier]\ntimeout_sec = 60.0\n[agent]\ntimeout_sec = 120.0\n', 'instruction.md': 'Write hello.txt\n', 'tests/test.sh': test }),
+    );
+    const out = path.join(tmp.dir, 'job-out');
+    const hosts = made.hosts.flatMap((host) => ['--engine-host', host.engineHost]);
+    const run = await runCli(path.join(repoRoot, 'dist', 'cli.js'), ['run', ...dirs, '--agent', `'${process.execPath}' '${path.join(agent, 'multi-step.mjs')}'`, '--protocol', 'sdk1', '--attempts', '2', '--concurrency', '2', '--out', out, ...hosts], {
+      cwd: repoRoot,
+      env: made.clientEnv,
+    });
+    assert.equal(run.code, 0, run.stderr.slice(-3000));
+    const jobDir = path.join(out, readdirSync(out)[0]!);
+    const job = await readJob(jobDir);
+    assert.equal(job.status, 'finished');
+    assert.equal(job.trials.length, 4);
+    // Every trial once: one run folder each, all different, each passed with the verifier's reward.
+    assert.equal(new Set(job.trials.map((trial) => trial.run_id)).size, 4);
+    for (const trial of job.trials) {
+      assert.equal(trial.status, 'finished');
+      assert.equal(trial.passed, true, `${trial.trial_id}: ${trial.failure_cause}`);
+      assert.equal(trial.reward, 1);
+      const result = JSON.parse(readFileSync(path.join(jobDir, trial.run_id!, 'result.json'), 'utf8')) as { host?: string; reward: number };
+      assert.equal(result.host, trial.host);
+      assert.equal(readFileSync(path.join(runFiles(path.join(jobDir, trial.run_id!)).workspace, 'hello.txt'), 'utf8'), 'Hello, world!\n');
+    }
+    // Spread: both hosts ran trials, and the terminal named each trial's host.
+    const labels = made.hosts.map((host) => `${host.user}@${host.address}`);
+    assert.deepEqual([...new Set(job.trials.map((trial) => trial.host))].sort(), [...labels].sort());
+    for (const label of labels) assert.match(run.stderr, new RegExp(`, on ${label.replace(/\./g, '\\.')}\\) `));
+    for (const host of made.hosts) {
+      const left = leftOn(host);
+      assert.deepEqual({ containers: left.containers, processes: left.processes }, { containers: '', processes: [] }, host.name);
+      // Only the image loaded on purpose is kept there: no task image (these tasks have no Dockerfile).
+      assert.deepEqual(host.podman(['images', '--format', '{{.Repository}}:{{.Tag}}']).stdout.trim().split('\n'), [BASE]);
+    }
   });
 });
