@@ -173,4 +173,58 @@ describe('a job over two remote hosts', { skip: unavailable }, () => {
       assert.deepEqual(host.podman(['images', '--format', '{{.Repository}}:{{.Tag}}']).stdout.trim().split('\n'), [BASE]);
     }
   });
+
+  it('a host that vanishes mid-trial: the trial ends host_lost, runs again on the other host, and the next start cleans the lost one', async () => {
+    const [kept, lost] = made.hosts as [TestHost, TestHost];
+    // A slow first step, so the trial is surely running on its host when the host goes.
+    const agent = agentFolder('multi-step.mjs');
+    writeFileSync(
+      path.join(agent, 'slow.mjs'),
+      `import { serve } from './sdk1-lib.mjs';\nawait serve((req) => req.step === 1 ? { command: "sleep 20; echo 'Hello, world!' > hello.txt", task_complete: false } : { command: null, task_complete: true });\n`,
+    );
+    const test = '#!/bin/sh\n[ "$(cat hello.txt)" = "Hello, world!" ]\n';
+    const dir = tmp.writeTask(path.join('lost-tasks', 'slow'), { 'task.toml': 'version = "1.0"\n[verifier]\ntimeout_sec = 60.0\n[agent]\ntimeout_sec = 300.0\n', 'instruction.md': 'Write hello.txt\n', 'tests/test.sh': test });
+    const out = path.join(tmp.dir, 'lost-out');
+    let cut = false;
+    // Cut the host once a run's container runs there (read through the host's own engine).
+    const watch = setInterval(() => {
+      if (cut) return;
+      const running = lost.podman(['ps', '--filter', `label=${LABELS.run}`, '--format', '{{.Names}}'], undefined, 10_000);
+      if (running.code === 0 && running.stdout.trim() !== '') {
+        cut = true;
+        lost.setReachable(false);
+      }
+    }, 500);
+    let run;
+    try {
+      run = await runCli(
+        path.join(repoRoot, 'dist', 'cli.js'),
+        ['run', dir, '--agent', `'${process.execPath}' '${path.join(agent, 'slow.mjs')}'`, '--protocol', 'sdk1', '--attempts', '2', '--concurrency', '2', '--out', out, '--engine-host', kept.engineHost, '--engine-host', lost.engineHost],
+        { cwd: repoRoot, env: made.clientEnv },
+      );
+    } finally {
+      clearInterval(watch);
+      lost.setReachable(true);
+    }
+    assert.equal(cut, true, 'no trial ran on the host to cut');
+    assert.equal(run.code, 0, run.stderr.slice(-3000));
+    const jobDir = path.join(out, readdirSync(out)[0]!);
+    const job = await readJob(jobDir);
+    assert.equal(job.status, 'finished');
+    // Both trials passed, in the end on the host that stayed; the one cut short kept its run aside, with its named cause.
+    const keptLabel = `${kept.user}@${kept.address}`;
+    assert.deepEqual(job.trials.map((trial) => [trial.passed, trial.host]), [[true, keptLabel], [true, keptLabel]]);
+    const rerun = job.trials.filter((trial) => trial.interrupted_runs.length > 0);
+    assert.equal(rerun.length, 1);
+    const aside = JSON.parse(readFileSync(path.join(jobDir, '.interrupted', rerun[0]!.interrupted_runs[0]!, 'result.json'), 'utf8')) as { failure_cause: string; error: string; host: string };
+    assert.equal(aside.failure_cause, 'host_lost');
+    assert.equal(aside.host, `${lost.user}@${lost.address}`);
+    assert.match(aside.error, new RegExp(`the engine on ${lost.user}@${lost.address.replace(/\./g, '\\.')} stopped answering`));
+    // Back on the network, the next start with that host removes what the lost trial left there.
+    await containerBackend({ engineHosts: [lost.engineHost], env: made.clientEnv });
+    for (const host of made.hosts) {
+      const left = leftOn(host);
+      assert.deepEqual({ containers: left.containers, processes: left.processes }, { containers: '', processes: [] }, host.name);
+    }
+  });
 });

@@ -57,7 +57,7 @@ export interface SessionSpec {
    * more than the disk budget or its storage limit): the run's cause is `cause`, not the
    * agent's error that follows. Called before the agent phase ends.
    */
-  onLimit?: (cause: 'disk_budget', message: string) => void;
+  onLimit?: (cause: 'disk_budget' | 'host_lost', message: string) => void;
   signal?: AbortSignal;
 }
 

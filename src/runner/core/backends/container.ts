@@ -32,7 +32,7 @@ import { BASE_IMAGE } from './image-base.ts';
 import { imageSource, taskImage } from './image-task.ts';
 import { checkServices, insidePort, ServiceRelay, socketFolder, type SocketFolder } from './services.ts';
 import { EnginePool, parseEngineHosts, probeRemoteEngines } from './engine-remote.ts';
-import { copyFolderBack, copyFolderIn, copyFoldersIn, logsBackAfter } from './remote-session.ts';
+import { copyFolderBack, copyFolderIn, copyFoldersIn, hostUnreachable, logsBackAfter, watchHost } from './remote-session.ts';
 
 export interface ContainerBackendOptions {
   /** podman or docker; the first that answers when absent. */
@@ -269,8 +269,13 @@ export async function containerBackend(options: ContainerBackendOptions = {}): P
     keepsWorkBetweenSessions: (task) => !task.environment.dockerfile,
     open: async (spec) => {
       const engine = pool.take();
+      // A host that stops answering takes no more sessions while another answers.
+      const onLimit: SessionSpec['onLimit'] = (cause, message) => {
+        if (cause === 'host_lost') pool.markLost(engine);
+        spec.onLimit?.(cause, message);
+      };
       try {
-        const session = await openSession(engine, owner, options, spec, images.get(engine)!);
+        const session = await openSession(engine, owner, options, { ...spec, onLimit }, images.get(engine)!);
         const close = session.close.bind(session);
         let released = false;
         session.close = async () => {
@@ -502,6 +507,9 @@ class ContainerSession implements BackendSession {
   #closed = false;
   #keeper: RunningChild | undefined;
   #storageTimer: NodeJS.Timeout | undefined;
+  /** Set when the other machine stopped answering: nothing more is asked of its engine. */
+  #lost = false;
+  #stopHostWatch: (() => void) | undefined;
   readonly #engine: Engine;
   readonly #name: string;
   readonly #spec: SessionSpec;
@@ -541,6 +549,15 @@ class ContainerSession implements BackendSession {
 
   get phase(): Phase {
     return this.#phase;
+  }
+
+  /** The other machine stopped answering: the run ends with that cause, and nothing more is asked of it. */
+  #hostLost(why: string): void {
+    if (this.#lost) return;
+    this.#lost = true;
+    this.#stopHostWatch?.();
+    this.#spec.onNotice?.(why);
+    this.#spec.onLimit?.('host_lost', why);
   }
 
   /** Watches the commands from now on (see command-watch.ts). */
@@ -587,6 +604,10 @@ class ContainerSession implements BackendSession {
     const first = await firstSign(started, keeper, 120_000);
     if (first === 'ready') {
       if (!this.#agentEnded) this.#watchStorage();
+      if (this.#bounds.remote) {
+        this.#stopHostWatch?.();
+        this.#stopHostWatch = watchHost(this.#engine, this.#name, (why) => this.#hostLost(why));
+      }
       return;
     }
     keeper.kill();
@@ -752,9 +773,25 @@ class ContainerSession implements BackendSession {
     clearTimeout(this.#storageTimer);
     this.#closeBridges();
     await this.#stopServices();
+    if (this.#lost) {
+      // The host does not answer: its container stops with the keeper's connection, the next start removes it.
+      this.#keeper?.kill();
+      await this.#keeper?.ended;
+      return;
+    }
     // Stopping kills every process of the container at once (its PID namespace ends, setsid or
     // not); the keeper session ends with it. The files stay as the agent left them.
-    await this.#engine.check(['stop', '-t', '0', this.#name], { timeoutMs: 120_000 });
+    const stopped = await this.#engine.run(['stop', '-t', '0', this.#name], { timeoutMs: 120_000 });
+    if (stopped.exitCode !== 0) {
+      const said = failureText(stopped, 120_000);
+      if (this.#bounds.remote && hostUnreachable(said, stopped.timedOut)) {
+        this.#hostLost(`the engine on ${this.#engine.remote!.host} stopped answering (${said.split('\n').filter((line) => line.trim() !== '').slice(-1)[0]?.slice(0, 300) ?? ''})`);
+        this.#keeper?.kill();
+        await this.#keeper?.ended;
+        return;
+      }
+      throw new Error(`${this.#engine.name} stop: ${said}`);
+    }
     await this.#keeper?.ended;
     await this.#copyWorkspaceOut();
   }
@@ -824,6 +861,14 @@ class ContainerSession implements BackendSession {
     await Promise.all(this.#kills);
     // An agent phase ending meanwhile (stopped by the storage watch) finishes its copy first.
     await this.#agentEnding?.catch(() => undefined);
+    this.#stopHostWatch?.();
+    if (this.#lost) {
+      this.#keeper?.kill();
+      await this.#keeper?.ended;
+      await this.#sockets.remove();
+      await this.#unlockLogs(true);
+      return;
+    }
     // From another machine, the verifier's logs come back (bounded by the run's disk budget).
     const back = this.#bounds.remote && this.#verifyStarted ? copyFolderBack(this.#engine, this.#name, '/logs', this.#spec.folders.logs, this.#spec.diskBudgetBytes, this.#spec.onNotice).catch((error: unknown) => this.#spec.onNotice?.(error instanceof Error ? error.message : String(error))) : undefined;
     await back;

@@ -156,6 +156,7 @@ export async function probeRemoteEngines(name: EngineName | undefined, hosts: re
  */
 export class EnginePool {
   readonly #open = new Map<Engine, number>();
+  readonly #lost = new Set<Engine>();
   readonly #engines: readonly Engine[];
 
   constructor(engines: readonly Engine[]) {
@@ -174,10 +175,17 @@ export class EnginePool {
     return capacity - this.#open.get(engine)!;
   }
 
+  /** An engine whose host stopped answering: no session goes there while another answers. */
+  markLost(engine: Engine): void {
+    this.#lost.add(engine);
+  }
+
   /** The engine for the next session (counted as open until `release`). */
   take(): Engine {
-    let best = this.#engines[0]!;
-    for (const engine of this.#engines) if (this.#free(engine) > this.#free(best)) best = engine;
+    const answering = this.#engines.filter((engine) => !this.#lost.has(engine));
+    const candidates = answering.length > 0 ? answering : this.#engines;
+    let best = candidates[0]!;
+    for (const engine of candidates) if (this.#free(engine) > this.#free(best)) best = engine;
     this.#open.set(best, this.#open.get(best)! + 1);
     return best;
   }

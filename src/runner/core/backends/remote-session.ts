@@ -91,3 +91,44 @@ fi
 exit $rc`;
   return ['/usr/bin/env', `BELAY_CONTAINER=${container}`, `BELAY_LOGS=${path.resolve(localLogs)}`, `BELAY_BUDGET=${budgetBytes ?? ''}`, '/bin/sh', '-c', shell, 'logs-back', String(client.length), ...client, ...argv];
 }
+
+/**
+ * Watches that the engine on the other machine still answers for the container: every
+ * `everyMs`, an `inspect` bounded by `answerMs`; two failures in a row (no answer, the SSH
+ * connection refused or cut) call `onLost` once with why. Stopped by the returned function.
+ */
+export function watchHost(engine: Engine, container: string, onLost: (why: string) => void, everyMs = 3000, answerMs = 15_000): () => void {
+  let stopped = false;
+  let misses = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const check = async () => {
+    const asked = await engine.run(['container', 'inspect', '--format', '{{.State.Status}}', container], { timeoutMs: answerMs, maxOutputChars: 4000 });
+    if (stopped) return;
+    // An answer of the engine, whatever it says, is a host that answers.
+    const answered = asked.exitCode === 0 || (!asked.spawnError && !hostUnreachable(failureText(asked, answerMs), asked.timedOut));
+    misses = answered ? 0 : misses + 1;
+    if (misses >= 2) {
+      stopped = true;
+      const said = failureText(asked, answerMs).split('\n').filter((line) => line.trim() !== '').slice(-1)[0] ?? '';
+      onLost(`the engine on ${engine.remote?.host ?? 'the host'} stopped answering (${said.slice(0, 300)})`);
+      return;
+    }
+    timer = setTimeout(() => void check(), everyMs);
+    timer.unref();
+  };
+  timer = setTimeout(() => void check(), everyMs);
+  timer.unref();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}
+
+/**
+ * Whether an engine client's failure says the other machine cannot be reached (no answer in
+ * time, the SSH connection refused, cut or failing its handshake), rather than the engine
+ * answering with an error.
+ */
+export function hostUnreachable(said: string, timedOut: boolean): boolean {
+  return timedOut || /failed to connect|ssh: handshake failed|connection (refused|reset|timed out)|no route to host|network is unreachable|i\/o timeout|unable to connect to podman|cannot connect to podman|broken pipe|unexpected EOF|error during connect/i.test(said);
+}

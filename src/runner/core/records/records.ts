@@ -22,6 +22,8 @@ export const FAILURE_CAUSES = [
   'harness_error',
   /** The run spent its LLM budget (tokens or USD) through Belay's gateway. */
   'budget_exceeded',
+  /** The other machine whose engine held the run stopped answering mid-run (a job runs the trial again elsewhere). */
+  'host_lost',
 ] as const;
 export type FailureCause = (typeof FAILURE_CAUSES)[number];
 

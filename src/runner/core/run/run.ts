@@ -173,7 +173,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
   }
   // A stopped run ends with the reason it was stopped for, whatever the protocol made of it.
   failure = bounds.failure ?? failure;
-  if (failure?.failure === 'aborted' || failure?.failure === 'disk_budget' || failure?.failure === 'budget_exceeded') verification = null;
+  if (failure?.failure === 'aborted' || failure?.failure === 'disk_budget' || failure?.failure === 'budget_exceeded' || failure?.failure === 'host_lost') verification = null;
   const result = summarize(options, { runId, runDir, started, outcome, failure, verification, notes, steps: steps.summary(), llm: llm?.usage(), host });
   await writeRecords(runDir, result, trajectory, task.instruction);
   // Every model call with its latency, status and cost, beside the totals in result.json.
