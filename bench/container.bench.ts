@@ -1,8 +1,9 @@
-// The container backend's overheads, each beside what the engine alone costs in the same run:
+// The container backend's overheads, each beside a baseline measured in the same run:
 // - per SDK 1.x step: 500 steps of `true` through the whole protocol in a container (request,
-//   response, the command as an `exec`, cwd tracking, records) against 500 bare
-//   `<engine> exec <container> true`, in interleaved rounds of 100 so that a burst of load from
-//   other processes does not decide the ratio;
+//   response, the command through the container's executor, cwd tracking, records) against the
+//   same steps on the local backend, in interleaved rounds of 100 so that a burst of load from
+//   other processes does not decide the ratio (the issue's goal: within 2×); the bare
+//   `<engine> exec <container> true` that each step cost before the executor is logged beside;
 // - a task image with a warm cache (the build context hashed, the image found) against
 //   `<engine> image exists` of the same image.
 // Needs a working engine and the base image (`belay image build-base`); says so and gives no
@@ -11,6 +12,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import type { Backend } from '../src/runner/core/backends/backend.ts';
 import { containerBackend } from '../src/runner/core/backends/container.ts';
+import { localBackend } from '../src/runner/core/backends/local.ts';
 import { detectEngine, type Engine } from '../src/runner/core/backends/engine.ts';
 import { BASE_IMAGE } from '../src/runner/core/backends/image-base.ts';
 import { imageSource, taskImage } from '../src/runner/core/backends/image-task.ts';
@@ -94,21 +96,24 @@ const bench: BenchFile = {
       const base = path.join(ctx.tmpDir, 'steps');
       await bareExecs(engine, backend, path.join(base, 'warmup'), 20, task);
       const bare: number[] = [];
+      const local: number[] = [];
       const steps: number[] = [];
+      const agentCwd = path.join(ctx.repoRoot, 'test', 'fixtures', 'runner', 'agents');
       for (let round = 0; round < ROUNDS; round++) {
-        bare.push(...(await bareExecs(engine, backend, path.join(base, `bare-${round}`), PER_ROUND, task)));
-        steps.push(...(await harnessSteps(ctx, { backend, runsDir: path.join(base, 'runs'), task, agentCwd: path.join(ctx.repoRoot, 'test', 'fixtures', 'runner', 'agents'), steps: PER_ROUND })));
+        bare.push(...(await bareExecs(engine, backend, path.join(base, `bare-${round}`), PER_ROUND / 5, task)));
+        local.push(...(await harnessSteps(ctx, { backend: localBackend(), runsDir: path.join(base, 'local'), task, agentCwd, steps: PER_ROUND })));
+        steps.push(...(await harnessSteps(ctx, { backend, runsDir: path.join(base, 'runs'), task, agentCwd, steps: PER_ROUND })));
       }
       const value = percentile(steps, 50);
-      const baseline = percentile(bare, 50);
-      ctx.log(`${engine.name}: median ${value.toFixed(1)} ms per SDK 1.x step in a container, ${baseline.toFixed(1)} ms per bare exec`);
+      const baseline = percentile(local, 50);
+      ctx.log(`${engine.name}: median ${value.toFixed(2)} ms per SDK 1.x step in a container, ${baseline.toFixed(2)} ms on the local backend, ${percentile(bare, 50).toFixed(1)} ms per bare exec (median of ${bare.length})`);
       figures.push({
         name: `SDK 1.x step of \`true\` in a container, median of ${steps.length} (${engine.name})`,
         value,
-        baselineName: `bare \`${engine.name} exec <container> true\`, median of ${bare.length}`,
+        baselineName: `the same step on the local backend, median of ${local.length}`,
         baseline,
         unit: 'ms',
-        goal: 1.3,
+        goal: 2,
       });
     } finally {
       await engine.run(['rmi', '--force', image], { timeoutMs: 120_000 });

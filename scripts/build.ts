@@ -1,8 +1,9 @@
 // The one build: every bundle Belay ships (extension, language server, webview apps, command
 // lines) and, with --tests, the bundles that run inside the VS Code extension host.
 import * as esbuild from 'esbuild';
-import { chmod, copyFile, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { chmod, copyFile, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { embedPrograms, oneVscode } from './build-plugins.ts';
 import { repoRoot } from './lib/paths.ts';
@@ -16,7 +17,9 @@ const production = args.has('--production');
 const distArg = argv.indexOf('--dist');
 
 const pkg = JSON.parse(await readFile(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string };
-const define = { BELAY_VERSION: JSON.stringify(pkg.version) };
+// import.meta.dirname is the bundle's folder in the bundles (src/shared/executor/binary.ts finds
+// dist/native/ beside them).
+const define = { BELAY_VERSION: JSON.stringify(pkg.version), 'import.meta.dirname': '__dirname' };
 const dist = distArg >= 0 && argv[distArg + 1] ? path.resolve(argv[distArg + 1]!) : path.join(repoRoot, 'dist');
 const out = path.join(repoRoot, 'out');
 
@@ -179,10 +182,59 @@ async function afterBuild(): Promise<void> {
   for (const file of ['codicon.css', 'codicon.ttf']) await copyFile(path.join(codicons, file), path.join(dist, 'webviews', file));
 }
 
+/**
+ * The executor (src/shared/executor/native/executor.c), a static Linux program, into
+ * dist/native/linux-<arch>/belay-exec: for the host's architecture with `cc`, for the other with
+ * its cross compiler when installed (aarch64-linux-gnu-gcc, x86_64-linux-gnu-gcc). Rebuilt when
+ * the source is newer. A production build (what is packaged) needs both.
+ */
+async function buildExecutor(): Promise<void> {
+  const source = path.join(repoRoot, 'src', 'shared', 'executor', 'native', 'executor.c');
+  const host = process.platform === 'linux' ? process.arch : undefined;
+  const targets = [
+    { arch: 'x64', compiler: host === 'x64' ? 'cc' : 'x86_64-linux-gnu-gcc' },
+    { arch: 'arm64', compiler: host === 'arm64' ? 'cc' : 'aarch64-linux-gnu-gcc' },
+  ];
+  const missing: string[] = [];
+  for (const { arch, compiler } of targets) {
+    const target = path.join(dist, 'native', `linux-${arch}`, 'belay-exec');
+    if (existsSync(target) && statSync(target).mtimeMs >= statSync(source).mtimeMs) continue;
+    if (!onPath(compiler)) {
+      if (arch === host) throw new BuildError(`belay-exec (linux-${arch}): no C compiler: ${compiler} is not on PATH (install gcc and the static C library, e.g. apt-get install gcc libc6-dev)`);
+      missing.push(`belay-exec (linux-${arch}): ${compiler} is not on PATH (apt-get install gcc-${arch === 'arm64' ? 'aarch64' : 'x86-64'}-linux-gnu libc6-dev-${arch === 'arm64' ? 'arm64' : 'amd64'}-cross)`);
+      continue;
+    }
+    await mkdir(path.dirname(target), { recursive: true });
+    const partial = `${target}.${process.pid}.partial`;
+    try {
+      execFileSync(compiler, ['-static', '-Os', '-s', '-Wall', '-Wextra', '-Werror', '-o', partial, source], { stdio: ['ignore', 'ignore', 'pipe'] });
+    } catch (error) {
+      await rm(partial, { force: true });
+      const said = ((error as { stderr?: Buffer }).stderr?.toString() ?? '').trim();
+      throw new BuildError(`belay-exec (linux-${arch}): ${compiler} failed${said ? `:\n${said}` : ''}`);
+    }
+    await rename(partial, target);
+  }
+  if (missing.length > 0 && production) throw new BuildError(`${missing.join('\n')}\n(a packaged Belay ships the executor for Linux x64 and arm64)`);
+}
+
+class BuildError extends Error {}
+
+function onPath(program: string): boolean {
+  return (process.env.PATH ?? '').split(path.delimiter).some((dir) => dir && existsSync(path.join(dir, program)));
+}
+
 const started = performance.now();
 if (production) await rm(dist, { recursive: true, force: true });
 await mkdir(dist, { recursive: true });
 const active = builds.filter((b) => Object.keys(b.entryPoints as Record<string, string>).length > 0);
+try {
+  await buildExecutor();
+} catch (error) {
+  if (!(error instanceof BuildError)) throw error;
+  console.error(error.message);
+  process.exit(1);
+}
 if (watch) {
   const contexts = await Promise.all(
     active.map((options) =>

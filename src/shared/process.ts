@@ -290,12 +290,24 @@ function startExecaChild(options: StartChildOptions): RunningChild {
   };
 }
 
-export interface PreparedProcessOptions extends ChildOptions {
+/** The output callbacks a start function hands to the program it starts. */
+export interface ChildOutput {
+  onStdout(chunk: string): void;
+  onStderr(chunk: string): void;
+}
+
+/**
+ * Where a bounded program comes from: a program started here (`ChildOptions`), or `start`, which
+ * starts it elsewhere (in a backend's environment) with stdin piped and hands back its handle.
+ */
+export type ChildSource = ChildOptions | { start(output: ChildOutput): RunningChild };
+
+export type PreparedProcessOptions = ChildSource & {
   /** Characters of stdout and of stderr each kept in memory. */
   maxOutputChars: number;
   /** Characters of the end of each stream kept besides the head (0: head only). */
   keepTailChars?: number;
-}
+};
 
 export interface StartOptions {
   /** Written to the child's stdin, which is then closed; stdin is empty otherwise. */
@@ -331,7 +343,7 @@ export interface PreparedProcess {
 }
 
 /**
- * Spawns a program in its own process group, its output bounded in memory, and holds it until
+ * Spawns a program in its own process group (or has `start` do it), its output bounded in memory, and holds it until
  * `start` hands it its input. When the timeout passes, the signal aborts, or the program exits
  * while members of its group (background children) still hold the pipes, the whole group is
  * killed, so `start` always ends.
@@ -341,11 +353,7 @@ export function prepareBounded(options: PreparedProcessOptions): PreparedProcess
   const stderr = new BoundedText(options.maxOutputChars, options.keepTailChars ?? 0);
   let onStdout: ((chunk: string) => void) | undefined;
   let onStderr: ((chunk: string) => void) | undefined;
-  const child = startChild({
-    argv: options.argv,
-    cwd: options.cwd,
-    ...(options.env ? { env: options.env } : {}),
-    ...(options.windowsVerbatimArguments ? { windowsVerbatimArguments: true } : {}),
+  const output: ChildOutput = {
     onStdout: (chunk) => {
       stdout.append(chunk);
       onStdout?.(chunk);
@@ -354,7 +362,17 @@ export function prepareBounded(options: PreparedProcessOptions): PreparedProcess
       stderr.append(chunk);
       onStderr?.(chunk);
     },
-  });
+  };
+  const child =
+    'start' in options
+      ? options.start(output)
+      : startChild({
+          argv: options.argv,
+          cwd: options.cwd,
+          ...(options.env ? { env: options.env } : {}),
+          ...(options.windowsVerbatimArguments ? { windowsVerbatimArguments: true } : {}),
+          ...output,
+        });
 
   return {
     discard: () => child.kill(),

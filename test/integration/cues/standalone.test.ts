@@ -11,7 +11,8 @@ import { Mailbox } from '../../../src/cues/core/store.ts';
 import { envelope, repoRoot, run, start, waitUntil } from '../../support/cues/helpers.ts';
 import { RawClient } from '../../support/cues/mcpHelpers.ts';
 
-const EXPECTED_FILES = ['LICENSE', 'README.md', 'dist/cli.js', 'dist/cueme.js', 'dist/package.json', 'package.json'];
+// The executor ships with the command lines: `belay run` starts it inside each environment.
+const EXPECTED_FILES = ['LICENSE', 'README.md', 'dist/cli.js', 'dist/cueme.js', 'dist/native/linux-arm64/belay-exec', 'dist/native/linux-x64/belay-exec', 'dist/package.json', 'package.json'];
 
 describe('the npm package: belay and cueme installed on their own', () => {
   let dir: string;
@@ -42,7 +43,7 @@ describe('the npm package: belay and cueme installed on their own', () => {
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('holds the two command lines and nothing else: no sources, tests, maps or the extension', () => {
+  it('holds the two command lines and the executor, nothing else: no sources, tests, maps or the extension', () => {
     assert.deepEqual(packed.files.map((f) => f.path).sort(), EXPECTED_FILES);
     const manifest = JSON.parse(readFileSync(path.join(prefix, 'lib', 'node_modules', 'belay', 'package.json'), 'utf8')) as Record<string, unknown>;
     assert.equal(manifest.dependencies, undefined, 'the bundles hold everything: installing downloads nothing');

@@ -2,7 +2,7 @@
 // src/shared/programText.ts: each is checked by its own language's checker, each file is used and
 // every use names a file, and the build puts their text into the bundles, so a bundle reads none
 // of them at run time. (What each program does is tested by running it: spawn-host.test.ts,
-// runner/programs.test.ts.)
+// runner/doctor.test.ts.)
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -45,7 +45,8 @@ function has(interpreter: string): boolean {
 }
 
 test('every program file is one the sources read, and every one they read is there', () => {
-  assert.ok(programFiles.length >= 6, `program files: ${programFiles.join(', ')}`);
+  // The spawn helper and the doctor's leftover wrapper at least (the backends' own went with the executor).
+  assert.ok(programFiles.length >= 2, `program files: ${programFiles.join(', ')}`);
   assert.deepEqual([...new Set(uses)].sort(), [...programFiles].sort());
 });
 

@@ -14,6 +14,7 @@ import { CappedLog, diskUsage } from '../../../src/runner/core/records/logs.ts';
 import { loadTask } from '../../../src/runner/core/tasks/task.ts';
 import { metricsFromJson, removeVerifierLeftovers, ruleOfRewards } from '../../../src/runner/core/run/verify.ts';
 import { tempDir } from '../../support/runner/helpers.ts';
+import { runBounded } from '../../../src/shared/process.ts';
 
 const tmp = tempDir('belay-isolation-');
 after(() => tmp.remove());
@@ -139,10 +140,16 @@ describe('the environment allowlist', () => {
     process.env.BELAY_ISOLATION_TEST_SECRET = 'leak';
     try {
       const session = await localBackend().open({ runId: 'r', task: await loadTask(path.join(tempTask())), folders, agentFolders: [], hidden: [] });
-      const host = session.command({ argv: ['true'], env: { MINE: '1' } });
-      assert.equal(host.env.BELAY_ISOLATION_TEST_SECRET, undefined);
-      assert.equal(host.env.MINE, '1');
-      assert.match(host.env.BELAY_SESSION ?? '', /^[0-9a-f]{24}$/);
+      const printed = await runBounded({
+        start: (output) => session.spawn({ argv: [process.execPath, '-e', 'process.stdout.write(JSON.stringify(process.env))'], env: { MINE: '1' }, ...output }),
+        timeoutMs: 60_000,
+        maxOutputChars: 1_000_000,
+      });
+      assert.equal(printed.exitCode, 0, printed.stderr.text(''));
+      const env = JSON.parse(printed.stdout.text('')) as Record<string, string>;
+      assert.equal(env.BELAY_ISOLATION_TEST_SECRET, undefined);
+      assert.equal(env.MINE, '1');
+      assert.match(env.BELAY_SESSION ?? '', /^[0-9a-f]{24}$/);
       assert.equal(session.phase, 'agent');
       await session.endAgentPhase();
       await session.startVerifyPhase();

@@ -5,6 +5,9 @@
 // phase started is dead; then the staged tests and a fresh logs folder become visible. Protocols
 // and the verifier never know which backend they use.
 import { existsSync } from 'node:fs';
+import type { Duplex } from 'node:stream';
+import { connect as netConnect } from 'node:net';
+import { startChild, type RunningChild } from '../../../shared/process.ts';
 import type { Task } from '../tasks/task.ts';
 
 /** The host folders of one run. */
@@ -102,10 +105,44 @@ export interface HostCommand {
   env: Record<string, string>;
 }
 
+/** What a caller of `BackendSession.spawn` does with the process's standard streams. */
+export interface SpawnIo {
+  /** 'pipe' (default): `write`/`endInput` feed it; 'ignore': its stdin is empty. */
+  stdin?: 'pipe' | 'ignore';
+  onStdout?(chunk: string): void;
+  onStderr?(chunk: string): void;
+}
+
+export type SpawnSpec = CommandSpec & SpawnIo;
+
 /** How the harness reaches a port inside the environment. */
 export type Endpoint = { host: string; port: number } | { socketPath: string };
 
 export type Phase = 'agent' | 'verify';
+
+/** Starts a host command (the whole environment is the command's) with the caller's streams. */
+export function spawnHost(host: HostCommand, io: SpawnIo): RunningChild {
+  return startChild({
+    argv: host.argv,
+    cwd: host.cwd,
+    env: host.env,
+    stdin: io.stdin ?? 'pipe',
+    ...(io.onStdout ? { onStdout: io.onStdout } : {}),
+    ...(io.onStderr ? { onStderr: io.onStderr } : {}),
+  });
+}
+
+/** A connection to an endpoint on this machine; rejects with the socket's error. */
+export function connectEndpoint(endpoint: Endpoint): Promise<Duplex> {
+  return new Promise((resolve, reject) => {
+    const socket = 'socketPath' in endpoint ? netConnect(endpoint.socketPath) : netConnect(endpoint.port, endpoint.host);
+    socket.once('connect', () => {
+      socket.off('error', reject);
+      resolve(socket);
+    });
+    socket.once('error', reject);
+  });
+}
 
 export interface BackendSession {
   readonly backend: string;
@@ -120,10 +157,19 @@ export interface BackendSession {
   readonly stateDir: string | undefined;
   /** The other machine whose engine holds this session ("ci@build-2"); absent: this one. */
   readonly host?: string;
-  /** The host command that runs `spec` inside this environment, in the current phase. */
-  command(spec: CommandSpec): HostCommand;
-  /** How to reach `port` for a command started with `exposePort: port`. */
-  endpoint(port: number): Endpoint;
+  /**
+   * The shell that runs command strings inside: absent, this machine's (`shellPath()`); null, the
+   * environment has none (a task image without a shell), so a command string is run as the
+   * program and arguments it names (`commandWords`).
+   */
+  readonly shell?: string | null;
+  /**
+   * Starts `spec` inside this environment, in the current phase: its own process group (killed
+   * whole by `kill()`), exactly the variables of `programEnvironment`, output handed over as text.
+   */
+  spawn(spec: SpawnSpec): RunningChild;
+  /** A connection to `port` inside, for a command started with `exposePort: port` (SDK 2.0). */
+  connect(port: number): Promise<Duplex>;
   /**
    * The base URL (`http://127.0.0.1:<port>`, no trailing slash) at which agent-phase programs
    * reach the service `name` of `SessionSpec.services`; throws for a name not given there.
@@ -172,6 +218,49 @@ export class BackendUnavailableError extends Error {
 /** The shell that runs command strings: bash where present (agents assume it), else sh. */
 export function shellPath(): string {
   return existsSync('/bin/bash') ? '/bin/bash' : '/bin/sh';
+}
+
+/**
+ * The words of a command string for an environment with no shell: split at blanks, with '…' and
+ * "…" quoting and backslash escapes; nothing is expanded, redirected or piped.
+ */
+export function commandWords(command: string): string[] {
+  const words: string[] = [];
+  let word = '';
+  let started = false;
+  let quote: '"' | "'" | undefined;
+  for (let i = 0; i < command.length; i++) {
+    const c = command[i]!;
+    if (quote === "'") {
+      if (c === "'") quote = undefined;
+      else word += c;
+    } else if (c === '\\' && i + 1 < command.length && (quote === undefined || '"\\$`'.includes(command[i + 1]!))) {
+      word += command[++i]!;
+      started = true;
+    } else if (quote === '"') {
+      if (c === '"') quote = undefined;
+      else word += c;
+    } else if (c === '"' || c === "'") {
+      quote = c;
+      started = true;
+    } else if (/\s/.test(c)) {
+      if (started) words.push(word);
+      word = '';
+      started = false;
+    } else {
+      word += c;
+      started = true;
+    }
+  }
+  if (started) words.push(word);
+  return words;
+}
+
+/** How `command` (a command string) runs in `session`: its shell's `-c`, or its words where it has no shell. */
+export function commandArgv(session: Pick<BackendSession, 'shell'>, command: string): [string, ...string[]] {
+  if (session.shell !== null) return [session.shell ?? shellPath(), '-c', command];
+  const words = commandWords(command);
+  return words.length > 0 ? (words as [string, ...string[]]) : ['true'];
 }
 
 /** The variables every backend passes besides Belay's own; their values are the backend's choice. */

@@ -1,38 +1,41 @@
 // The container backend: each run in its own container of the task's image, as the real
 // harnesses run agents. The container is created with no network, no capabilities, no new
 // privileges, bounded CPUs, memory and process count, /app as the working directory, the
-// agent's folders read-only at their own paths, and the run's verifier logs at /logs; every
-// program (the agent, its commands, the tests) is an `exec` in it.
+// agent's folders read-only at their own paths, and the run's verifier logs at /logs. The
+// container's main process is Belay's executor (belay-exec, mounted read-only at /.belay/exec; see
+// src/shared/executor/), attached with `start --attach --interactive`: its stdin and stdout are
+// the channel over which every program (the agent, its commands, the tests) is started. Nothing
+// is needed in the image: no shell, no python3, no perl.
 // Phases: ending the agent phase stops the container (the engine kills every process in it,
-// setsid or not) and starts it again with only Belay's keeper; the tests are then copied in.
-// Lifetimes: the keeper is an attached session that holds the container's main process on a
-// pipe from Belay, so the container stops when Belay dies, however it dies; containers carry
-// their owner (host, process, start time) in a label, and the next Belay to start removes
-// those whose owner is gone.
-// Host services (agent phase only): Belay's relay listens on Unix sockets in the session's short
-// private folder, shown read-only at /run/belay; a forwarder Belay starts as root before the
-// agent (python3 in the image, else perl) listens on 127.0.0.1:<port> inside and connects to them. Ending
-// the agent phase stops the container (the forwarder with it) and closes the relay, so the
-// verify phase finds an empty folder. The agent may kill the forwarder (root inside is root
-// without capabilities, but the same user): it then only loses the service; the port it could
-// take over carries nothing but its own programs' traffic.
+// setsid or not) and starts it again, with a fresh executor as its main process; the tests are
+// then shown at /tests.
+// Lifetimes: the attached session holds the executor's channel on a pipe from Belay, so when
+// Belay dies, however it dies, the executor kills what it started and ends, and the container
+// stops; containers carry their owner (host, process, start time) in a label, and the next Belay
+// to start removes those whose owner is gone.
+// Host services (agent phase only): the executor listens on 127.0.0.1:<port> inside and hands
+// each connection over its channel, piped here to the service's socket. Ending the agent phase
+// stops the container (the listeners with it) and cuts those connections, so the verify phase
+// reaches none. The agent may take a port by being first (or kill the executor, which ends the
+// phase): it then only loses the service.
 import { randomBytes } from 'node:crypto';
 import { existsSync, promises as fs, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
-import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { startChild, type RunningChild } from '../../../shared/process.ts';
-import { programText } from '../../../shared/programText.ts';
-import { BackendUnavailableError, programEnvironment, type Backend, type BackendSession, type CommandSpec, type HostCommand, type Phase, type ServiceSpec, type SessionSpec } from './backend.ts';
+import type { Duplex } from 'node:stream';
+import { errorMessage } from '../../../shared/errors.ts';
+import { executorBinary } from '../../../shared/executor/binary.ts';
+import { startExecutor, type ChannelExecutor } from '../../../shared/executor/client.ts';
+import type { RunningChild } from '../../../shared/process.ts';
+import { BackendUnavailableError, programEnvironment, type Backend, type BackendSession, type Phase, type ServiceSpec, type SessionSpec, type SpawnSpec } from './backend.ts';
 import { formatBytes } from '../records/logs.ts';
 import type { TaskEnvironment } from '../tasks/task.ts';
 import { detectEngine, EngineUnavailableError, failureText, type Engine, type EngineName } from './engine.ts';
-import { CommandWatch, COMMAND_VARIABLE, killCommandArgv } from './command-watch.ts';
 import { BASE_IMAGE } from './image-base.ts';
 import { imageSource, taskImage } from './image-task.ts';
-import { checkServices, insidePort, ServiceRelay, socketFolder, type SocketFolder } from './services.ts';
+import { checkServices, insidePort, ServiceLinks, socketFolder, type SocketFolder } from './services.ts';
 import { EnginePool, parseEngineHosts, probeRemoteEngines } from './engine-remote.ts';
-import { copyFolderBack, copyFolderIn, copyFoldersIn, hostUnreachable, logsBackAfter, watchHost } from './remote-session.ts';
+import { copyExecutorIn, copyFolderBack, copyFolderIn, copyFoldersIn, hostUnreachable, watchHost } from './remote-session.ts';
 
 export interface ContainerBackendOptions {
   /** podman or docker; the first that answers when absent. */
@@ -56,8 +59,6 @@ export interface ContainerBackendOptions {
   storageCheckMs?: number;
   /** The agent's final /app is copied into the run's workspace when the container wrote at most this. */
   workspaceCopyLimitBytes?: number;
-  /** The interpreter of the host services' forwarder inside: python3 where the image has it, else perl ('auto', the default). */
-  servicesForwarder?: 'auto' | 'python3' | 'perl';
 }
 
 export const CONTAINER_DEFAULTS = { cpus: 2, memoryMb: 4096, pidsLimit: 1024, buildTimeoutSec: 600, buildLogChars: 2_000_000, storageMb: 4096, storageCheckMs: 2_000, workspaceCopyLimitBytes: 200 * 1024 * 1024 };
@@ -135,23 +136,9 @@ export function execEnvironment(clientEnv: Record<string, string>, env: Record<s
   return { flags, env: passed };
 }
 
-// Forwards one connection between stdin/stdout and 127.0.0.1:$0 inside the container: bash's
-// /dev/tcp where bash is (cat copies both ways; the reply ends the exchange), else python3.
-const BRIDGE_SCRIPT = programText(import.meta.url, './programs/container-bridge.sh');
+/** Where the container has the executor (its main process). */
+const EXECUTOR_INSIDE = '/.belay/exec';
 
-// The services' forwarder inside: listens on 127.0.0.1:<port> for each [port, socket] and pipes
-// each connection to the socket; says it is ready once every port listens. In python3 (argv[1]:
-// the plan as JSON), or perl where the image has no python3 (perl-base is in every Debian and
-// Ubuntu image; arguments: port=socket pairs).
-const FORWARDER_PYTHON = programText(import.meta.url, './programs/forwarder.py');
-
-const FORWARDER_PERL = programText(import.meta.url, './programs/forwarder.pl');
-
-/** Picks the forwarder's interpreter: $3 is 'auto', 'python3' or 'perl'. */
-const FORWARDER_LAUNCH = programText(import.meta.url, './programs/forwarder-launch.sh');
-
-/** Where the container shows the host services' sockets. */
-const SERVICES_INSIDE = '/run/belay';
 /** Where the agent phase sees the run's agent-state folder. */
 const STATE_INSIDE = '/belay-state';
 
@@ -244,7 +231,7 @@ export async function containerBackend(options: ContainerBackendOptions = {}): P
       try {
         hosts = parseEngineHosts(options.engineHosts);
       } catch (error) {
-        throw new EngineUnavailableError(error instanceof Error ? error.message : String(error));
+        throw new EngineUnavailableError(errorMessage(error));
       }
       const probed = await probeRemoteEngines(options.engine, hosts, { ...(options.env ? { env: options.env } : {}) });
       if (probed.engines.length === 0) throw new EngineUnavailableError(`no engine host answers (${probed.failures.join('; ')})`);
@@ -334,11 +321,6 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
 
   // 2. The container, created stopped.
   const services = checkServices(spec.services);
-  // On another machine no folder of this one can be mounted: they cross by copy (remote-session.ts).
-  const remote = engine.remote !== undefined;
-  if (remote && services.length > 0) {
-    throw new Error(`the host services (${services.map((service) => service.name).join(', ')}) cannot reach a container on ${engine.remote!.host} yet: that needs the executor's channel over the engine's SSH connection`);
-  }
   const empty = path.join(path.resolve(folders.scratch), 'empty');
   await fs.mkdir(empty, { recursive: true });
   const name = containerName(spec.runId);
@@ -348,11 +330,11 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
   const mounts = agentMounts(spec.agentFolders, spec.hidden, empty);
   for (const folder of mounts.skipped) spec.onNotice?.(`${folder} is not shown in the container: the image has its own system folders (install what the agent needs in the task's image)`);
   if (!engine.canLimitResources) spec.onNotice?.(`${engine.name} runs rootless on cgroups v1 here: the container's CPUs, memory and processes are not bounded`);
-  // The session's sockets (the SDK 2.0 bridges', the services' relay), in a short private folder.
+  // The session's short links to long service sockets, in a short private folder never shown to the run.
   const sockets = await socketFolder();
-  const serviceSockets = path.join(sockets.path, 'services');
-  await fs.mkdir(serviceSockets, { mode: 0o755 });
-  const serviceMount = services.length > 0 ? ['--volume', `${serviceSockets}:${SERVICES_INSIDE}:ro`] : [];
+  const executor = executorBinary();
+  // On another machine no folder of this one can be mounted: they cross by copy (remote-session.ts).
+  const remote = engine.remote !== undefined;
   const folderMounts = remote
     ? []
     : [
@@ -362,8 +344,9 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
         '--volume',
         `${path.resolve(folders.logs)}:/logs:rw`,
         ...mounts.flags,
-        ...serviceMount,
         ...stateMount,
+        '--volume',
+        `${executor}:${EXECUTOR_INSIDE}:ro`,
       ];
   const created = await engine.run(
     [
@@ -389,10 +372,8 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
       '/app',
       ...folderMounts,
       '--entrypoint',
-      '/bin/sh',
+      EXECUTOR_INSIDE,
       image,
-      '-c',
-      'echo belay-ready; read -r _',
     ],
     { timeoutMs: 120_000, ...(signal ? { signal } : {}) },
   );
@@ -414,7 +395,6 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
     storageCheckMs: options.storageCheckMs ?? CONTAINER_DEFAULTS.storageCheckMs,
     copyLimitBytes: options.workspaceCopyLimitBytes ?? CONTAINER_DEFAULTS.workspaceCopyLimitBytes,
     logsLocked,
-    forwarder: options.servicesForwarder ?? 'auto',
     remote,
   }, sockets, services);
   try {
@@ -422,12 +402,12 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
       await engine.check(['cp', `${path.resolve(folders.workspace)}/.`, `${name}:/app`], { timeoutMs: 300_000 });
     }
     if (remote) {
-      // The agent's folders at their own paths (not read-only there: a copy of its own), its state folder.
+      // The executor, the agent's folders at their own paths (a copy of its own there, not read-only), its state folder.
+      await copyExecutorIn(engine, name, executor, EXECUTOR_INSIDE, signal);
       const shown = mounts.flags.filter((flag, index) => mounts.flags[index - 1] === '--volume' && flag.split(':')[0] === flag.split(':')[1]).map((flag) => flag.split(':')[0]!);
       await copyFoldersIn(engine, name, shown.map((folder) => realpathSync(folder)), spec.hidden, signal);
       if (folders.agentState) await copyFolderIn(engine, name, folders.agentState, STATE_INSIDE, signal);
     }
-    await session.watchCommands();
     await session.start();
     await session.startServices();
   } catch (error) {
@@ -478,17 +458,6 @@ export function agentRuntimes(agentFolders: readonly string[]): string[] {
   return agentFolders.map((folder) => path.resolve(folder)).filter((folder) => /\/(bin|sbin)$/.test(folder) && !SYSTEM_FOLDERS.some((system) => inside(system, folder)));
 }
 
-/** What a started helper (the keeper, the forwarder) does first: says it is ready, ends, or neither within `timeoutMs`. */
-async function firstSign(ready: Promise<void>, child: RunningChild, timeoutMs: number): Promise<'ready' | 'ended' | 'timeout'> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
-  try {
-    return await Promise.race([ready.then(() => 'ready' as const), child.ended.then(() => 'ended' as const), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 class ContainerSession implements BackendSession {
   readonly backend = 'container';
   readonly workdir = '/app';
@@ -501,39 +470,34 @@ class ContainerSession implements BackendSession {
     return this.#engine.remote?.host;
   }
   #phase: Phase = 'agent';
+  /** Set when the other machine stopped answering: nothing more is asked of its engine. */
+  #lost = false;
+  #stopHostWatch: (() => void) | undefined;
   #agentEnded = false;
   #agentEnding: Promise<void> | undefined;
   #verifyStarted = false;
   #closed = false;
-  #keeper: RunningChild | undefined;
+  /** The phase's executor: the container's main process, over the attached session. */
+  #executor: ChannelExecutor | undefined;
+  /** Found once the container first runs (see `shell`). */
+  #shell: string | null | undefined;
   #storageTimer: NodeJS.Timeout | undefined;
-  /** Set when the other machine stopped answering: nothing more is asked of its engine. */
-  #lost = false;
-  #stopHostWatch: (() => void) | undefined;
   readonly #engine: Engine;
   readonly #name: string;
   readonly #spec: SessionSpec;
   readonly #config: ImageConfig;
   readonly #runtimes: string[];
-  readonly #bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number; logsLocked: boolean; forwarder: 'auto' | 'python3' | 'perl'; remote: boolean };
-  readonly #bridges = new Map<number, net.Server>();
-  readonly #connections = new Set<RunningChild>();
+  readonly #bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number; logsLocked: boolean; remote: boolean };
   readonly #sockets: SocketFolder;
   readonly #services: readonly ServiceSpec[];
-  #relay: ServiceRelay | undefined;
-  #forwarder: RunningChild | undefined;
-  /** Learns when Belay killed a command's engine client (its timeout), to kill the command inside. */
-  #watch: CommandWatch | undefined;
-  /** The phase each watched command was started in. */
-  readonly #commandPhases = new Map<string, Phase>();
-  readonly #kills = new Set<Promise<unknown>>();
+  #links: ServiceLinks | undefined;
 
   constructor(
     engine: Engine,
     name: string,
     spec: SessionSpec,
     config: ImageConfig,
-    bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number; logsLocked: boolean; forwarder: 'auto' | 'python3' | 'perl'; remote: boolean },
+    bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number; logsLocked: boolean; remote: boolean },
     sockets: SocketFolder,
     services: readonly ServiceSpec[],
   ) {
@@ -551,6 +515,21 @@ class ContainerSession implements BackendSession {
     return this.#phase;
   }
 
+  /** Starts the container with its executor attached; resolves once the executor is ready. */
+  async start(): Promise<void> {
+    try {
+      this.#executor = await startExecutor({ argv: this.#engine.argv(['start', '--attach', '--interactive', this.#name]), cwd: '/', env: this.#engine.env }, { readyTimeoutMs: 120_000 });
+    } catch (error) {
+      throw new Error(`${this.#engine.name} start: ${errorMessage(error)}`);
+    }
+    if (this.#shell === undefined) this.#shell = await this.#findShell(this.#executor);
+    if (!this.#agentEnded) this.#watchStorage();
+    if (this.#bounds.remote) {
+      this.#stopHostWatch?.();
+      this.#stopHostWatch = watchHost(this.#engine, this.#name, (why) => this.#hostLost(why));
+    }
+  }
+
   /** The other machine stopped answering: the run ends with that cause, and nothing more is asked of it. */
   #hostLost(why: string): void {
     if (this.#lost) return;
@@ -560,119 +539,45 @@ class ContainerSession implements BackendSession {
     this.#spec.onLimit?.('host_lost', why);
   }
 
-  /** Watches the commands from now on (see command-watch.ts). */
-  async watchCommands(): Promise<void> {
-    this.#watch = await CommandWatch.open((id, killed) => {
-      if (killed) this.#killCommand(id);
-      else this.#commandPhases.delete(id);
-    });
+  /** Ends the channel to a host that does not answer without waiting for it (its container stops with the connection; the next start removes it). */
+  async #dropExecutor(): Promise<void> {
+    const executor = this.#executor;
+    if (!executor) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([executor.close(), new Promise<void>((resolve) => (timer = setTimeout(resolve, 5000)))]);
+    clearTimeout(timer);
   }
 
-  /**
-   * Kills, inside, every process of a command whose engine client was killed: at once, while the
-   * phase goes on. A command of an ended agent phase died with its container.
-   */
-  #killCommand(id: string): void {
-    const phase = this.#commandPhases.get(id);
-    this.#commandPhases.delete(id);
-    if (this.#closed || phase === undefined || (phase === 'agent' && this.#agentEnded)) return;
-    const kill = this.#engine.run(['exec', this.#name, ...killCommandArgv(id)], { timeoutMs: 60_000 }).catch(() => undefined);
-    this.#kills.add(kill);
-    void kill.finally(() => this.#kills.delete(kill));
-  }
-
-  /** Starts the container with the keeper attached; resolves once it runs. */
-  async start(): Promise<void> {
-    let stdout = '';
-    let stderr = '';
-    let ready: () => void = () => undefined;
-    const started = new Promise<void>((resolve) => (ready = resolve));
-    const keeper = startChild({
-      argv: this.#engine.argv(['start', '--attach', '--interactive', this.#name]),
-      cwd: '/',
-      env: this.#engine.env,
-      stdin: 'pipe',
-      onStdout: (chunk) => {
-        stdout += chunk;
-        if (stdout.includes('belay-ready')) ready();
-      },
-      onStderr: (chunk) => {
-        if (stderr.length < 8000) stderr += chunk;
-      },
-    });
-    this.#keeper = keeper;
-    const first = await firstSign(started, keeper, 120_000);
-    if (first === 'ready') {
-      if (!this.#agentEnded) this.#watchStorage();
-      if (this.#bounds.remote) {
-        this.#stopHostWatch?.();
-        this.#stopHostWatch = watchHost(this.#engine, this.#name, (why) => this.#hostLost(why));
-      }
-      return;
+  /** The shell that runs command strings: the image's bash, else its sh, else none (null). */
+  async #findShell(executor: ChannelExecutor): Promise<string | null> {
+    for (const shell of ['/bin/bash', '/bin/sh']) {
+      const end = await executor.spawn({ argv: [shell, '-c', 'exit 0'], cwd: '/', env: { PATH: this.#config.path }, stdin: 'ignore' }).ended;
+      if (!end.spawnError && end.exitCode === 0) return shell;
     }
-    keeper.kill();
-    const said = stderr.trim().split('\n').slice(-4).join('\n') || stdout.trim().slice(-500);
-    throw new Error(`${this.#engine.name} start: ${first === 'timeout' ? 'the container did not start within 120 s' : said || 'the container stopped at once'}`);
+    return null;
   }
 
-  /**
-   * The host services for the agent phase: the relay on the host, then the forwarder inside,
-   * listening before this resolves (so before the agent starts).
-   */
+  get shell(): string | null {
+    return this.#shell ?? null;
+  }
+
+  /** The host services for the agent phase: the executor listens inside before this resolves (so before the agent starts). */
   async startServices(): Promise<void> {
-    if (this.#services.length === 0) return;
-    this.#relay = await ServiceRelay.open(this.#services, { kind: 'unix', dir: path.join(this.#sockets.path, 'services') }, this.#sockets.path);
-    const plan = this.#services.map((service) => [insidePort(this.#services, service.name), `${SERVICES_INSIDE}/${service.name}.sock`]);
-    let stdout = '';
-    let stderr = '';
-    let ready: () => void = () => undefined;
-    const listening = new Promise<void>((resolve) => (ready = resolve));
-    const forwarder = startChild({
-      argv: this.#engine.argv([
-        'exec',
-        '--user',
-        '0',
-        this.#name,
-        '/bin/sh',
-        '-c',
-        FORWARDER_LAUNCH,
-        FORWARDER_PYTHON,
-        FORWARDER_PERL,
-        JSON.stringify(plan),
-        this.#bounds.forwarder,
-        ...plan.map(([port, socket]) => `${port}=${socket}`),
-      ]),
-      cwd: '/',
-      env: this.#engine.env,
-      stdin: 'ignore',
-      onStdout: (chunk) => {
-        if (stdout.length < 8000) stdout += chunk;
-        if (stdout.includes('belay-forwarder-ready')) ready();
-      },
-      onStderr: (chunk) => {
-        if (stderr.length < 8000) stderr += chunk;
-      },
-    });
-    this.#forwarder = forwarder;
-    const first = await firstSign(listening, forwarder, 60_000);
-    if (first === 'ready') return;
-    forwarder.kill();
-    const said = stderr.trim().split('\n').slice(-3).join('\n');
-    const missing = /the image has no python3/.test(said);
-    throw new Error(
-      missing
-        ? `the task's image has neither python3 nor perl, one of which Belay needs to bring host services (${this.#services.map((service) => service.name).join(', ')}) into the container: install python3 in the task's image`
-        : `the host services could not be started in the container: ${first === 'timeout' ? 'no answer within 60 s' : said || 'the forwarder stopped at once'}`,
-    );
+    if (this.#services.length === 0 || !this.#executor) return;
+    const links = (this.#links = await ServiceLinks.open(this.#services, this.#sockets.path));
+    try {
+      for (const service of this.#services) await this.#executor.listen(insidePort(this.#services, service.name), (stream) => links.accept(service.name, stream));
+    } catch (error) {
+      throw new Error(`the host services could not be started in the container: ${errorMessage(error)}`);
+    }
   }
 
   serviceUrl(name: string): string {
     return `http://127.0.0.1:${insidePort(this.#services, name)}`;
   }
 
-  async #stopServices(): Promise<void> {
-    this.#forwarder?.kill();
-    await this.#relay?.close();
+  #stopServices(): void {
+    this.#links?.close();
   }
 
   /**
@@ -706,61 +611,51 @@ class ContainerSession implements BackendSession {
     this.#storageTimer.unref();
   }
 
-  command(spec: CommandSpec): HostCommand {
+  spawn(spec: SpawnSpec): RunningChild {
     const agentPhase = this.#phase === 'agent';
-    // The agent's runtimes are on PATH while its folders are; the tests get the image's own.
-    const id = CommandWatch.id();
-    const env = { ...containerEnvironment(this.#config, agentPhase ? this.#runtimes : [], spec.env), [COMMAND_VARIABLE]: id };
-    const exec = execEnvironment(this.#engine.env, env);
-    let argv = this.#engine.argv(['exec', '--interactive', '--workdir', spec.cwd ?? this.workdir, ...exec.flags, this.#name, ...spec.argv]);
-    // From another machine, what a verify-phase command wrote in /logs is here when it ends.
-    if (this.#bounds.remote && !agentPhase) argv = logsBackAfter(argv, this.#engine, this.#name, this.#spec.folders.logs, this.#spec.diskBudgetBytes);
-    if (this.#watch === undefined) return { argv, cwd: '/', env: exec.env };
-    this.#commandPhases.set(id, this.#phase);
-    return { argv: this.#watch.wrap(argv, id), cwd: '/', env: exec.env };
-  }
-
-  endpoint(port: number): { socketPath: string } {
-    const socketPath = path.join(this.#sockets.path, `agent-${port}.sock`);
-    if (!this.#bridges.has(port)) this.#bridges.set(port, this.#bridge(socketPath, port));
-    return { socketPath };
-  }
-
-  /** A Unix socket on the host whose every connection is an `exec` piping to 127.0.0.1:port inside. */
-  #bridge(socketPath: string, port: number): net.Server {
-    const server = net.createServer((connection) => {
-      if (this.#connections.size >= 16 || this.#agentEnded) {
-        connection.destroy();
-        return;
-      }
-      const child = startChild({
-        argv: this.#engine.argv(['exec', '--interactive', this.#name, '/bin/sh', '-c', BRIDGE_SCRIPT, String(port)]),
-        cwd: '/',
-        env: this.#engine.env,
-        stdin: 'pipe',
-        onStdout: (chunk) => connection.write(chunk),
+    const command = {
+      argv: spec.argv,
+      cwd: spec.cwd ?? this.workdir,
+      // The agent's runtimes are on PATH while its folders are; the tests get the image's own.
+      env: containerEnvironment(this.#config, agentPhase ? this.#runtimes : [], spec.env),
+      stdin: spec.stdin ?? 'pipe',
+      ...(spec.onStdout ? { onStdout: spec.onStdout } : {}),
+      ...(spec.onStderr ? { onStderr: spec.onStderr } : {}),
+    } as const;
+    if (this.#executor && !(agentPhase && this.#agentEnded)) {
+      const child = this.#executor.spawn(command);
+      if (!this.#bounds.remote || agentPhase) return child;
+      // From another machine, what a verify-phase program wrote in /logs is here when it has ended.
+      const ended = child.ended.then(async (end) => {
+        if (!this.#lost) {
+          await copyFolderBack(this.#engine, this.#name, this.logsDir, this.#spec.folders.logs, this.#spec.diskBudgetBytes, this.#spec.onNotice).catch((error: unknown) => this.#spec.onNotice?.(errorMessage(error)));
+        }
+        return end;
       });
-      this.#connections.add(child);
-      connection.setEncoding('utf8');
-      connection.on('data', (chunk: string) => child.write(chunk));
-      connection.on('end', () => child.endInput());
-      connection.on('error', () => child.kill());
-      connection.on('close', () => child.kill());
-      void child.ended.then(() => {
-        this.#connections.delete(child);
-        connection.end();
-      });
-    });
-    rmSync(socketPath, { force: true });
-    server.listen(socketPath);
-    server.on('error', () => undefined);
-    return server;
+      return {
+        get pid() {
+          return child.pid;
+        },
+        write: (chunk) => child.write(chunk),
+        endInput: () => child.endInput(),
+        kill: () => child.kill(),
+        ended,
+      };
+    }
+    // Between the phases, or after close: nothing runs.
+    const executor = this.#executor;
+    return {
+      pid: undefined,
+      write: () => undefined,
+      endInput: () => undefined,
+      kill: () => undefined,
+      ended: Promise.resolve({ exitCode: null, signal: null, spawnError: new Error(`${spec.argv[0]}: not started: ${executor ? 'the agent phase has ended' : 'the container is not running'}`) }),
+    };
   }
 
-  #closeBridges(): void {
-    for (const server of this.#bridges.values()) server.close();
-    this.#bridges.clear();
-    for (const child of this.#connections) child.kill();
+  async connect(port: number): Promise<Duplex> {
+    if (!this.#executor || this.#agentEnded) throw new Error(`connect to 127.0.0.1:${port}: the agent phase has ended`);
+    return this.#executor.connect(port);
   }
 
   endAgentPhase(): Promise<void> {
@@ -771,28 +666,24 @@ class ContainerSession implements BackendSession {
   async #endAgentPhase(): Promise<void> {
     this.#agentEnded = true;
     clearTimeout(this.#storageTimer);
-    this.#closeBridges();
-    await this.#stopServices();
+    this.#stopServices();
+    // Stopping kills every process of the container at once (its PID namespace ends, setsid or
+    // not); the executor's channel ends with it. The files stay as the agent left them.
     if (this.#lost) {
-      // The host does not answer: its container stops with the keeper's connection, the next start removes it.
-      this.#keeper?.kill();
-      await this.#keeper?.ended;
+      await this.#dropExecutor();
       return;
     }
-    // Stopping kills every process of the container at once (its PID namespace ends, setsid or
-    // not); the keeper session ends with it. The files stay as the agent left them.
     const stopped = await this.#engine.run(['stop', '-t', '0', this.#name], { timeoutMs: 120_000 });
     if (stopped.exitCode !== 0) {
       const said = failureText(stopped, 120_000);
       if (this.#bounds.remote && hostUnreachable(said, stopped.timedOut)) {
         this.#hostLost(`the engine on ${this.#engine.remote!.host} stopped answering (${said.split('\n').filter((line) => line.trim() !== '').slice(-1)[0]?.slice(0, 300) ?? ''})`);
-        this.#keeper?.kill();
-        await this.#keeper?.ended;
+        await this.#dropExecutor();
         return;
       }
       throw new Error(`${this.#engine.name} stop: ${said}`);
     }
-    await this.#keeper?.ended;
+    await this.#executor?.closed;
     await this.#copyWorkspaceOut();
   }
 
@@ -830,10 +721,10 @@ class ContainerSession implements BackendSession {
     await this.#unlockLogs();
     if (this.#bounds.remote) {
       // On another machine: the staged tests and the run's logs folder go in by copy.
-      await copyFolderIn(this.#engine, this.#name, this.#spec.folders.tests, '/tests');
-      await copyFolderIn(this.#engine, this.#name, this.#spec.folders.logs, '/logs');
+      await copyFolderIn(this.#engine, this.#name, this.#spec.folders.tests, this.testsDir);
+      await copyFolderIn(this.#engine, this.#name, this.#spec.folders.logs, this.logsDir);
     }
-    // Only the keeper comes back; the tests are in /tests through its read-only mount.
+    // Only a fresh executor comes back; the tests are in /tests through its read-only mount.
     await this.start();
   }
 
@@ -855,27 +746,18 @@ class ContainerSession implements BackendSession {
     this.#closed = true;
     this.#agentEnded = true;
     clearTimeout(this.#storageTimer);
-    this.#watch?.close();
-    this.#closeBridges();
-    await this.#stopServices();
-    await Promise.all(this.#kills);
+    this.#stopServices();
     // An agent phase ending meanwhile (stopped by the storage watch) finishes its copy first.
     await this.#agentEnding?.catch(() => undefined);
     this.#stopHostWatch?.();
     if (this.#lost) {
-      this.#keeper?.kill();
-      await this.#keeper?.ended;
+      await this.#dropExecutor();
       await this.#sockets.remove();
       await this.#unlockLogs(true);
       return;
     }
-    // From another machine, the verifier's logs come back (bounded by the run's disk budget).
-    const back = this.#bounds.remote && this.#verifyStarted ? copyFolderBack(this.#engine, this.#name, '/logs', this.#spec.folders.logs, this.#spec.diskBudgetBytes, this.#spec.onNotice).catch((error: unknown) => this.#spec.onNotice?.(error instanceof Error ? error.message : String(error))) : undefined;
-    await back;
     const removed = await this.#engine.run(['rm', '--force', this.#name], { timeoutMs: 120_000 });
-    this.#keeper?.kill();
-    await this.#keeper?.ended;
-    await this.#forwarder?.ended;
+    await this.#executor?.close();
     await this.#sockets.remove();
     // The empty folder the masks were mounted from: nothing of the session stays in the run's scratch.
     await fs.rm(path.join(path.resolve(this.#spec.folders.scratch), 'empty'), { recursive: true, force: true });

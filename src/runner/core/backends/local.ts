@@ -1,17 +1,34 @@
 // The local backend: plain child processes in the run's folders, for machines without a
 // sandbox or an engine. Chosen only explicitly and labelled so: the agent can read and write
 // whatever the user can, and reach the network. What it still gets from Belay: an environment
-// built from the allowlist, and, on Linux, the sweep that kills what the agent phase left
-// running (processes are marked by a variable; a program that drops it escapes the sweep).
+// built from the allowlist, and, on Linux, one executor per session (belay-exec on the host, see
+// src/shared/executor/) that starts every command and, at the end of the agent phase, kills
+// every process it started and whatever they left (setsid and double forks included: each
+// command's shepherd is a child subreaper). Elsewhere (or where the executor cannot start) the
+// commands are plain children, and the sweep kills what the agent phase left running (processes
+// are marked by a variable; a program that drops it escapes the sweep).
 // Host services are loopback TCP ports relayed to their sockets, open in the agent phase only:
 // any local program could reach them meanwhile, as it can reach anything of the user's here.
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import * as os from 'node:os';
-import { programEnvironment, type Backend, type BaseEnvironment, type Phase } from './backend.ts';
+import { connectEndpoint, programEnvironment, spawnHost, type Backend, type CommandSpec, type HostCommand, type BaseEnvironment, type Phase } from './backend.ts';
 import { limitFileSize } from './file-size.ts';
+import { executorBinary } from '../../../shared/executor/binary.ts';
+import { startExecutor } from '../../../shared/executor/client.ts';
+import type { Executor } from '../../../shared/executor/contract.ts';
 import { checkServices, ServiceRelay, socketFolder, type SocketFolder } from './services.ts';
 import { killMarked, type ProcessMark } from './sweep.ts';
+
+/** The session's executor on this machine; undefined where there is none (not Linux, not built, or it would not start). */
+async function hostExecutor(platform: NodeJS.Platform = process.platform): Promise<Executor | undefined> {
+  if (platform !== 'linux') return undefined;
+  try {
+    return await startExecutor({ argv: [executorBinary()], cwd: '/', env: {} });
+  } catch {
+    return undefined;
+  }
+}
 
 /** The variable that marks the processes of one local session. */
 export const SESSION_VARIABLE = 'BELAY_SESSION';
@@ -56,7 +73,13 @@ export function localBackend(): Backend {
           throw error;
         });
       }
+      const executor = await hostExecutor();
       let phase: Phase = 'agent';
+      const hostCommand = (command: CommandSpec): HostCommand => ({
+        argv: limitFileSize([...command.argv], spec.diskBudgetBytes),
+        cwd: command.cwd ?? folders.workspace,
+        env: { ...programEnvironment(base, command.env), [SESSION_VARIABLE]: token },
+      });
       return {
         backend: 'local',
         workdir: folders.workspace,
@@ -66,28 +89,35 @@ export function localBackend(): Backend {
         get phase() {
           return phase;
         },
-        command(command) {
-          return {
-            argv: limitFileSize([...command.argv], spec.diskBudgetBytes),
+        spawn(command) {
+          if (!executor) return spawnHost(hostCommand(command), command);
+          return executor.spawn({
+            argv: command.argv,
             cwd: command.cwd ?? folders.workspace,
             env: { ...programEnvironment(base, command.env), [SESSION_VARIABLE]: token },
-          };
+            stdin: command.stdin ?? 'pipe',
+            ...(spec.diskBudgetBytes !== undefined ? { maxFileBytes: Math.ceil(spec.diskBudgetBytes) } : {}),
+            ...(command.onStdout ? { onStdout: command.onStdout } : {}),
+            ...(command.onStderr ? { onStderr: command.onStderr } : {}),
+          });
         },
-        endpoint: (port) => ({ host: '127.0.0.1', port }),
+        connect: (port) => connectEndpoint({ host: '127.0.0.1', port }),
         serviceUrl(name) {
           if (!relay) throw new Error(`no service named '${name}' in this session (given: none)`);
           return `http://127.0.0.1:${relay.port(name)}`;
         },
         async endAgentPhase() {
           await relay?.close();
-          await killMarked(mark);
+          if (executor) await executor.killAll();
+          else await killMarked(mark);
         },
         async startVerifyPhase() {
           phase = 'verify';
         },
         async close() {
           await relay?.close();
-          await killMarked(mark);
+          if (executor) await executor.close();
+          else await killMarked(mark);
           await sockets?.remove();
         },
       };

@@ -72,27 +72,6 @@ export async function copyFolderBack(engine: Engine, container: string, inside: 
 }
 
 /**
- * A verify-phase command on another machine, wrapped so that once it ends the container's
- * `/logs` is copied into `localLogs` (when what the container wrote fits `budgetBytes`) before
- * its exit status is passed on: the verifier reads the reward files as soon as the tests end.
- */
-export function logsBackAfter(argv: readonly [string, ...string[]], engine: Engine, container: string, localLogs: string, budgetBytes: number | undefined): [string, ...string[]] {
-  const client = engine.argv([]);
-  // $1: how many words the client is; then the client's words; then the whole command.
-  const shell = String.raw`n=$1; shift
-cmd=""; cli=""; i=0
-for w in "$@"; do i=$((i + 1)); if [ $i -gt "$n" ]; then cmd="$cmd \"\${$i}\""; else cli="$cli \"\${$i}\""; fi; done
-eval "$cmd"; rc=$?
-size=$(eval "$cli container inspect --size --format '{{.SizeRw}}' \"\$BELAY_CONTAINER\"" 2>/dev/null)
-case "$size" in ""|*[!0-9]*) size=-1;; esac
-if [ "$size" -ge 0 ] && { [ -z "$BELAY_BUDGET" ] || [ "$size" -le "$BELAY_BUDGET" ]; }; then
-  eval "$cli cp \"\$BELAY_CONTAINER:/logs/.\" \"\$BELAY_LOGS\"" >/dev/null 2>&1
-fi
-exit $rc`;
-  return ['/usr/bin/env', `BELAY_CONTAINER=${container}`, `BELAY_LOGS=${path.resolve(localLogs)}`, `BELAY_BUDGET=${budgetBytes ?? ''}`, '/bin/sh', '-c', shell, 'logs-back', String(client.length), ...client, ...argv];
-}
-
-/**
  * Watches that the engine on the other machine still answers for the container: every
  * `everyMs`, an `inspect` bounded by `answerMs`; two failures in a row (no answer, the SSH
  * connection refused or cut) call `onLost` once with why. Stopped by the returned function.
@@ -131,4 +110,17 @@ export function watchHost(engine: Engine, container: string, onLost: (why: strin
  */
 export function hostUnreachable(said: string, timedOut: boolean): boolean {
   return timedOut || /failed to connect|ssh: handshake failed|connection (refused|reset|timed out)|no route to host|network is unreachable|i\/o timeout|unable to connect to podman|cannot connect to podman|broken pipe|unexpected EOF|error during connect/i.test(said);
+}
+
+/** The executor program into the stopped container at `inside` (its folder made), executable. */
+export async function copyExecutorIn(engine: Engine, container: string, program: string, inside: string, signal?: AbortSignal): Promise<void> {
+  const staged = await fs.mkdtemp(path.join(os.tmpdir(), 'belay-exec-'));
+  try {
+    await fs.copyFile(program, path.join(staged, path.posix.basename(inside)));
+    await fs.chmod(path.join(staged, path.posix.basename(inside)), 0o755);
+    await fs.chmod(staged, 0o755);
+    await engine.check(['cp', `${staged}/.`, `${container}:${path.posix.dirname(inside)}`], { timeoutMs: 300_000, ...(signal ? { signal } : {}) });
+  } finally {
+    await fs.rm(staged, { recursive: true, force: true });
+  }
 }

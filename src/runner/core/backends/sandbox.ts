@@ -1,26 +1,30 @@
-// The sandbox backend: bubblewrap, where no container engine is available. Every command is
-// its own sandbox with its own PID namespace (everything in it dies with it), no network, no
-// capabilities and no new privileges (also when Belay runs as root), and only what the phase
-// needs: read-only system folders (an allowlist of /etc), the workspace at /app, a private /tmp
-// and home kept for the run, and, in the agent phase, the agent's own folders read-only with
-// the task folders and run records masked inside them; in the verify phase, /tests and /logs.
-// Ways in and out, agent phase only, all through Unix sockets in the session's short private
-// folder: an SDK 2.0 agent's port (the host connects to /belay/agent.sock), and host services
-// (the relay's sockets, shown read-only at /run/belay, reached at 127.0.0.1:<port> inside).
-// Both are served by one bridge (Belay's own Node) that is the parent of the agent's command:
-// it listens before the command starts, and killing it ends the sandbox (its PID namespace
-// dies with the sandbox's first process), so the agent cannot replace it and keep running.
+// The sandbox backend: bubblewrap, where no container engine is available. Each phase is one
+// sandbox whose program is Belay's executor (belay-exec, shown read-only at /.belay/exec; see
+// src/shared/executor/), started once and running every command of the phase over its stdin and
+// stdout: its own PID namespace (everything in it dies with it), no network, no capabilities and
+// no new privileges (also when Belay runs as root), and only what the phase needs: read-only
+// system folders (an allowlist of /etc), the workspace at /app, a private /tmp and home kept for
+// the run, and, in the agent phase, the agent's own folders read-only with the task folders and
+// run records masked inside them. Ending the agent phase ends its sandbox (the executor kills
+// every process it started, then the PID namespace goes); the verify phase is a new sandbox with
+// /tests and /logs, which no agent-phase process ever saw.
+// Ways in and out, agent phase only, all over the executor's channel: an SDK 2.0 agent's port
+// (`connect`), and host services (the executor listens on 127.0.0.1:<port> inside and hands each
+// connection over, piped here to the service's socket). Nothing of the host is mounted for them.
 import { randomBytes } from 'node:crypto';
 import { existsSync, lstatSync, readdirSync, readlinkSync, realpathSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { errorMessage } from '../../../shared/errors.ts';
+import { executorBinary } from '../../../shared/executor/binary.ts';
+import { startExecutor } from '../../../shared/executor/client.ts';
+import type { Executor } from '../../../shared/executor/contract.ts';
 import { runBounded } from '../../../shared/process.ts';
-import { programText } from '../../../shared/programText.ts';
 import { BackendUnavailableError, programEnvironment, type Backend, type BaseEnvironment, type Phase, type RunFolders } from './backend.ts';
-import { limitFileSize } from './file-size.ts';
-import { checkServices, insidePort, ServiceRelay, socketFolder } from './services.ts';
-import { killMarked } from './sweep.ts';
+import { spawnOn } from './executor-child.ts';
+import { checkServices, insidePort, ServiceLinks, socketFolder } from './services.ts';
+import { hostPidOf, killMarked } from './sweep.ts';
 
 export interface SandboxOptions {
   bwrap?: string;
@@ -100,8 +104,10 @@ export interface SandboxLayout {
   agentFolders: readonly { path: string; source: string }[];
   /** Real paths never shown, masked where they lie inside an agent folder. */
   hidden: readonly string[];
-  /** Folders shown read-only in every phase at the same path (Belay's own runtime for the port bridge). */
+  /** Folders shown read-only in every phase at the same path. */
   runtime: readonly string[];
+  /** The executor's program on the host, shown read-only at EXECUTOR_INSIDE. */
+  executor?: string;
   /** The relay's sockets of the host services, shown read-only at SERVICES_INSIDE in the agent phase. */
   services?: string;
   cwd: string;
@@ -112,6 +118,9 @@ export const STATE_INSIDE = '/belay-state';
 
 /** Where the sandbox shows the host services' sockets. */
 export const SERVICES_INSIDE = '/run/belay';
+
+/** Where each phase's sandbox has the executor (its program). */
+export const EXECUTOR_INSIDE = '/.belay/exec';
 
 function inside(child: string, parent: string): boolean {
   return child === parent || child.startsWith(parent.endsWith('/') ? parent : `${parent}/`);
@@ -139,6 +148,7 @@ export function layoutArgs(layout: SandboxLayout): string[] {
   } else {
     args.push('--ro-bind', layout.folders.tests, '/tests', '--bind', layout.folders.logs, '/logs');
   }
+  if (layout.executor !== undefined) args.push('--ro-bind', layout.executor, EXECUTOR_INSIDE);
   args.push('--remount-ro', '/', '--chdir', layout.cwd);
   return args;
 }
@@ -161,26 +171,6 @@ export function isolationArgs(userNamespace: boolean): string[] {
 /** Whether an agent folder would show the user's whole home (or more): refused. */
 export function tooWide(dir: string, home = os.homedir()): boolean {
   return dir === '/' || inside(home, dir);
-}
-
-/** What the bridge serves: Unix sockets piped to inside ports, inside ports piped to Unix sockets. */
-export interface BridgePlan {
-  /** [socket, port]: the harness connects to the socket, the bridge to 127.0.0.1:port (SDK 2.0). */
-  in: [string, number][];
-  /** [port, socket]: programs connect to 127.0.0.1:port, the bridge to the socket (host services). */
-  out: [number, string][];
-}
-
-// The bridge: argv = [plan (JSON), program, ...args]. It listens as planned, then runs the
-// program with the same stdio and environment (less the variable that makes Electron a Node),
-// passes on termination signals, and ends as the program ends (same code, same signal). It is in
-// the agent's process group: its program starts with BELAY_HELPER_MARK, so that the protocol hints
-// never take its listeners (the services' ports) for the agent's.
-const BRIDGE_SOURCE = programText(import.meta.url, './programs/sandbox-bridge.cjs');
-
-/** The command line that runs `argv` under the bridge with Belay's Node (`node`). */
-export function bridgedArgv(node: string, plan: BridgePlan, argv: readonly string[]): string[] {
-  return [node, '-e', BRIDGE_SOURCE, JSON.stringify(plan), ...argv];
 }
 
 export function realDir(dir: string): string {
@@ -243,8 +233,7 @@ export async function probeSandbox(options: SandboxOptions = {}): Promise<Sandbo
 
 export async function sandboxBackend(options: SandboxOptions = {}): Promise<Backend> {
   const { bwrap, isolation, system } = await probeSandbox(options);
-  const node = realpathSync(process.execPath);
-  const runtime = path.dirname(node);
+  const executor = executorBinary();
   return {
     name: 'sandbox',
     label: 'sandbox (bubblewrap: only /app writable, no network, no capabilities)',
@@ -271,23 +260,48 @@ export async function sandboxBackend(options: SandboxOptions = {}): Promise<Back
       for (const dir of [tmp, home, folders.control, folders.logs, folders.tests]) await mkdir(dir, { recursive: true });
       if (folders.agentState) await mkdir(folders.agentState, { recursive: true, mode: 0o700 });
       const services = checkServices(spec.services);
-      // The sockets: the agent's (SDK 2.0) at /belay, the services' relay read-only at /run/belay.
-      const sockets = await socketFolder();
-      const agentSockets = path.join(sockets.path, 'agent');
-      const serviceSockets = path.join(sockets.path, 'services');
-      await mkdir(agentSockets, { mode: 0o700 });
-      await mkdir(serviceSockets, { mode: 0o755 });
-      let relay: ServiceRelay | undefined;
-      if (services.length > 0) {
-        relay = await ServiceRelay.open(services, { kind: 'unix', dir: serviceSockets }, sockets.path).catch(async (error: unknown) => {
-          await sockets.remove();
-          throw error;
-        });
-      }
+      // The short links to long service sockets, in a private folder never shown to the run.
+      const sockets = services.length > 0 ? await socketFolder() : undefined;
+      const links = sockets ? await ServiceLinks.open(services, sockets.path).catch(async (error: unknown) => {
+        await sockets.remove();
+        throw error;
+      }) : undefined;
       const base = sandboxBaseEnvironment(system);
       const homeInside = base.HOME;
       const mark = { file: 'mountinfo' as const, text: token };
       let phase: Phase = 'agent';
+      /** The phase's sandbox: bubblewrap whose program is the executor, its stdin and stdout the channel. */
+      const startPhase = async (now: Phase): Promise<Executor> => {
+        const layout: SandboxLayout = { phase: now, folders, tmp, home, homeInside, agentFolders, hidden, runtime: [], executor, cwd: '/app' };
+        const started = await startExecutor({ argv: [bwrap, ...isolation, ...system.args, ...layoutArgs(layout), '--', EXECUTOR_INSIDE], cwd: '/', env: {} });
+        if (now === 'agent' && links) {
+          try {
+            for (const service of services) await started.listen(insidePort(services, service.name), (stream) => links.accept(service.name, stream));
+          } catch (error) {
+            await started.close();
+            throw new Error(`the host services could not be started in the sandbox: ${errorMessage(error)}`);
+          }
+        }
+        return started;
+      };
+      let current: Promise<Executor> = startPhase('agent');
+      // Caught here so that a failed start is reported once, where it is awaited.
+      current.catch(() => undefined);
+      try {
+        await current;
+      } catch (error) {
+        await sockets?.remove();
+        throw error;
+      }
+      const endPhase = async () => {
+        const executor = await current.catch(() => undefined);
+        links?.close();
+        await executor?.close();
+        // What the phase's executor could not reach (it never can be left: its PID namespace ends with it).
+        await killMarked(mark);
+      };
+      let agentEnding: Promise<void> | undefined;
+      const endAgentPhase = () => (agentEnding ??= endPhase());
       return {
         backend: 'sandbox',
         workdir: '/app',
@@ -297,45 +311,46 @@ export async function sandboxBackend(options: SandboxOptions = {}): Promise<Back
         get phase() {
           return phase;
         },
-        command(command) {
-          const agentPhase = phase === 'agent';
-          const plan: BridgePlan = {
-            in: agentPhase && command.exposePort !== undefined ? [['/belay/agent.sock', command.exposePort]] : [],
-            out: agentPhase ? services.map((service): [number, string] => [insidePort(services, service.name), `${SERVICES_INSIDE}/${service.name}.sock`]) : [],
-          };
-          const bridged = plan.in.length + plan.out.length > 0;
-          const argv = bridged ? bridgedArgv(node, plan, command.argv) : [...command.argv];
-          const layout: SandboxLayout = {
-            phase,
-            folders: { ...folders, control: agentSockets },
-            tmp,
-            home,
-            homeInside,
-            agentFolders,
-            hidden,
-            runtime: bridged ? [runtime] : [],
-            ...(agentPhase && relay ? { services: serviceSockets } : {}),
+        spawn(command) {
+          const child = spawnOn(current, {
+            argv: command.argv,
             cwd: command.cwd ?? '/app',
+            env: programEnvironment(base, command.env),
+            stdin: command.stdin ?? 'pipe',
+            ...(spec.diskBudgetBytes !== undefined ? { maxFileBytes: Math.ceil(spec.diskBudgetBytes) } : {}),
+            ...(command.onStdout ? { onStdout: command.onStdout } : {}),
+            ...(command.onStderr ? { onStderr: command.onStderr } : {}),
+          });
+          // The pid as this machine sees it (the protocol hints read its process group in /proc).
+          let hostPid: number | undefined;
+          return {
+            get pid() {
+              const inner = child.pid;
+              if (inner !== undefined && hostPid === undefined) hostPid = hostPidOf(mark, inner);
+              return hostPid;
+            },
+            write: (text) => child.write(text),
+            endInput: () => child.endInput(),
+            kill: () => child.kill(),
+            ended: child.ended,
           };
-          // Electron (the editor's runtime) behaves as Node only with ELECTRON_RUN_AS_NODE; the bridge drops it for the program.
-          const env = programEnvironment(base, bridged ? { ...command.env, ELECTRON_RUN_AS_NODE: '1' } : command.env);
-          return { argv: limitFileSize([bwrap, ...isolation, ...system.args, ...layoutArgs(layout), '--', ...argv], spec.diskBudgetBytes), cwd: '/', env };
         },
-        endpoint: () => ({ socketPath: path.join(agentSockets, 'agent.sock') }),
+        connect: async (port) => (await current).connect(port),
         serviceUrl: (name) => `http://127.0.0.1:${insidePort(services, name)}`,
-        async endAgentPhase() {
-          await relay?.close();
-          await killMarked(mark);
-        },
+        endAgentPhase,
         async startVerifyPhase() {
+          if (phase === 'verify') return;
+          await endAgentPhase();
           phase = 'verify';
+          current = startPhase('verify');
+          current.catch(() => undefined);
+          await current;
         },
         async close() {
-          await relay?.close();
-          await killMarked(mark);
+          await endPhase();
           // The private /tmp and home go with the sandbox: the records keep /app.
           await rm(privateRoot, { recursive: true, force: true });
-          await sockets.remove();
+          await sockets?.remove();
         },
       };
     },

@@ -13,6 +13,7 @@ import { chmod, mkdir, rm, symlink } from 'node:fs/promises';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import type { Duplex } from 'node:stream';
 import type { ServiceSpec } from './backend.ts';
 
 /** The longest socket path Belay binds or connects to directly (the kernel's limit is 107 bytes). */
@@ -103,10 +104,80 @@ export async function connectablePath(socketPath: string, dir: string, name: str
 /** Where a relay listens: Unix sockets in a folder (shown to an isolated run), or loopback TCP ports. */
 export type RelayListen = { kind: 'unix'; dir: string } | { kind: 'tcp' };
 
+/**
+ * Pipes one connection made inside to the service at `target`, at most MAX_CONNECTIONS at once
+ * per service (`open` counts them); both ends are in `connections` while they last.
+ */
+function pipeToService(inbound: Duplex, target: string, open: { count: number }, connections: Set<Duplex>): void {
+  if (open.count >= MAX_CONNECTIONS) {
+    inbound.destroy();
+    return;
+  }
+  open.count++;
+  const outbound = net.connect(target);
+  for (const socket of [inbound, outbound]) connections.add(socket);
+  const done = () => {
+    inbound.destroy();
+    outbound.destroy();
+  };
+  inbound.once('close', () => {
+    open.count--;
+    connections.delete(inbound);
+    outbound.destroy();
+  });
+  outbound.once('close', () => {
+    connections.delete(outbound);
+    // What the service already sent reaches the run before the connection goes.
+    inbound.end();
+  });
+  inbound.on('error', done);
+  outbound.on('error', done);
+  inbound.pipe(outbound);
+  outbound.pipe(inbound);
+}
+
+/**
+ * The host services for an environment reached through its executor: each connection made to a
+ * service's port inside arrives as a stream (`Executor.listen`) and is piped here to the service.
+ * Nothing listens on the host.
+ */
+export class ServiceLinks {
+  readonly #targets = new Map<string, string>();
+  readonly #open = new Map<string, { count: number }>();
+  readonly #connections = new Set<Duplex>();
+  #closed = false;
+
+  private constructor() {}
+
+  /** `linkDir` (a private socket folder never shown to the run) receives the short links to long service paths. */
+  static async open(services: readonly ServiceSpec[], linkDir: string): Promise<ServiceLinks> {
+    const links = new ServiceLinks();
+    for (const service of services) {
+      links.#targets.set(service.name, await connectablePath(service.socketPath, linkDir, service.name));
+      links.#open.set(service.name, { count: 0 });
+    }
+    return links;
+  }
+
+  /** Pipes a connection made inside to the service `name`; refused once closed. */
+  accept(name: string, inbound: Duplex): void {
+    const target = this.#targets.get(name);
+    if (this.#closed || target === undefined) inbound.destroy();
+    else pipeToService(inbound, target, this.#open.get(name)!, this.#connections);
+  }
+
+  /** Cuts every connection; later ones are refused. Idempotent. */
+  close(): void {
+    this.#closed = true;
+    for (const socket of this.#connections) socket.destroy();
+    this.#connections.clear();
+  }
+}
+
 export class ServiceRelay {
   readonly #servers = new Map<string, net.Server>();
   readonly #addresses = new Map<string, string | number>();
-  readonly #connections = new Set<net.Socket>();
+  readonly #connections = new Set<Duplex>();
   #closed = false;
 
   private constructor() {}
@@ -130,33 +201,10 @@ export class ServiceRelay {
   }
 
   async #listen(name: string, target: string, listen: RelayListen): Promise<void> {
-    let open = 0;
+    const open = { count: 0 };
     const server = net.createServer((inbound) => {
-      if (this.#closed || open >= MAX_CONNECTIONS) {
-        inbound.destroy();
-        return;
-      }
-      open++;
-      const outbound = net.connect(target);
-      for (const socket of [inbound, outbound]) this.#connections.add(socket);
-      const done = () => {
-        inbound.destroy();
-        outbound.destroy();
-      };
-      inbound.once('close', () => {
-        open--;
-        this.#connections.delete(inbound);
-        outbound.destroy();
-      });
-      outbound.once('close', () => {
-        this.#connections.delete(outbound);
-        // What the service already sent reaches the run before the connection goes.
-        inbound.end();
-      });
-      inbound.on('error', done);
-      outbound.on('error', done);
-      inbound.pipe(outbound);
-      outbound.pipe(inbound);
+      if (this.#closed) inbound.destroy();
+      else pipeToService(inbound, target, open, this.#connections);
     });
     server.on('error', () => undefined);
     const address = listen.kind === 'unix' ? path.join(listen.dir, `${name}.sock`) : undefined;

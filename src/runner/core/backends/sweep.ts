@@ -54,3 +54,19 @@ export async function killMarked(mark: ProcessMark, timeoutMs = 5000): Promise<n
     await delay(20);
   }
 }
+
+/**
+ * The pid on this machine of the marked process that is `innerPid` in its own PID namespace (a
+ * sandbox's command, as its executor names it); undefined when there is none (it ended).
+ */
+export function hostPidOf(mark: ProcessMark, innerPid: number, proc = '/proc'): number | undefined {
+  for (const pid of markedProcesses(mark, proc)) {
+    try {
+      const nspid = /^NSpid:\s*(.*)$/m.exec(readFileSync(`${proc}/${pid}/status`, 'latin1'))?.[1]?.trim().split(/\s+/);
+      if (nspid && nspid.length > 1 && Number(nspid.at(-1)) === innerPid) return pid;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return undefined;
+}

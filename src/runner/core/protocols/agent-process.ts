@@ -1,12 +1,14 @@
 // A long-lived agent process: its own process group (killed whole at the end, on timeout and
 // on abort), stdout read as lines of bounded length, stdout and stderr copied to capped log
 // files, and only a bounded tail of stderr kept in memory.
-import { BoundedText, startChild, type RunningChild } from '../../../shared/process.ts';
-import type { HostCommand } from '../backends/backend.ts';
+import { BoundedText, type RunningChild } from '../../../shared/process.ts';
+import type { BackendSession, CommandSpec } from '../backends/backend.ts';
 import { CappedLog } from '../records/logs.ts';
 
 export interface AgentProcessOptions {
-  command: HostCommand;
+  /** Where the agent runs, and what it runs there. */
+  session: Pick<BackendSession, 'spawn'>;
+  command: CommandSpec;
   /** 'pipe' keeps stdin open for requests; 'ignore' gives the agent an empty stdin. */
   stdin: 'pipe' | 'ignore';
   stdoutLog: string;
@@ -56,10 +58,8 @@ export class AgentProcess {
     this.maxQueued = options.maxQueuedLines ?? 1000;
     const stdoutLog = new CappedLog(options.stdoutLog, options.maxLogBytes, 'a');
     const stderrLog = new CappedLog(options.stderrLog, options.maxLogBytes, 'a');
-    this.child = startChild({
-      argv: options.command.argv,
-      cwd: options.command.cwd,
-      env: options.command.env,
+    this.child = options.session.spawn({
+      ...options.command,
       stdin: options.stdin,
       onStdout: (chunk) => {
         stdoutLog.write(chunk);

@@ -41,7 +41,7 @@ export const PROTOCOL_DESCRIPTORS: Readonly<Record<Protocol, ProtocolDescriptor>
     usage: 'JSON lines on stdin/stdout',
     probeUsage: 'a first request on its stdin; a JSON answer with command/task_complete on stdout',
     probe: 'sdk1',
-    needs: ['command', 'workdir'],
+    needs: ['spawn', 'workdir'],
   },
   sdk2: {
     name: 'sdk2',
@@ -53,7 +53,7 @@ export const PROTOCOL_DESCRIPTORS: Readonly<Record<Protocol, ProtocolDescriptor>
     usage: 'HTTP server on AGENT_PORT',
     probeUsage: 'an HTTP server on AGENT_PORT answering /health, then /start and /status',
     probe: 'sdk2',
-    needs: ['command', 'endpoint'],
+    needs: ['spawn', 'connect'],
   },
   sdk3: {
     name: 'sdk3',
@@ -65,7 +65,7 @@ export const PROTOCOL_DESCRIPTORS: Readonly<Record<Protocol, ProtocolDescriptor>
     usage: "run once as COMMAND --instruction \"TEXT\" in the task's working folder (/app when isolated: name the agent's files by absolute path), prints [DONE] when finished",
     probeUsage: 'run as COMMAND --instruction "<text>"; prints [DONE] when finished',
     probe: 'sdk3',
-    needs: ['command', 'workdir'],
+    needs: ['spawn', 'workdir'],
   },
   'claude-code': {
     name: 'claude-code',
@@ -77,7 +77,7 @@ export const PROTOCOL_DESCRIPTORS: Readonly<Record<Protocol, ProtocolDescriptor>
     usage: "Claude Code, headless (installed by Belay when --agent is left out; needs --llm-upstream, an Anthropic API)",
     probeUsage: 'installed? its version; one step through the gateway',
     installed: true,
-    needs: ['command', 'workdir', 'stateDir', 'serviceUrl'],
+    needs: ['spawn', 'workdir', 'stateDir', 'serviceUrl'],
   },
   codex: {
     name: 'codex',
@@ -89,7 +89,7 @@ export const PROTOCOL_DESCRIPTORS: Readonly<Record<Protocol, ProtocolDescriptor>
     usage: 'Codex, headless (installed by Belay when --agent is left out; needs --llm-upstream, an OpenAI Responses API)',
     probeUsage: 'installed? its version; one step through the gateway',
     installed: true,
-    needs: ['command', 'workdir', 'stateDir', 'serviceUrl'],
+    needs: ['spawn', 'workdir', 'stateDir', 'serviceUrl'],
   },
   'gemini-cli': {
     name: 'gemini-cli',
@@ -101,7 +101,7 @@ export const PROTOCOL_DESCRIPTORS: Readonly<Record<Protocol, ProtocolDescriptor>
     usage: 'Gemini CLI, headless (installed by Belay when --agent is left out; needs --llm-upstream with --llm-api gemini)',
     probeUsage: 'installed? its version; one step through the gateway',
     installed: true,
-    needs: ['command', 'workdir', 'stateDir', 'serviceUrl'],
+    needs: ['spawn', 'workdir', 'stateDir', 'serviceUrl'],
   },
   opencode: {
     name: 'opencode',
@@ -113,7 +113,7 @@ export const PROTOCOL_DESCRIPTORS: Readonly<Record<Protocol, ProtocolDescriptor>
     usage: 'OpenCode, headless (installed by Belay when --agent is left out; needs --llm-upstream, an OpenAI-compatible API)',
     probeUsage: 'installed? its version; one step through the gateway',
     installed: true,
-    needs: ['command', 'workdir', 'stateDir', 'serviceUrl'],
+    needs: ['spawn', 'workdir', 'stateDir', 'serviceUrl'],
   },
 };
 

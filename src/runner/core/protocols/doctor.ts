@@ -195,7 +195,8 @@ async function withProbe(options: DoctorOptions, root: string, task: Task, name:
         ...(spec.exposePort !== undefined ? { exposePort: spec.exposePort } : {}),
       };
       const agent = new AgentProcess({
-        command: session.command(command),
+        session,
+        command,
         stdin: spec.stdin,
         stdoutLog: path.join(base, `stdout-${mark}.log`),
         stderrLog: path.join(base, `stderr-${mark}.log`),
@@ -342,7 +343,7 @@ async function probeSdk2(probe: Probe): Promise<ProbeReport> {
     exposePort: port,
   });
   const { agent } = started;
-  const endpoint = session.endpoint(port);
+  const endpoint = () => session.connect(port);
   const problems: string[] = [];
   const deadline = started.at + timeoutMs;
   let healthyAt: number | undefined;

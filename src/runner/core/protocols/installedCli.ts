@@ -54,11 +54,12 @@ export async function runInstalled(agent: InstalledAgent, ctx: AgentContext): Pr
   const shown = `${agent.bin} ${agent.argv({ ...input, instruction: '…', token: '…' }).join(' ')}`;
   ctx.emit({ type: 'notice', message: `${agent.title} runs headless (${shown.length > 200 ? `${shown.slice(0, 199)}…` : shown}); its model calls go through Belay's gateway` });
   const agentProcess = new AgentProcess({
-    command: ctx.session.command({
+    session: ctx.session,
+    command: {
       argv: [shellPath(), '-c', installedScript(ctx.agentCommand), agent.name, ...agent.argv(input)],
       cwd: ctx.session.workdir,
       env: { ...ctx.env, ...agent.environment(input), ...(agent.needsNode ? { ELECTRON_RUN_AS_NODE: '1' } : {}) },
-    }),
+    },
     stdin: 'ignore',
     stdoutLog: files.agentStdout,
     stderrLog: files.agentStderr,

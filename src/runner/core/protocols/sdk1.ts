@@ -4,7 +4,7 @@ import * as z from 'zod';
 import { availableParallelism } from 'node:os';
 import * as path from 'node:path';
 import { AgentProcess, type LineResult } from './agent-process.ts';
-import { shellPath } from '../backends/backend.ts';
+import { commandArgv } from '../backends/backend.ts';
 import { RunFailure } from '../records/events.ts';
 import { agentListeners, asksForInstruction, firstJsonObject, SDK3_HINT } from './mismatch.ts';
 import { httpRequest, StatusSchema } from './sdk2.ts';
@@ -74,11 +74,12 @@ export const sdk1: AgentProtocol = { name: 'sdk1', run: runSdk1 };
 export async function runSdk1(ctx: AgentContext): Promise<AgentOutcome> {
   const files = runFiles(ctx.runDir);
   const agent = new AgentProcess({
-    command: ctx.session.command({
-      argv: [shellPath(), '-c', ctx.agentCommand],
+    session: ctx.session,
+    command: {
+      argv: commandArgv(ctx.session, ctx.agentCommand),
       cwd: ctx.agentCwd,
       env: { ...ctx.env, PYTHONUNBUFFERED: '1' },
-    }),
+    },
     stdin: 'pipe',
     stdoutLog: files.agentStdout,
     stderrLog: files.agentStderr,

@@ -2,11 +2,12 @@
 // /health, sends POST /start, and polls /status until the agent completes or fails.
 import * as http from 'node:http';
 import * as net from 'node:net';
+import type { Duplex } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import * as z from 'zod';
 import { errorMessage } from '../../../shared/errors.ts';
 import { AgentProcess } from './agent-process.ts';
-import { shellPath, type Endpoint } from '../backends/backend.ts';
+import { commandArgv, type Endpoint } from '../backends/backend.ts';
 import { RunFailure } from '../records/events.ts';
 import { asksForInstruction, looksLikeSdk1Response, SDK3_HINT } from './mismatch.ts';
 import type { AgentContext, AgentOutcome, AgentProtocol } from './agentProtocol.ts';
@@ -51,13 +52,29 @@ export class AgentAnswerError extends Error {
   override name = 'AgentAnswerError';
 }
 
+/** Where an HTTP request goes: an endpoint on this machine, or a connection a backend opens (`BackendSession.connect`). */
+export type HttpTarget = Endpoint | (() => Promise<Duplex>);
+
 /**
  * One HTTP request that ends by `timeoutMs` whatever the server does (an answer trickling in a
  * byte at a time included), with a body of at most `maxBytes`.
  */
-export function httpRequest(endpoint: Endpoint, method: string, pathName: string, timeoutMs: number, body?: string, maxBytes = 4 * 1024 * 1024): Promise<HttpAnswer> {
+export function httpRequest(endpoint: HttpTarget, method: string, pathName: string, timeoutMs: number, body?: string, maxBytes = 4 * 1024 * 1024): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
-    const target = 'socketPath' in endpoint ? { socketPath: endpoint.socketPath } : { host: endpoint.host, port: endpoint.port };
+    const target: http.RequestOptions =
+      typeof endpoint === 'function'
+        ? {
+            createConnection: (_options, made) => {
+              endpoint().then(
+                (stream) => made(null, stream),
+                (error: unknown) => made(error instanceof Error ? error : new Error(String(error)), undefined as never),
+              );
+              return undefined;
+            },
+          }
+        : 'socketPath' in endpoint
+          ? { socketPath: endpoint.socketPath }
+          : { host: endpoint.host, port: endpoint.port };
     let settled = false;
     const fail = (error: Error) => {
       if (settled) return;
@@ -71,7 +88,8 @@ export function httpRequest(endpoint: Endpoint, method: string, pathName: string
         ...target,
         method,
         path: pathName,
-        agent: false,
+        // No agent: a fresh connection for each request (with `createConnection`, none is used anyway).
+        ...(typeof endpoint === 'function' ? {} : { agent: false }),
         maxHeaderSize: 16 * 1024,
         headers: body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
       },
@@ -107,8 +125,9 @@ export async function runSdk2(ctx: AgentContext): Promise<AgentOutcome> {
   const port = await freePort();
   let sdk1Line: string | undefined;
   const agent = new AgentProcess({
-    command: ctx.session.command({
-      argv: [shellPath(), '-c', ctx.agentCommand],
+    session: ctx.session,
+    command: {
+      argv: commandArgv(ctx.session, ctx.agentCommand),
       cwd: ctx.agentCwd,
       env: {
         ...ctx.env,
@@ -118,7 +137,7 @@ export async function runSdk2(ctx: AgentContext): Promise<AgentOutcome> {
         PYTHONUNBUFFERED: '1',
       },
       exposePort: port,
-    }),
+    },
     stdin: 'ignore',
     stdoutLog: files.agentStdout,
     stderrLog: files.agentStderr,
@@ -129,7 +148,7 @@ export async function runSdk2(ctx: AgentContext): Promise<AgentOutcome> {
       if (sdk1Line === undefined) sdk1Line = chunk.split('\n').find((line) => looksLikeSdk1Response(line));
     },
   });
-  const endpoint = ctx.session.endpoint(port);
+  const endpoint = () => ctx.session.connect(port);
   const stop = ctx.signal;
   // SDK 1.x JSON on stdout counts only until the HTTP server answers: an SDK 2.0 agent may well
   // print its model's JSON answers while it works.

@@ -76,11 +76,12 @@ export async function runSdk3(ctx: AgentContext): Promise<AgentOutcome> {
   ctx.emit({ type: 'command', step: 1, command: shown, cwd: ctx.session.workdir });
   const started = Date.now();
   const agent = new AgentProcess({
-    command: ctx.session.command({
+    session: ctx.session,
+    command: {
       argv: [shellPath(), '-c', sdk3Script(ctx.agentCommand)],
       cwd: ctx.session.workdir,
       env: { ...ctx.env, EVALUATION_MODE: 'true', PYTHONUNBUFFERED: '1', BELAY_INSTRUCTION: ctx.task.instruction },
-    }),
+    },
     stdin: 'ignore',
     stdoutLog: files.agentStdout,
     stderrLog: files.agentStderr,

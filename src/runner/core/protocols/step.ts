@@ -3,7 +3,7 @@
 // channel (the original stderr), while the command's own stdout and stderr share one stream.
 import { prepareBounded, type BoundedRunResult } from '../../../shared/process.ts';
 import { CappedLog } from '../records/logs.ts';
-import { shellPath, type BackendSession } from '../backends/backend.ts';
+import { commandWords, shellPath, type BackendSession } from '../backends/backend.ts';
 
 // stdin: the directory to start in (one line), then the command; $1: the fallback directory
 // when that one is gone. Nothing about the step is needed at spawn, so the shell can be started
@@ -50,14 +50,20 @@ export interface PreparedStep {
 /** Starts the shell of a step now; the directory and the command are given to `run` later. */
 export function prepareStep(options: Pick<StepOptions, 'session' | 'env' | 'excerptChars'>): PreparedStep {
   const { session } = options;
-  const shell = shellPath();
-  const host = session.command({
-    argv: [shell, '-c', stepScript(shell), 'belay-step', session.workdir],
-    // The script changes to `cwd` itself, so a directory that is gone does not stop the step.
-    cwd: session.workdir,
-    env: options.env,
+  if (session.shell === null) return directStep(options);
+  const shell = session.shell ?? shellPath();
+  const prepared = prepareBounded({
+    start: (output) =>
+      session.spawn({
+        argv: [shell, '-c', stepScript(shell), 'belay-step', session.workdir],
+        // The script changes to `cwd` itself, so a directory that is gone does not stop the step.
+        cwd: session.workdir,
+        ...(options.env ? { env: options.env } : {}),
+        ...output,
+      }),
+    maxOutputChars: options.excerptChars,
+    keepTailChars: options.excerptChars,
   });
-  const prepared = prepareBounded({ argv: host.argv, cwd: host.cwd, env: host.env, maxOutputChars: options.excerptChars, keepTailChars: options.excerptChars });
   return {
     discard: () => prepared.discard(),
     async run(run) {
@@ -80,6 +86,47 @@ export function prepareStep(options: Pick<StepOptions, 'session' | 'env' | 'exce
       } finally {
         if (log) log.close();
         else prepared.discard();
+      }
+      return observe(result, run.cwd, run.timeoutMs, run.outputName ?? run.outputFile, options.excerptChars);
+    },
+  };
+}
+
+/**
+ * A step where the environment has no shell: the command's words are the program and its
+ * arguments, run in `cwd` (which therefore never changes), stdout and stderr as one stream.
+ */
+function directStep(options: Pick<StepOptions, 'session' | 'env' | 'excerptChars'>): PreparedStep {
+  const { session } = options;
+  return {
+    discard: () => undefined,
+    async run(run) {
+      const words = commandWords(run.command);
+      const log = new CappedLog(run.outputFile, run.maxLogBytes);
+      let result;
+      try {
+        result = await prepareBounded({
+          start: (output) =>
+            session.spawn({
+              argv: words.length > 0 ? (words as [string, ...string[]]) : ['true'],
+              cwd: run.cwd,
+              ...(options.env ? { env: options.env } : {}),
+              stdin: 'ignore',
+              onStdout: output.onStdout,
+              onStderr: output.onStdout,
+            }),
+          maxOutputChars: options.excerptChars,
+          keepTailChars: options.excerptChars,
+        }).start({
+          timeoutMs: run.timeoutMs,
+          onStdout: (chunk) => {
+            log.write(chunk);
+            run.onOutput?.(chunk);
+          },
+          signal: run.signal,
+        });
+      } finally {
+        log.close();
       }
       return observe(result, run.cwd, run.timeoutMs, run.outputName ?? run.outputFile, options.excerptChars);
     },

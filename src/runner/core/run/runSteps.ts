@@ -58,8 +58,8 @@ export async function mergeStepWorkdir(step: TaskStep, workspace: string): Promi
 /** Runs the step's setup.sh (merged into the workspace from its workdir/) before the agent; its failure is the step's. */
 export async function stepSetup(step: TaskStep, session: BackendSession, timeoutMs: number, signal: AbortSignal): Promise<RunFailure | undefined> {
   if (!step.workdirDir || !existsSync(path.join(step.workdirDir, 'setup.sh'))) return undefined;
-  const host = session.command({ argv: [shellPath(), path.posix.join(session.workdir, 'setup.sh')] });
-  const result = await runBounded({ argv: host.argv, cwd: host.cwd, env: host.env, timeoutMs, maxOutputChars: 2000, keepTailChars: 2000, signal });
+  const argv: [string, ...string[]] = [shellPath(), path.posix.join(session.workdir, 'setup.sh')];
+  const result = await runBounded({ start: (output) => session.spawn({ argv, ...output }), timeoutMs, maxOutputChars: 2000, keepTailChars: 2000, signal });
   if (result.exitCode === 0 && !result.timedOut) return undefined;
   const why = result.spawnError ? `could not start (${result.spawnError.message})` : result.timedOut ? `did not finish within ${Math.round(timeoutMs / 1000)} s` : `exited with ${result.exitCode ?? result.signal}`;
   const tail = result.stderr.text('[… cut …]').trim().split('\n').slice(-1)[0] ?? '';

@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import * as z from 'zod';
 import { errorMessage } from '../../../shared/errors.ts';
 import { runBounded } from '../../../shared/process.ts';
-import { shellPath, type BackendSession } from '../backends/backend.ts';
+import { shellPath, type BackendSession, type CommandSpec } from '../backends/backend.ts';
 import { CappedLog } from '../records/logs.ts';
 import type { Verification } from '../records/records.ts';
 import { runFiles } from '../records/records.ts';
@@ -61,10 +61,10 @@ export async function verify(options: VerifyOptions): Promise<Verification> {
   await fs.mkdir(verifierLogs, { recursive: true });
   const testOutput = options.testOutputFile ?? files.testOutput;
   await fs.mkdir(path.dirname(testOutput), { recursive: true });
-  const host = session.command({
+  const command: CommandSpec = {
     argv: [shellPath(), path.posix.join(session.testsDir, task.testScript)],
     env: { TEST_DIR: session.testsDir, LOGS_DIR: session.logsDir, PYTHONUNBUFFERED: '1' },
-  });
+  };
   const log = new CappedLog(testOutput, options.maxLogBytes);
   let result;
   try {
@@ -73,9 +73,7 @@ export async function verify(options: VerifyOptions): Promise<Verification> {
       options.onOutput?.(chunk);
     };
     result = await runBounded({
-      argv: host.argv,
-      cwd: host.cwd,
-      env: host.env,
+      start: (output) => session.spawn({ ...command, ...output }),
       timeoutMs: options.timeoutMs,
       maxOutputChars: 8000,
       keepTailChars: 8000,
