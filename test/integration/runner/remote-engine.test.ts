@@ -81,6 +81,23 @@ describe('remote engine over SSH', { skip: unavailable }, () => {
     assert.deepEqual({ containers: left.containers, processes: left.processes }, { containers: '', processes: [] });
   });
 
+  it('runs an SDK 2.0 agent there, reached only through the executor\'s channel over the SSH connection (no port opened on the host)', async () => {
+    const host = made.hosts[0]!;
+    const agent = path.join(tmp.dir, 'agent-sdk2');
+    mkdirSync(agent, { recursive: true });
+    copyFileSync(agentFile('sdk2-server.mjs'), path.join(agent, 'sdk2-server.mjs'));
+    const { result } = await runFixture(backend, path.join(tmp.dir, 'runs'), `'${process.execPath}' '${path.join(agent, 'sdk2-server.mjs')}'`, { agentCwd: agent, agentFolders: [nodeDir], protocol: 'sdk2' });
+    assert.equal(result.passed, true, result.error ?? '');
+    assert.equal(result.agent_completed, true);
+    assert.equal(result.host, `${host.user}@${host.address}`);
+    // Nothing listens on the host's network but its SSH server.
+    const listening = host.ssh('cat /proc/net/tcp /proc/net/tcp6');
+    const ports = new Set(listening.stdout.split('\n').slice(1).map((line) => line.trim().split(/\s+/)).filter((fields) => fields[3] === '0A').map((fields) => parseInt(fields[1]!.split(':')[1]!, 16)));
+    assert.deepEqual([...ports], [22]);
+    const left = leftOn(host);
+    assert.deepEqual({ containers: left.containers, processes: left.processes }, { containers: '', processes: [] });
+  });
+
   it('Belay killed mid-run: the container there stops with the SSH connection, and the next start removes it', async () => {
     const host = made.hosts[0]!;
     const script = path.join(tmp.dir, 'opener.ts');
@@ -93,9 +110,7 @@ const base = process.argv[2];
 const backend = await containerBackend({ engineHosts: [process.argv[5]], env: JSON.parse(process.argv[6]) });
 const folders = { workspace: base + '/app', tests: base + '/tests', logs: base + '/logs', control: base + '/control', scratch: base + '/scratch', environmentLog: base + '/environment.log' };
 const session = await backend.open({ runId: process.argv[3], task: await loadTask(process.argv[4]), folders, agentFolders: [], hidden: [] });
-const command = session.command({ argv: ['sleep', '600'] });
-const { spawn } = await import('node:child_process');
-spawn(command.argv[0], command.argv.slice(1), { env: command.env, stdio: 'ignore' });
+session.spawn({ argv: ['sleep', '600'], stdin: 'ignore' });
 process.stdout.write('open\\n');
 setInterval(() => {}, 1000);
 `,
