@@ -535,6 +535,8 @@ class ContainerSession implements BackendSession {
     if (this.#lost) return;
     this.#lost = true;
     this.#stopHostWatch?.();
+    // A cut connection may stay open for minutes: its transport is ended now, so every command's end settles.
+    (this.#executor as unknown as { abandon?(reason: string): void } | undefined)?.abandon?.(why);
     this.#spec.onNotice?.(why);
     this.#spec.onLimit?.('host_lost', why);
   }
