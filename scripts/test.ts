@@ -5,7 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { repoRoot } from './lib/paths.ts';
 import { runGrammarTests, runHostTests, runNodeTests, runUiTests, type SuiteResult } from './lib/suites.ts';
-import { CONTAINER_PACKAGES, ensureSystemPackages } from './lib/system.ts';
+import { CONTAINER_PACKAGES, ensureSystemPackages, REMOTE_PACKAGES } from './lib/system.ts';
 
 const all = ['unit', 'integration', 'grammar', 'host', 'ui'] as const;
 type Suite = (typeof all)[number];
@@ -26,6 +26,8 @@ const runners: Record<Suite, () => Promise<SuiteResult>> = {
   integration: () => {
     // The container backend's tests run real containers (the base image is built from .cache/belay).
     ensureSystemPackages(CONTAINER_PACKAGES);
+    // The remote-engine tests make hosts in network namespaces, each with an SSH server and rootless podman.
+    if (process.getuid?.() === 0) ensureSystemPackages(REMOTE_PACKAGES);
     return runNodeTests('integration', ['test/integration/**/*.test.ts'], 2);
   },
   grammar: () => runGrammarTests(),

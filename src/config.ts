@@ -14,6 +14,7 @@ const boolean: Check<boolean> = (v): v is boolean => typeof v === 'boolean';
 const number = (min: number, max: number, integer = false): Check<number> => (v): v is number =>
   typeof v === 'number' && Number.isFinite(v) && v >= min && v <= max && (!integer || Number.isInteger(v));
 const oneOf = <T extends string>(...values: T[]): Check<T> => (v): v is T => typeof v === 'string' && (values as string[]).includes(v);
+const strings: Check<string[]> = (v): v is string[] => Array.isArray(v) && v.every((item) => typeof item === 'string');
 // Agent lists are validated entry by entry by the runner, which names each bad entry.
 const anything: Check<unknown> = (v): v is unknown => true;
 
@@ -32,6 +33,7 @@ const schemas = {
   microAgents: anything,
   'runner.backend': oneOf('auto', 'container', 'sandbox', 'local'),
   'runner.containerEngine': oneOf('auto', 'podman', 'docker'),
+  'runner.engineHosts': strings,
   'runner.containerCpus': number(0.01, 1024),
   'runner.containerMemoryMB': number(6, 1024 * 1024 * 1024, true),
   'runner.concurrency': number(1, 16, true),

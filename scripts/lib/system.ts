@@ -23,7 +23,16 @@ export const needs: Record<string, Need> = {
   // podman's --init (containers removed at once, zombies reaped) runs it; podman only recommends it.
   catatonit: { pkg: 'catatonit', present: () => existsSync('/usr/libexec/podman/catatonit') || onPath('catatonit'), why: "the init process of the container backend's containers" },
   mmdebstrap: { pkg: 'mmdebstrap', present: () => onPath('mmdebstrap'), why: 'builds the base image (belay image build-base) from Debian packages' },
+  // The remote-engine tests' hosts (test/support/hosts/): each a network namespace with its own
+  // SSH server and a user of its own running rootless podman.
+  sshd: { pkg: 'openssh-server', present: () => existsSync('/usr/sbin/sshd'), why: "the SSH server of each of the remote-engine tests' hosts" },
+  ssh: { pkg: 'openssh-client', present: () => onPath('ssh'), why: 'the SSH client the engines reach remote hosts with' },
+  uidmap: { pkg: 'uidmap', present: () => existsSync('/usr/bin/newuidmap'), why: "rootless podman for the test hosts' users" },
+  iproute2: { pkg: 'iproute2', present: () => onPath('ip'), why: "the test hosts' network namespaces and links" },
 };
+
+/** What the remote-engine tests need besides the container backend's. */
+export const REMOTE_PACKAGES: (keyof typeof needs)[] = ['sshd', 'ssh', 'uidmap', 'iproute2'];
 
 /** What the container backend's tests need: an engine with runc, and mmdebstrap for the base image. */
 export const CONTAINER_PACKAGES: (keyof typeof needs)[] = ['podman', 'runc', 'catatonit', 'mmdebstrap'];

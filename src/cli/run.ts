@@ -24,6 +24,7 @@ import { runTask } from '../runner/core/run/run.ts';
 import { discoverTasks } from '../runner/core/tasks/task.ts';
 import { AgentFolderError, resolveAgentFolder } from '../runner/core/agents/agentFolder.ts';
 import { existingFile, existingFolder, folderToMake } from './paths.ts';
+import { parseEngineHosts } from '../runner/core/backends/engine-remote.ts';
 
 const PROTOCOL_NAMES = protocolDescriptors().map((d) => d.name);
 
@@ -49,6 +50,10 @@ ${helpLines(protocolDescriptors().map((d) => `${d.name}: ${d.usage}`).join('; ')
 ${BACKENDS.map((b) => helpLines(`${b.name}: ${b.usage};`)).join('\n')}
 ${helpLines(`default: the best isolating backend that works here (${BACKENDS.filter((b) => b.automatic).map((b) => b.name).join(', else ')})`)}
   --engine podman|docker   the container backend's engine (default: podman, else docker)
+  --engine-host ssh://USER@HOST[:PORT][/SOCKET]
+                           run the containers on another machine's engine over SSH (repeat for
+                           several: trials spread by each host's free CPUs); your SSH key and
+                           known hosts (CONTAINER_SSHKEY for podman), no port opened there
   --env KEY=VALUE          a variable for the agent (repeatable); KEY alone passes it on from
                            this shell. The agent gets these and PATH, HOME, LANG, TERM: nothing
                            else of this environment
@@ -93,6 +98,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     agent: { type: 'string' },
     'agent-dir': { type: 'string' },
     engine: { type: 'string' },
+    'engine-host': { type: 'string', multiple: true, default: [] },
     protocol: { type: 'string' },
     backend: { type: 'string' },
     env: { type: 'string', multiple: true, default: [] },
@@ -132,6 +138,13 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   const backendName = values.backend;
   if (backendName !== undefined && !isBackendName(backendName)) throw new UsageError(`--backend must be ${BACKEND_NAMES.join(' or ')} (got '${backendName}')`);
   if (values.engine !== undefined && values.engine !== 'podman' && values.engine !== 'docker') throw new UsageError(`--engine must be podman or docker (got '${values.engine}')`);
+  const engineHosts = values['engine-host'];
+  try {
+    parseEngineHosts(engineHosts);
+  } catch (error) {
+    throw new UsageError(`--engine-host: ${errorMessage(error)}`);
+  }
+  if (engineHosts.length > 0 && backendName !== undefined && backendName !== 'container') throw new UsageError(`--engine-host runs containers on other machines: it needs --backend container (got '${backendName}')`);
   let env: Record<string, string>;
   try {
     env = parseEnvOptions(values.env);
@@ -164,7 +177,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
 
   let backend: Backend;
   try {
-    backend = await pickBackend(backendName, { container: values.engine !== undefined ? { engine: values.engine } : {} });
+    backend = await pickBackend(engineHosts.length > 0 ? 'container' : backendName, { container: { ...(values.engine !== undefined ? { engine: values.engine } : {}), ...(engineHosts.length > 0 ? { engineHosts } : {}) } });
   } catch (error) {
     if (!(error instanceof BackendUnavailableError)) throw error;
     io.stderr.write(`belay run: ${error.message}\nRun with --backend local to run without isolation.\n`);
@@ -221,6 +234,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
         protocol,
         backend,
         engine: values.engine,
+        engineHosts,
         limits,
         envOptions: values.env,
         env,

@@ -41,6 +41,8 @@ export interface NewJobOptions extends Omit<TrialSettings, 'agent'> {
   concurrency: number | undefined;
   agent: string | undefined;
   engine: string | undefined;
+  /** --engine-host as given (kept with the job: a resume goes to the same hosts). */
+  engineHosts?: readonly string[];
   /** The --env options as given: values are never stored, names given alone are read again on resume. */
   envOptions: readonly string[];
   json: boolean;
@@ -59,6 +61,7 @@ export async function newJob(options: NewJobOptions, io: CliIO): Promise<number>
       options: {
         agent_dir: options.agentCwd,
         ...(options.engine !== undefined ? { engine: options.engine } : {}),
+        ...(options.engineHosts && options.engineHosts.length > 0 ? { engine_hosts: [...options.engineHosts] } : {}),
         limits: options.limits,
         env_names: Object.keys(options.env),
         // KEY alone means "from this shell": safe to keep, and read again on resume.
@@ -80,7 +83,7 @@ export async function resumeJob(options: { jobDir: string; concurrency: number |
   } catch (error) {
     throw new UsageError(`--resume: ${errorMessage(error)}`);
   }
-  const stored = job.settings.options as { agent_dir?: string; engine?: string; limits?: Partial<RunLimits>; env_names?: string[]; env_from_shell?: string[]; hidden?: string[]; llm?: unknown };
+  const stored = job.settings.options as { agent_dir?: string; engine?: string; engine_hosts?: unknown; limits?: Partial<RunLimits>; env_names?: string[]; env_from_shell?: string[]; hidden?: string[]; llm?: unknown };
   let llm: LlmFlags | undefined;
   try {
     llm = storedLlmFlags(stored.llm);
@@ -111,7 +114,8 @@ export async function resumeJob(options: { jobDir: string; concurrency: number |
   const engine = stored.engine === 'podman' || stored.engine === 'docker' ? stored.engine : undefined;
   let backend: Backend;
   try {
-    backend = await pickBackend(job.settings.backend, { container: engine !== undefined ? { engine } : {} });
+    const engineHosts = Array.isArray(stored.engine_hosts) ? stored.engine_hosts.filter((host): host is string => typeof host === 'string') : [];
+    backend = await pickBackend(job.settings.backend, { container: { ...(engine !== undefined ? { engine } : {}), ...(engineHosts.length > 0 ? { engineHosts } : {}) } });
   } catch (error) {
     if (!(error instanceof BackendUnavailableError)) throw error;
     io.stderr.write(`belay run: ${error.message}\n`);
@@ -236,7 +240,7 @@ export function progressWriter(stderr: NodeJS.WritableStream) {
           const { trial, result } = event;
           clear();
           const outcome = trial.passed ? 'PASSED' : `FAILED: ${trial.failure_cause ?? 'failed'}${result.error ? `: ${neutraliseControls(result.error.replace(/\s+/g, ' ').slice(0, 120))}` : ''}`;
-          stderr.write(`${label(trial.task_key, trial.task_name, trial.attempt)} ${outcome} (${neutraliseControls(rewardWords(trial.reward, trial.metrics ?? undefined))}, ${trial.steps} steps, ${(trial.duration_sec ?? 0).toFixed(1)}s) ${result.run_dir}\n`);
+          stderr.write(`${label(trial.task_key, trial.task_name, trial.attempt)} ${outcome} (${neutraliseControls(rewardWords(trial.reward, trial.metrics ?? undefined))}, ${trial.steps} steps, ${(trial.duration_sec ?? 0).toFixed(1)}s${trial.host ? `, on ${neutraliseControls(trial.host)}` : ''}) ${result.run_dir}\n`);
           // Without a terminal the progress is a plain line after each finished trial.
           if (!tty) stderr.write(`${last}\n`);
           draw();

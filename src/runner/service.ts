@@ -122,7 +122,7 @@ export class RunnerService implements vscode.Disposable {
     this.#disposables.push(
       vscode.workspace.onDidChangeWorkspaceFolders(() => this.refreshSoon()),
       ctx.trust.onDidGrant(() => this.#changed.fire()),
-      ctx.config.onDidChange(['agents', 'microAgents', 'runner.backend', 'runner.containerEngine', 'runner.containerCpus', 'runner.containerMemoryMB', 'runner.runsDir', 'runner.jobsDir'], () => {
+      ctx.config.onDidChange(['agents', 'microAgents', 'runner.backend', 'runner.containerEngine', 'runner.engineHosts', 'runner.containerCpus', 'runner.containerMemoryMB', 'runner.runsDir', 'runner.jobsDir'], () => {
         this.#backendChoice = undefined;
         this.refreshSoon();
       }),
@@ -307,7 +307,8 @@ export class RunnerService implements vscode.Disposable {
     const { BackendUnavailableError } = await import('./core/backends/backend.ts');
     const setting = this.#ctx.config.get('runner.backend');
     const engine = this.#ctx.config.get('runner.containerEngine');
-    const container = { ...(engine !== 'auto' ? { engine } : {}), cpus: this.#ctx.config.get('runner.containerCpus'), memoryMb: this.#ctx.config.get('runner.containerMemoryMB') };
+    const engineHosts = this.#ctx.config.get('runner.engineHosts');
+    const container = { ...(engine !== 'auto' ? { engine } : {}), ...(engineHosts.length > 0 ? { engineHosts } : {}), cpus: this.#ctx.config.get('runner.containerCpus'), memoryMb: this.#ctx.config.get('runner.containerMemoryMB') };
     this.#backendChoice ??= pickBackend(isBackendName(setting) ? setting : undefined, { container });
     try {
       return await this.#backendChoice;

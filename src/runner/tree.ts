@@ -195,7 +195,7 @@ function runItem(run: RunOrTrial): vscode.TreeItem {
   const notes = (r.notes ?? []).map((note) => `\n! ${note}`).join('');
   const llm = r.llm && r.llm.requests > 0 ? `\nmodel calls: ${llmLine(r.llm)}` : '';
   const trial = run.job ? `\n${trialWords(run.job)}` : '';
-  item.tooltip = `${verdict}\n${r.protocol}, ${r.backend_label ?? r.backend}${r.agent !== undefined ? `, agent ${r.agent}` : ''}${trial}${llm}${notes}\n${r.run_dir}`;
+  item.tooltip = `${verdict}\n${r.protocol}, ${r.backend_label ?? r.backend}${r.host !== undefined ? `, ran on ${r.host}` : ''}${r.agent !== undefined ? `, agent ${r.agent}` : ''}${trial}${llm}${notes}\n${r.run_dir}`;
   item.contextValue = r.agent !== undefined ? 'belay.run.repeatable' : 'belay.run';
   item.command = { command: 'belay.runner.openTrajectory', title: 'Open Trajectory', arguments: [{ kind: 'run', run }] };
   return item;

@@ -28,7 +28,7 @@ const backends: { name: string; get: () => Promise<Backend | Error> }[] = [
 const available = await Promise.all(backends.map(async (b) => ({ ...b, backend: await b.get() })));
 
 let runs = 0;
-async function open(backend: Backend, onLimit?: (cause: 'disk_budget', message: string) => void): Promise<BackendSession> {
+async function open(backend: Backend, onLimit?: (cause: 'disk_budget' | 'host_lost', message: string) => void): Promise<BackendSession> {
   const dir = path.join(tmp.dir, `run-${++runs}`);
   const folders: RunFolders = {
     workspace: path.join(dir, 'app'),

@@ -60,7 +60,7 @@ export interface SessionSpec {
    * more than the disk budget or its storage limit): the run's cause is `cause`, not the
    * agent's error that follows. Called before the agent phase ends.
    */
-  onLimit?: (cause: 'disk_budget', message: string) => void;
+  onLimit?: (cause: 'disk_budget' | 'host_lost', message: string) => void;
   signal?: AbortSignal;
 }
 
@@ -155,6 +155,8 @@ export interface BackendSession {
   readonly phase: Phase;
   /** Where agent-phase programs see `RunFolders.agentState` (read-write); undefined when the run gave none. */
   readonly stateDir: string | undefined;
+  /** The other machine whose engine holds this session ("ci@build-2"); absent: this one. */
+  readonly host?: string;
   /**
    * The shell that runs command strings inside: absent, this machine's (`shellPath()`); null, the
    * environment has none (a task image without a shell), so a command string is run as the

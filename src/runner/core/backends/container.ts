@@ -34,10 +34,14 @@ import { detectEngine, EngineUnavailableError, failureText, type Engine, type En
 import { BASE_IMAGE } from './image-base.ts';
 import { imageSource, taskImage } from './image-task.ts';
 import { checkServices, insidePort, ServiceLinks, socketFolder, type SocketFolder } from './services.ts';
+import { EnginePool, parseEngineHosts, probeRemoteEngines } from './engine-remote.ts';
+import { copyExecutorIn, copyFolderBack, copyFolderIn, copyFoldersIn, hostUnreachable, watchHost } from './remote-session.ts';
 
 export interface ContainerBackendOptions {
   /** podman or docker; the first that answers when absent. */
   engine?: EngineName;
+  /** Engines on other machines (`ssh://user@host[:port][/socket]`, see engine-remote.ts): sessions go there, spread by each host's free capacity, instead of here. */
+  engineHosts?: readonly string[];
   env?: NodeJS.ProcessEnv;
   /** CPUs when the task does not say (task.toml [environment] cpus). */
   cpus?: number;
@@ -219,24 +223,62 @@ export async function chownForContainer(engine: Engine, dir: string, uid: number
 }
 
 export async function containerBackend(options: ContainerBackendOptions = {}): Promise<Backend> {
-  let engine: Engine;
+  let engines: Engine[];
+  let unreachable: string[] = [];
   try {
-    engine = await detectEngine({ ...(options.engine ? { engine: options.engine } : {}), ...(options.env ? { env: options.env } : {}) });
+    if (options.engineHosts && options.engineHosts.length > 0) {
+      let hosts;
+      try {
+        hosts = parseEngineHosts(options.engineHosts);
+      } catch (error) {
+        throw new EngineUnavailableError(errorMessage(error));
+      }
+      const probed = await probeRemoteEngines(options.engine, hosts, { ...(options.env ? { env: options.env } : {}) });
+      if (probed.engines.length === 0) throw new EngineUnavailableError(`no engine host answers (${probed.failures.join('; ')})`);
+      engines = probed.engines;
+      unreachable = probed.failures;
+    } else engines = [await detectEngine({ ...(options.engine ? { engine: options.engine } : {}), ...(options.env ? { env: options.env } : {}) })];
   } catch (error) {
     if (error instanceof EngineUnavailableError) throw new BackendUnavailableError('container', `${error.message}; install podman (Debian/Ubuntu: apt-get install podman runc) or start docker`);
     throw error;
   }
-  // "The next start removes labelled leftovers": containers of a Belay that was killed.
-  await removeLeftovers(engine).catch(() => []);
+  // "The next start removes labelled leftovers": containers of a Belay that was killed, on every host.
+  await Promise.all(engines.map((engine) => removeLeftovers(engine).catch(() => [])));
   const owner = ownerMark();
-  // Each image's configuration, read once.
-  const images = new Map<string, ImageConfig>();
+  // Each engine's images' configuration, read once.
+  const images = new Map<Engine, Map<string, ImageConfig>>(engines.map((engine) => [engine, new Map()]));
+  const pool = new EnginePool(engines);
+  const where = engines.length === 1 ? engines[0]!.label : `${engines[0]!.name} on ${engines.map((engine) => engine.remote?.host).join(', ')}`;
   return {
     name: 'container',
-    label: `container (${engine.label}: the task's image, no network, no capabilities)`,
+    label: `container (${where}: the task's image, no network, no capabilities)${unreachable.length > 0 ? ` (not answering: ${unreachable.join('; ')})` : ''}`,
     isolated: true,
     keepsWorkBetweenSessions: (task) => !task.environment.dockerfile,
-    open: (spec) => openSession(engine, owner, options, spec, images),
+    open: async (spec) => {
+      const engine = pool.take();
+      // A host that stops answering takes no more sessions while another answers.
+      const onLimit: SessionSpec['onLimit'] = (cause, message) => {
+        if (cause === 'host_lost') pool.markLost(engine);
+        spec.onLimit?.(cause, message);
+      };
+      try {
+        const session = await openSession(engine, owner, options, { ...spec, onLimit }, images.get(engine)!);
+        const close = session.close.bind(session);
+        let released = false;
+        session.close = async () => {
+          try {
+            await close();
+          } finally {
+            if (!released) pool.release(engine);
+            released = true;
+          }
+        };
+        return session;
+      } catch (error) {
+        pool.release(engine);
+        throw error;
+      }
+    },
   };
 }
 
@@ -291,6 +333,21 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
   // The session's short links to long service sockets, in a short private folder never shown to the run.
   const sockets = await socketFolder();
   const executor = executorBinary();
+  // On another machine no folder of this one can be mounted: they cross by copy (remote-session.ts).
+  const remote = engine.remote !== undefined;
+  const folderMounts = remote
+    ? []
+    : [
+        // Read-only and empty until the harness stages the tests between the phases.
+        '--volume',
+        `${path.resolve(folders.tests)}:/tests:ro`,
+        '--volume',
+        `${path.resolve(folders.logs)}:/logs:rw`,
+        ...mounts.flags,
+        ...stateMount,
+        '--volume',
+        `${executor}:${EXECUTOR_INSIDE}:ro`,
+      ];
   const created = await engine.run(
     [
       'create',
@@ -313,15 +370,7 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
       `fsize=${writeLimit}:${writeLimit}`,
       '--workdir',
       '/app',
-      // Read-only and empty until the harness stages the tests between the phases.
-      '--volume',
-      `${path.resolve(folders.tests)}:/tests:ro`,
-      '--volume',
-      `${path.resolve(folders.logs)}:/logs:rw`,
-      ...mounts.flags,
-      ...stateMount,
-      '--volume',
-      `${executor}:${EXECUTOR_INSIDE}:ro`,
+      ...folderMounts,
       '--entrypoint',
       EXECUTOR_INSIDE,
       image,
@@ -335,8 +384,9 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
   // While the agent runs, the logs folder (the verifier's /logs) belongs to a user the agent is
   // not and cannot become: root without capabilities can neither write it nor take it back.
   await fs.chmod(folders.logs, 0o555);
-  const logsLocked = await chownForContainer(engine, path.resolve(folders.logs), NOBODY);
-  if (!logsLocked) {
+  const logsLocked = !remote && (await chownForContainer(engine, path.resolve(folders.logs), NOBODY));
+  if (remote) await fs.chmod(folders.logs, 0o755);
+  else if (!logsLocked) {
     await fs.chmod(folders.logs, 0o755);
     spec.onNotice?.(`the run's /logs stays writable in the agent phase here (${engine.name} is rootful and Belay does not run as root): what the agent leaves there is removed before the tests`);
   }
@@ -345,10 +395,18 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
     storageCheckMs: options.storageCheckMs ?? CONTAINER_DEFAULTS.storageCheckMs,
     copyLimitBytes: options.workspaceCopyLimitBytes ?? CONTAINER_DEFAULTS.workspaceCopyLimitBytes,
     logsLocked,
+    remote,
   }, sockets, services);
   try {
     if (source.kind === 'base' && existsSync(folders.workspace)) {
       await engine.check(['cp', `${path.resolve(folders.workspace)}/.`, `${name}:/app`], { timeoutMs: 300_000 });
+    }
+    if (remote) {
+      // The executor, the agent's folders at their own paths (a copy of its own there, not read-only), its state folder.
+      await copyExecutorIn(engine, name, executor, EXECUTOR_INSIDE, signal);
+      const shown = mounts.flags.filter((flag, index) => mounts.flags[index - 1] === '--volume' && flag.split(':')[0] === flag.split(':')[1]).map((flag) => flag.split(':')[0]!);
+      await copyFoldersIn(engine, name, shown.map((folder) => realpathSync(folder)), spec.hidden, signal);
+      if (folders.agentState) await copyFolderIn(engine, name, folders.agentState, STATE_INSIDE, signal);
     }
     await session.start();
     await session.startServices();
@@ -408,7 +466,13 @@ class ContainerSession implements BackendSession {
     return this.#spec.folders.agentState ? STATE_INSIDE : undefined;
   }
   readonly logsDir = '/logs';
+  get host(): string | undefined {
+    return this.#engine.remote?.host;
+  }
   #phase: Phase = 'agent';
+  /** Set when the other machine stopped answering: nothing more is asked of its engine. */
+  #lost = false;
+  #stopHostWatch: (() => void) | undefined;
   #agentEnded = false;
   #agentEnding: Promise<void> | undefined;
   #verifyStarted = false;
@@ -423,7 +487,7 @@ class ContainerSession implements BackendSession {
   readonly #spec: SessionSpec;
   readonly #config: ImageConfig;
   readonly #runtimes: string[];
-  readonly #bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number; logsLocked: boolean };
+  readonly #bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number; logsLocked: boolean; remote: boolean };
   readonly #sockets: SocketFolder;
   readonly #services: readonly ServiceSpec[];
   #links: ServiceLinks | undefined;
@@ -433,7 +497,7 @@ class ContainerSession implements BackendSession {
     name: string,
     spec: SessionSpec,
     config: ImageConfig,
-    bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number; logsLocked: boolean },
+    bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number; logsLocked: boolean; remote: boolean },
     sockets: SocketFolder,
     services: readonly ServiceSpec[],
   ) {
@@ -460,6 +524,30 @@ class ContainerSession implements BackendSession {
     }
     if (this.#shell === undefined) this.#shell = await this.#findShell(this.#executor);
     if (!this.#agentEnded) this.#watchStorage();
+    if (this.#bounds.remote) {
+      this.#stopHostWatch?.();
+      this.#stopHostWatch = watchHost(this.#engine, this.#name, (why) => this.#hostLost(why));
+    }
+  }
+
+  /** The other machine stopped answering: the run ends with that cause, and nothing more is asked of it. */
+  #hostLost(why: string): void {
+    if (this.#lost) return;
+    this.#lost = true;
+    this.#stopHostWatch?.();
+    // A cut connection may stay open for minutes: its transport is ended now, so every command's end settles.
+    (this.#executor as unknown as { abandon?(reason: string): void } | undefined)?.abandon?.(why);
+    this.#spec.onNotice?.(why);
+    this.#spec.onLimit?.('host_lost', why);
+  }
+
+  /** Ends the channel to a host that does not answer without waiting for it (its container stops with the connection; the next start removes it). */
+  async #dropExecutor(): Promise<void> {
+    const executor = this.#executor;
+    if (!executor) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([executor.close(), new Promise<void>((resolve) => (timer = setTimeout(resolve, 5000)))]);
+    clearTimeout(timer);
   }
 
   /** The shell that runs command strings: the image's bash, else its sh, else none (null). */
@@ -536,7 +624,26 @@ class ContainerSession implements BackendSession {
       ...(spec.onStdout ? { onStdout: spec.onStdout } : {}),
       ...(spec.onStderr ? { onStderr: spec.onStderr } : {}),
     } as const;
-    if (this.#executor && !(agentPhase && this.#agentEnded)) return this.#executor.spawn(command);
+    if (this.#executor && !(agentPhase && this.#agentEnded)) {
+      const child = this.#executor.spawn(command);
+      if (!this.#bounds.remote || agentPhase) return child;
+      // From another machine, what a verify-phase program wrote in /logs is here when it has ended.
+      const ended = child.ended.then(async (end) => {
+        if (!this.#lost) {
+          await copyFolderBack(this.#engine, this.#name, this.logsDir, this.#spec.folders.logs, this.#spec.diskBudgetBytes, this.#spec.onNotice).catch((error: unknown) => this.#spec.onNotice?.(errorMessage(error)));
+        }
+        return end;
+      });
+      return {
+        get pid() {
+          return child.pid;
+        },
+        write: (chunk) => child.write(chunk),
+        endInput: () => child.endInput(),
+        kill: () => child.kill(),
+        ended,
+      };
+    }
     // Between the phases, or after close: nothing runs.
     const executor = this.#executor;
     return {
@@ -564,7 +671,20 @@ class ContainerSession implements BackendSession {
     this.#stopServices();
     // Stopping kills every process of the container at once (its PID namespace ends, setsid or
     // not); the executor's channel ends with it. The files stay as the agent left them.
-    await this.#engine.check(['stop', '-t', '0', this.#name], { timeoutMs: 120_000 });
+    if (this.#lost) {
+      await this.#dropExecutor();
+      return;
+    }
+    const stopped = await this.#engine.run(['stop', '-t', '0', this.#name], { timeoutMs: 120_000 });
+    if (stopped.exitCode !== 0) {
+      const said = failureText(stopped, 120_000);
+      if (this.#bounds.remote && hostUnreachable(said, stopped.timedOut)) {
+        this.#hostLost(`the engine on ${this.#engine.remote!.host} stopped answering (${said.split('\n').filter((line) => line.trim() !== '').slice(-1)[0]?.slice(0, 300) ?? ''})`);
+        await this.#dropExecutor();
+        return;
+      }
+      throw new Error(`${this.#engine.name} stop: ${said}`);
+    }
     await this.#executor?.closed;
     await this.#copyWorkspaceOut();
   }
@@ -601,6 +721,11 @@ class ContainerSession implements BackendSession {
     this.#verifyStarted = true;
     this.#phase = 'verify';
     await this.#unlockLogs();
+    if (this.#bounds.remote) {
+      // On another machine: the staged tests and the run's logs folder go in by copy.
+      await copyFolderIn(this.#engine, this.#name, this.#spec.folders.tests, this.testsDir);
+      await copyFolderIn(this.#engine, this.#name, this.#spec.folders.logs, this.logsDir);
+    }
     // Only a fresh executor comes back; the tests are in /tests through its read-only mount.
     await this.start();
   }
@@ -626,6 +751,13 @@ class ContainerSession implements BackendSession {
     this.#stopServices();
     // An agent phase ending meanwhile (stopped by the storage watch) finishes its copy first.
     await this.#agentEnding?.catch(() => undefined);
+    this.#stopHostWatch?.();
+    if (this.#lost) {
+      await this.#dropExecutor();
+      await this.#sockets.remove();
+      await this.#unlockLogs(true);
+      return;
+    }
     const removed = await this.#engine.run(['rm', '--force', this.#name], { timeoutMs: 120_000 });
     await this.#executor?.close();
     await this.#sockets.remove();

@@ -97,7 +97,20 @@ export interface EngineRunOptions {
   env?: Record<string, string>;
 }
 
-/** A container engine that answered `info` here. */
+/**
+ * Where an engine on another machine is reached: the client's flags (podman's `--url`) or
+ * variables (docker's `DOCKER_HOST`), and the host's name for people (see engine-remote.ts).
+ */
+export interface RemoteEndpoint {
+  /** e.g. "ci@build-2" or "ci@10.0.0.5:2222": named in the terminal and the records. */
+  host: string;
+  flags: string[];
+  env: Record<string, string>;
+  /** The host's CPUs, as its engine says: how many trials it takes at once by default. */
+  cpus: number | undefined;
+}
+
+/** A container engine that answered `info`: here, or on another machine through its remote mode. */
 export class Engine {
   readonly name: EngineName;
   readonly program: string;
@@ -105,18 +118,21 @@ export class Engine {
   /** The environment the engine client runs with (Belay's own: the client is trusted). */
   readonly env: Record<string, string>;
   readonly limits: HostLimits;
+  /** Set when the engine runs on another machine: no folder of this one can be mounted there. */
+  readonly remote: RemoteEndpoint | undefined;
 
-  constructor(name: EngineName, program: string, info: EngineInfo, env: Record<string, string>, limits: HostLimits = hostLimits()) {
+  constructor(name: EngineName, program: string, info: EngineInfo, env: Record<string, string>, limits: HostLimits = hostLimits(), remote?: RemoteEndpoint) {
     this.name = name;
     this.program = program;
     this.info = info;
-    this.env = env;
+    this.env = remote ? { ...env, ...remote.env } : env;
     this.limits = limits;
+    this.remote = remote;
   }
 
-  /** e.g. "podman 4.3.1 (runc)". */
+  /** e.g. "podman 4.3.1 (runc)", or "podman 4.3.1 (runc, rootless) on ci@build-2". */
   get label(): string {
-    return `${this.name} ${this.info.version}${this.info.runtime ? ` (${this.info.runtime}${this.info.rootless ? ', rootless' : ''})` : ''}`;
+    return `${this.name} ${this.info.version}${this.info.runtime ? ` (${this.info.runtime}${this.info.rootless ? ', rootless' : ''})` : ''}${this.remote ? ` on ${this.remote.host}` : ''}`;
   }
 
   /** Whether `--memory` and `--cpus` can be applied (rootless engines on cgroups v1 cannot). */
@@ -147,7 +163,7 @@ export class Engine {
   }
 
   argv(args: readonly string[]): [string, ...string[]] {
-    return [this.program, ...args];
+    return [this.program, ...(this.remote?.flags ?? []), ...args];
   }
 
   /** Runs `<engine> args` to its end, output bounded, within the timeout. */

@@ -30,6 +30,9 @@ import {
 } from './schema.ts';
 import { summarizeJob } from './summary.ts';
 
+/** How many times a trial runs again after its engine host stopped answering, before its failure stands. */
+const HOST_LOST_RERUNS = 2;
+
 export type JobEvent =
   | { type: 'job-started'; jobId: string; jobDir: string; total: number; alreadyDone: number; concurrency: number; resumed: boolean; rerun: readonly string[] }
   | { type: 'trial-started'; trial: Trial }
@@ -206,7 +209,11 @@ class JobRun {
     let fatal: unknown;
     const worker = async () => {
       try {
-        while (next < queue.length && !signal.aborted) await this.runTrial(queue[next++]!);
+        while (next < queue.length && !signal.aborted) {
+          const trial = queue[next++]!;
+          // A trial whose engine host stopped answering runs again (elsewhere, while another answers).
+          if (await this.runTrial(trial)) queue.push(trial);
+        }
       } catch (error) {
         // job.json cannot be written: nothing more can be recorded, so the other trials stop too.
         fatal ??= error;
@@ -283,10 +290,12 @@ class JobRun {
       steps: result.steps,
       failure_cause: result.failure_cause,
       llm: llm.success ? llm.data : null,
+      ...(result.host !== undefined ? { host: result.host } : {}),
     } satisfies Partial<Trial>);
   }
 
-  private async runTrial(trial: Trial): Promise<void> {
+  /** Runs one trial; true when it is to run again (its host was lost and it has reruns left). */
+  private async runTrial(trial: Trial): Promise<boolean> {
     const task = this.tasks.get(trial.task_key)!;
     const signal = this.stop.signal;
     const runId = newRunId(`${task.name}.a${trial.attempt}`);
@@ -311,6 +320,13 @@ class JobRun {
       this.emit({ type: 'trial-event', trialId: trial.trial_id, event: { type: 'notice', message: `the trial could not run: ${errorMessage(error)}` } });
     }
     this.running--;
+    if (result && result.failure_cause === 'host_lost' && !signal.aborted && trial.interrupted_runs.length < HOST_LOST_RERUNS) {
+      this.emit({ type: 'trial-event', trialId: trial.trial_id, event: { type: 'notice', message: `${result.error ?? 'the engine host stopped answering'}: the trial runs again (its run is kept in ${INTERRUPTED_DIR}/)` } });
+      await this.setAside(trial);
+      await this.save();
+      this.emit({ type: 'progress', progress: this.progress() });
+      return true;
+    }
     if (result && !(signal.aborted && result.failure_cause === 'aborted')) {
       this.finish(trial, result);
       this.finishedHere++;
@@ -321,5 +337,6 @@ class JobRun {
     // The counts first, so that whoever prints the trial's line can print them after it.
     this.emit({ type: 'progress', progress: this.progress() });
     if (result && trial.status === 'finished') this.emit({ type: 'trial-ended', trial: structuredClone(trial), result });
+    return false;
   }
 }

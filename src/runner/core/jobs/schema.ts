@@ -61,6 +61,8 @@ export const TrialSchema = z.object({
   steps: z.number().nullable(),
   failure_cause: z.string().nullable(),
   llm: LlmUsageSchema.nullable(),
+  /** The other machine whose engine ran the trial; absent: this one. */
+  host: z.string().optional(),
   /** Run folders of this trial cut short by a killed or stopped job, moved to `.interrupted/`. */
   interrupted_runs: z.array(z.string()).default([]),
 });

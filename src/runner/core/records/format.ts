@@ -55,6 +55,7 @@ export const CAUSE_WORDS: Record<string, string> = {
   disk_budget: 'the run wrote more than its disk budget',
   harness_error: 'Belay itself failed',
   budget_exceeded: 'the agent spent its LLM budget',
+  host_lost: 'the engine host stopped answering',
 };
 
 /** "3 requests · 12.4k tokens (10.1k in, 2.3k out) · $0.0421": what model calls cost. */

@@ -22,6 +22,8 @@ export const FAILURE_CAUSES = [
   'harness_error',
   /** The run spent its LLM budget (tokens or USD) through Belay's gateway. */
   'budget_exceeded',
+  /** The other machine whose engine held the run stopped answering mid-run (a job runs the trial again elsewhere). */
+  'host_lost',
 ] as const;
 export type FailureCause = (typeof FAILURE_CAUSES)[number];
 
@@ -125,6 +127,8 @@ export const RunResultSchema = z.object({
   backend: z.string(),
   /** The backend as the user was told, with what it isolates ("sandbox (bubblewrap: …)"). */
   backend_label: z.string().optional(),
+  /** The other machine whose engine ran it ("ci@build-2"); absent: this one. */
+  host: z.string().optional(),
   started_at: z.string(),
   ended_at: z.string(),
   duration_sec: z.number(),

@@ -90,6 +90,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
   let failure: RunFailure | undefined;
   let verification: Verification | null = null;
   let session: BackendSession | undefined;
+  let host: string | undefined;
   const steps = new StepRecords(task, runDir);
   try {
     await fs.mkdir(files.steps, { recursive: true });
@@ -104,6 +105,10 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
         diskBudgetBytes: limits.diskBudgetBytes,
         onLimit: (cause, message) => bounds.stop(new RunFailure(cause, message)),
       });
+      if (session.host !== undefined && host === undefined) {
+        host = session.host;
+        emit({ type: 'notice', message: `on ${host}` });
+      }
 
       // The agent phase: the agent through its protocol, until it is done and everything it started is dead.
       bounds.enter('agent');
@@ -168,8 +173,8 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
   }
   // A stopped run ends with the reason it was stopped for, whatever the protocol made of it.
   failure = bounds.failure ?? failure;
-  if (failure?.failure === 'aborted' || failure?.failure === 'disk_budget' || failure?.failure === 'budget_exceeded') verification = null;
-  const result = summarize(options, { runId, runDir, started, outcome, failure, verification, notes, steps: steps.summary(), llm: llm?.usage() });
+  if (failure?.failure === 'aborted' || failure?.failure === 'disk_budget' || failure?.failure === 'budget_exceeded' || failure?.failure === 'host_lost') verification = null;
+  const result = summarize(options, { runId, runDir, started, outcome, failure, verification, notes, steps: steps.summary(), llm: llm?.usage(), host });
   await writeRecords(runDir, result, trajectory, task.instruction);
   // Every model call with its latency, status and cost, beside the totals in result.json.
   if (llm) await writeFileAtomic(path.join(runDir, LLM_REQUESTS_FILE), JSON.stringify(llm.records(), null, 2) + '\n').catch((error: unknown) => note(`the model calls could not be written: ${errorMessage(error)}`));
@@ -242,6 +247,8 @@ interface RunFacts {
   steps: Pick<RunResult, 'task_steps' | 'task_steps_total' | 'reward_strategy'>;
   /** The run's model calls, when it had a gateway. */
   llm: LlmUsage | undefined;
+  /** The other machine whose engine ran it, when one did. */
+  host: string | undefined;
 }
 
 function summarize(options: RunTaskOptions, facts: RunFacts): RunResult {
@@ -262,6 +269,7 @@ function summarize(options: RunTaskOptions, facts: RunFacts): RunResult {
     protocol: options.protocol.name,
     backend: options.backend.name,
     backend_label: options.backend.label,
+    ...(facts.host !== undefined ? { host: facts.host } : {}),
     started_at: facts.started.toISOString(),
     ended_at: ended.toISOString(),
     duration_sec: (ended.getTime() - facts.started.getTime()) / 1000,
