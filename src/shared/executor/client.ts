@@ -164,7 +164,7 @@ class Client implements ChannelExecutor {
     });
   }
 
-  /** Gives up on an executor that never got ready. */
+  /** Gives up on the executor: one that never got ready, or whose channel can no longer answer. */
   abandon(reason: string): void {
     this.closeReason = reason;
     this.child.kill('SIGKILL');

@@ -42,6 +42,12 @@ export interface Executor {
   killAll(): Promise<void>;
   /** `killAll`, then ends the executor and its channel. Idempotent. */
   close(): Promise<void>;
+  /**
+   * Ends the channel at once without asking the executor anything (its transport is killed):
+   * for a channel that can no longer carry an answer (a remote host that vanished). Everything
+   * still running there ends when the executor sees its channel close.
+   */
+  abandon(reason: string): void;
   /** Settles when the channel ends (the executor exited, was killed, or its transport broke), with why in one line. */
   readonly closed: Promise<{ reason: string }>;
 }

@@ -1,13 +1,14 @@
 // Reading `--engine-host` and spreading sessions over hosts by free capacity (pure parts).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { hostArch } from '../../../src/shared/executor/binary.ts';
 import { Engine, type RemoteEndpoint } from '../../../src/runner/core/backends/engine.ts';
-import { EnginePool, parseEngineHost, parseEngineHosts } from '../../../src/runner/core/backends/engine-remote.ts';
+import { EnginePool, nodeArch, parseEngineHost, parseEngineHosts } from '../../../src/runner/core/backends/engine-remote.ts';
 
 const INFO = { version: '4.3.1', runtime: 'runc', rootless: true, cgroupVersion: 1 as const };
 const LIMITS = { openFiles: 1024, processes: 1024, pidMax: 32768 };
 const remote = (host: string, cpus: number | undefined): Engine => {
-  const endpoint: RemoteEndpoint = { host, flags: ['--url', `ssh://${host}:22/run/podman.sock`], env: {}, cpus };
+  const endpoint: RemoteEndpoint = { host, flags: ['--url', `ssh://${host}:22/run/podman.sock`], env: {}, cpus, arch: 'x64' };
   return new Engine('podman', '/usr/bin/podman', INFO, { PATH: '/usr/bin' }, LIMITS, endpoint);
 };
 
@@ -49,6 +50,15 @@ describe('engine hosts: reading', () => {
     const engine = remote('ci@h1', 4);
     assert.deepEqual(engine.argv(['ps']), ['/usr/bin/podman', '--url', 'ssh://ci@h1:22/run/podman.sock', 'ps']);
     assert.equal(engine.label, 'podman 4.3.1 (runc, rootless) on ci@h1');
+  });
+
+  it("reads the host's architecture as each engine says it, so the executor copied there is the host's", () => {
+    assert.deepEqual(['amd64', 'x86_64', 'arm64', 'aarch64'].map(nodeArch), ['x64', 'x64', 'arm64', 'arm64']);
+    assert.equal(nodeArch('ppc64le'), 'ppc64le');
+    assert.equal(nodeArch(undefined), undefined);
+    assert.equal(nodeArch(''), undefined);
+    assert.throws(() => hostArch(nodeArch('ppc64le')), /built for Linux on x64 and arm64, not ppc64le/);
+    assert.equal(hostArch(nodeArch('aarch64')), 'arm64');
   });
 });
 

@@ -24,7 +24,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { errorMessage } from '../../../shared/errors.ts';
-import { executorBinary } from '../../../shared/executor/binary.ts';
+import { executorBinary, hostArch } from '../../../shared/executor/binary.ts';
 import { startExecutor, type ChannelExecutor } from '../../../shared/executor/client.ts';
 import type { RunningChild } from '../../../shared/process.ts';
 import { BackendUnavailableError, programEnvironment, type Backend, type BackendSession, type Phase, type ServiceSpec, type SessionSpec, type SpawnSpec } from './backend.ts';
@@ -332,7 +332,8 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
   if (!engine.canLimitResources) spec.onNotice?.(`${engine.name} runs rootless on cgroups v1 here: the container's CPUs, memory and processes are not bounded`);
   // The session's short links to long service sockets, in a short private folder never shown to the run.
   const sockets = await socketFolder();
-  const executor = executorBinary();
+  // The executor for the machine the container runs on (a remote host may be another architecture).
+  const executor = executorBinary(hostArch(engine.remote?.arch));
   // On another machine no folder of this one can be mounted: they cross by copy (remote-session.ts).
   const remote = engine.remote !== undefined;
   const folderMounts = remote
@@ -536,7 +537,7 @@ class ContainerSession implements BackendSession {
     this.#lost = true;
     this.#stopHostWatch?.();
     // A cut connection may stay open for minutes: its transport is ended now, so every command's end settles.
-    (this.#executor as unknown as { abandon?(reason: string): void } | undefined)?.abandon?.(why);
+    this.#executor?.abandon(why);
     this.#spec.onNotice?.(why);
     this.#spec.onLimit?.('host_lost', why);
   }

@@ -89,11 +89,21 @@ async function remoteSocket(host: EngineHost, env: Record<string, string>, timeo
 }
 
 /** How the engine client reaches `host`. */
-function endpoint(name: EngineName, host: EngineHost, socket: string | undefined): Omit<RemoteEndpoint, 'cpus'> {
+function endpoint(name: EngineName, host: EngineHost, socket: string | undefined): Omit<RemoteEndpoint, 'cpus' | 'arch'> {
   const hostPart = `${host.user}@${host.hostname.includes(':') ? `[${host.hostname}]` : host.hostname}:${host.port}`;
   // Podman 4's ssh:// URL needs the port (it fails on `strconv.Atoi: parsing ""` without one).
   if (name === 'podman') return { host: host.label, flags: ['--url', `ssh://${hostPart}${socket ?? ''}`], env: {} };
   return { host: host.label, flags: [], env: { DOCKER_HOST: `ssh://${hostPart}` } };
+}
+
+/**
+ * An engine's name for its host's architecture as Node names it: podman says Go's (`amd64`,
+ * `arm64`), docker the kernel's (`x86_64`, `aarch64`); anything else is kept as said.
+ */
+export function nodeArch(said: unknown): string | undefined {
+  if (typeof said !== 'string' || said === '') return undefined;
+  const known: Record<string, string> = { amd64: 'x64', x86_64: 'x64', arm64: 'arm64', aarch64: 'arm64' };
+  return known[said] ?? said;
 }
 
 /** Probes the engine on another machine; throws with the reason it cannot be used. */
@@ -111,17 +121,19 @@ export async function probeRemoteEngine(name: EngineName, host: EngineHost, opti
   }
   let info: EngineInfo = { version: '', runtime: '', rootless: false, cgroupVersion: undefined };
   let cpus: number | undefined;
+  let arch: string | undefined;
   try {
     const json = result.stdout.text('');
     info = parseEngineInfo(name, json);
-    const raw = JSON.parse(json) as { host?: { cpus?: unknown }; NCPU?: unknown };
+    const raw = JSON.parse(json) as { host?: { cpus?: unknown; arch?: unknown }; NCPU?: unknown; Architecture?: unknown };
     const count = name === 'podman' ? raw.host?.cpus : raw.NCPU;
     cpus = typeof count === 'number' && count > 0 ? count : undefined;
+    arch = nodeArch(name === 'podman' ? raw.host?.arch : raw.Architecture);
   } catch {
     // an engine that says nothing usable: the usual values
   }
   // The host's own hard limits are not readable through the engine: this machine's bound the flags.
-  return new Engine(name, program, info, env, hostLimits(), { ...reach, cpus });
+  return new Engine(name, program, info, env, hostLimits(), { ...reach, cpus, arch });
 }
 
 /** Every host's engine, in order; one line per host that does not answer (the caller decides). */

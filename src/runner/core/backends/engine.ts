@@ -108,6 +108,8 @@ export interface RemoteEndpoint {
   env: Record<string, string>;
   /** The host's CPUs, as its engine says: how many trials it takes at once by default. */
   cpus: number | undefined;
+  /** The host's architecture as Node names it ('x64', 'arm64', …), as its engine says; undefined when it did not. */
+  arch: string | undefined;
 }
 
 /** A container engine that answered `info`: here, or on another machine through its remote mode. */
