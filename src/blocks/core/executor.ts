@@ -309,32 +309,10 @@ async function runInNewExecutor(sandbox: PreparedSandbox, shellArgv: readonly [s
  * timeout (enforced inside too, a little later, should Belay's side stall) or when stopped.
  * Output flows with the executor's windows, kept as `options` says.
  */
-async function runThroughExecutor(executor: ChannelExecutor, shellArgv: readonly [string, ...string[]], options: BoundedRunOptions & ChildOptions): Promise<CommandEnd> {
-  if (options.signal?.aborted) return { exitCode: null, signal: null, timedOut: false, aborted: true };
-  let timedOut = false;
-  let aborted = false;
-  const child = executor.spawn({
-    argv: shellArgv,
-    cwd: options.cwd,
-    env: Object.fromEntries(Object.entries(options.env ?? {}).filter((entry): entry is [string, string] => entry[1] !== undefined)),
-    stdin: 'ignore',
-    timeoutMs: options.timeoutMs + 5000,
-    ...(options.onStdout ? { onStdout: options.onStdout } : {}),
-    ...(options.onStderr ? { onStderr: options.onStderr } : {}),
-  });
-  const timer = setTimeout(() => {
-    timedOut = true;
-    child.kill();
-  }, options.timeoutMs);
-  const onAbort = () => {
-    aborted = true;
-    child.kill();
-  };
-  options.signal?.addEventListener('abort', onAbort, { once: true });
-  const end = await child.ended;
-  clearTimeout(timer);
-  options.signal?.removeEventListener('abort', onAbort);
-  return { ...end, timedOut, aborted: aborted && !timedOut };
+function runThroughExecutor(executor: ChannelExecutor, shellArgv: readonly [string, ...string[]], options: BoundedRunOptions & ChildOptions): Promise<CommandEnd> {
+  const { argv: _argv, cwd, env, windowsVerbatimArguments: _verbatim, ...bounds } = options;
+  const defined = Object.fromEntries(Object.entries(env ?? {}).filter((entry): entry is [string, string] => entry[1] !== undefined));
+  return runBounded({ ...bounds, start: (output) => executor.spawn({ argv: shellArgv, cwd, env: defined, timeoutMs: options.timeoutMs + 5000, ...output }) });
 }
 
 function formatSeconds(ms: number): string {
