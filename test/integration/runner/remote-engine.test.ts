@@ -11,6 +11,8 @@ import { after, before, describe, it } from 'node:test';
 import type { Backend } from '../../../src/runner/core/backends/backend.ts';
 import { containerBackend, containerName, LABELS } from '../../../src/runner/core/backends/container.ts';
 import { readJob } from '../../../src/runner/core/jobs/schema.ts';
+import { hostGateway } from '../../../src/runner/core/run/runLlm.ts';
+import { chatAnswer, startUpstream } from '../../support/runner/gateway-upstream.ts';
 import { runFiles } from '../../../src/runner/core/records/records.ts';
 import { ensureBuilt } from '../../support/build.ts';
 import { runCli } from '../../support/cli-process.ts';
@@ -23,10 +25,10 @@ const tmp = tempDir('belay-remote-');
 after(() => tmp.remove());
 
 /** The agent's own folder: the fixture agent and its library, nothing else of the repo. */
-function agentFolder(name: string): string {
+function agentFolder(name: string, more: readonly string[] = []): string {
   const dir = path.join(tmp.dir, `agent-${name}`);
   mkdirSync(dir, { recursive: true });
-  for (const file of [name, 'sdk1-lib.mjs']) copyFileSync(agentFile(file), path.join(dir, file));
+  for (const file of [name, 'sdk1-lib.mjs', ...more]) copyFileSync(agentFile(file), path.join(dir, file));
   return dir;
 }
 
@@ -96,6 +98,40 @@ describe('remote engine over SSH', { skip: unavailable }, () => {
     assert.deepEqual([...ports], [22]);
     const left = leftOn(host);
     assert.deepEqual({ containers: left.containers, processes: left.processes }, { containers: '', processes: [] });
+  });
+
+  it("an agent there calls its model through Belay's gateway: the call crosses the executor's channel, the real key stays here", async () => {
+    const host = made.hosts[0]!;
+    const realKey = 'sk-real-key-that-must-never-reach-the-remote-host-9a8b';
+    const upstream = await startUpstream('/v1');
+    const gateway = await hostGateway();
+    try {
+      upstream.reply({ json: chatAnswer("printf 'Hello, world!' > hello.txt", { prompt_tokens: 120, completion_tokens: 30 }) });
+      const agent = agentFolder('llm-sdk1.mjs', ['llm-client.mjs']);
+      const { result } = await runFixture(backend, path.join(tmp.dir, 'runs'), `'${process.execPath}' '${path.join(agent, 'llm-sdk1.mjs')}' chat`, {
+        agentCwd: agent,
+        agentFolders: [nodeDir],
+        llm: { gateway: gateway.gateway, socketPath: gateway.socketPath, upstream: { baseUrl: upstream.url, key: realKey } },
+      });
+      assert.equal(result.passed, true, `${result.failure_cause}: ${result.error}`);
+      assert.equal(result.host, `${host.user}@${host.address}`);
+      assert.equal(upstream.received.length, 1);
+      assert.equal(upstream.received[0]!.headers.authorization, `Bearer ${realKey}`);
+      assert.deepEqual(result.llm, { requests: 1, input_tokens: 120, output_tokens: 30, cost_usd: result.llm!.cost_usd });
+      // What the agent saw there: the gateway at a loopback port inside the container, and a run token, never the key.
+      const seen = readFileSync(path.join(runFiles(result.run_dir).workspace, 'seen-env.txt'), 'utf8');
+      assert.match(seen, /^OPENAI_BASE_URL=http:\/\/127\.0\.0\.1:\d+\/v1$/m);
+      assert.ok(!seen.includes(realKey));
+      // Nothing listens on the host's network but its SSH server, and nothing is left there.
+      const listening = host.ssh('cat /proc/net/tcp /proc/net/tcp6');
+      const ports = new Set(listening.stdout.split('\n').slice(1).map((line) => line.trim().split(/\s+/)).filter((fields) => fields[3] === '0A').map((fields) => parseInt(fields[1]!.split(':')[1]!, 16)));
+      assert.deepEqual([...ports], [22]);
+      const left = leftOn(host);
+      assert.deepEqual({ containers: left.containers, processes: left.processes }, { containers: '', processes: [] });
+    } finally {
+      await gateway.close();
+      await upstream.close();
+    }
   });
 
   it('Belay killed mid-run: the container there stops with the SSH connection, and the next start removes it', async () => {
