@@ -28,6 +28,8 @@ export const cellSchema = z.object({
   durationSec: z.number().nullable(),
   costUsd: z.number().nullable(),
   failureCause: z.string().nullable(),
+  /** The other machines whose engines ran the cell's trials (`user@host`); empty when all ran here. */
+  hosts: z.array(z.string()),
   /** Whether a click opens something (a run, or a Harbor trial's trajectory). */
   opens: z.boolean(),
 });

@@ -163,6 +163,7 @@ function cellTitle(cell: Cell, column: string): string {
   if (cell.finished > 0) lines.push(`reward ${reward(cell.reward)}${cell.finished > 1 ? ' (mean)' : ''}`);
   if (cell.finished > 0 && cell.metrics) lines.push(`metrics: ${metricsText(cell.metrics)}${cell.finished > 1 ? ' (means)' : ''}`);
   if (cell.failureCause) lines.push(`cause: ${cell.failureCause}`);
+  if (cell.hosts.length > 0) lines.push(`ran on ${cell.hosts.join(', ')}`);
   if (cell.opens) lines.push('Enter or click: open the trajectory');
   return lines.join('\n');
 }

@@ -67,6 +67,7 @@ function trial(task: string, attempt: number, passed: boolean | null, more: Part
     costUsd: null,
     tokens: null,
     failureCause: passed === false ? 'tests_failed' : null,
+    host: null,
     runDir: `/runs/${task}-${attempt}-${String(passed)}`,
     trajectoryFile: null,
     ...more,
@@ -88,6 +89,17 @@ describe('the view model of a job.json', () => {
     assert.equal(first.agent, 'demo');
     assert.equal(view.trials.find((t) => t.taskName === 'words' && t.attempt === 3)!.state, 'pending');
     assert.deepEqual(view.scores, [{ agent: 'demo', k: 3, passAt1: (2 / 3 + 0 / 2) / 2, passAtK: 1 }]);
+  });
+
+  it("names the other machine whose engine ran a trial, and each cell the machines of its trials", () => {
+    const job = record({ hello: [true, false, true] });
+    job.trials[0]!.host = 'ci@build-1';
+    job.trials[1]!.host = 'ci@build-2';
+    job.trials[2]!.host = 'ci@build-1';
+    const view = jobViewFromRecord(job, '/jobs/j1');
+    assert.deepEqual(view.trials.map((t) => t.host), ['ci@build-1', 'ci@build-2', 'ci@build-1']);
+    assert.deepEqual(cellOf(view.trials).hosts, ['ci@build-1', 'ci@build-2']);
+    assert.deepEqual(cellOf(jobViewFromRecord(record({ hello: [true] }), '/j').trials).hosts, [], 'ran here: no host named');
   });
 
   it('opens no run folder outside the job, whatever job.json says', () => {

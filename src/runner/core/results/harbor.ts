@@ -114,6 +114,7 @@ export function harborTrialView(files: HarborTrialFiles): TrialView {
     tokens,
     failureCause: !finished || passed ? null : (exception ?? (metrics === null ? 'no_reward' : 'tests_failed')),
     runDir: null,
+    host: null,
     trajectoryFile: files.hasTrajectory ? path.join(files.dir, TRAJECTORY) : null,
   };
 }

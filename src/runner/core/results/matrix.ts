@@ -83,6 +83,7 @@ export function cellOf(trials: readonly TrialView[]): MatrixCell {
     durationSec: mean(finished.flatMap((t) => (t.durationSec === null ? [] : [t.durationSec]))),
     costUsd: sumOrNull(finished.map((t) => t.costUsd)),
     failureCause: failedTrial?.failureCause ?? null,
+    hosts: [...new Set(trials.flatMap((t) => (t.host ? [t.host] : [])))],
     open: failedTrial ?? finished[0] ?? trials.find((t) => t.state === 'running') ?? null,
   };
 }

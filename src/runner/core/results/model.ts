@@ -25,6 +25,8 @@ export interface TrialView {
   costUsd: number | null;
   tokens: number | null;
   failureCause: string | null;
+  /** The other machine whose engine ran the trial (`user@host`), null when it ran here. */
+  host: string | null;
   /** The trial's run folder (Belay's trajectory view opens it), once started. */
   runDir: string | null;
   /** An ATIF trajectory to open as a file when the run is not Belay's (Harbor). */
@@ -79,6 +81,7 @@ export function jobViewFromRecord(job: JobRecord, jobDir: string): JobView {
       costUsd: t.llm?.cost_usd ?? null,
       tokens: t.llm ? t.llm.input_tokens + t.llm.output_tokens : null,
       failureCause: t.failure_cause,
+      host: t.host ?? null,
       runDir: runFolder(jobDir, t.run_id),
       trajectoryFile: null,
     })),
