@@ -128,7 +128,7 @@ export async function endEnvironments(keys: Iterable<string>): Promise<void> {
 /** A launcher's `start` and `dispose` over the shared environments: `environment` says the key and how to open it. */
 export function environmentLauncher(
   idleMs: number,
-  environment: (spec: LaunchSpec) => Promise<{ key: string; open(): Promise<OpenedEnvironment>; command: { cwd: string; env: Record<string, string> } }>,
+  environment: (spec: LaunchSpec) => Promise<{ key: string; open(): Promise<OpenedEnvironment>; command(executor: ChannelExecutor): Promise<{ cwd: string; env: Record<string, string> }> }>,
 ): Pick<MicroAgentLauncher, 'start' | 'dispose'> {
   const used = new Set<string>();
   return {
@@ -136,8 +136,15 @@ export function environmentLauncher(
       const { key, open, command } = await environment(spec);
       used.add(key);
       const { executor, release } = await acquireEnvironment(key, open, idleMs);
+      let run;
+      try {
+        run = await command(executor);
+      } catch (error) {
+        release();
+        throw error;
+      }
       return {
-        start: (output) => executor.spawn({ argv: spec.argv, cwd: command.cwd, env: command.env, stdin: 'pipe', onStdout: output.onStdout, onStderr: output.onStderr }),
+        start: (output) => executor.spawn({ argv: spec.argv, cwd: run.cwd, env: run.env, stdin: 'pipe', onStdout: output.onStdout, onStderr: output.onStderr }),
         end: async () => release(),
       };
     },
@@ -155,6 +162,9 @@ export interface ContainerLauncherOptions extends Pick<ContainerBackendOptions, 
   idleMs?: number;
 }
 
+/** The image's configuration (PATH, home) of each container's executor, read once when it starts. */
+const configs = new WeakMap<ChannelExecutor, ImageConfig>();
+
 /** Where the executor is inside a micro-agent's container. */
 const EXECUTOR_INSIDE = '/.belay/exec';
 
@@ -162,19 +172,18 @@ const EXECUTOR_INSIDE = '/.belay/exec';
 export function containerLauncher(options: ContainerLauncherOptions): Pick<MicroAgentLauncher, 'start' | 'dispose'> {
   const { engine } = options;
   const image = options.image ?? BASE_IMAGE;
-  let config: Promise<ImageConfig> | undefined;
   return environmentLauncher(options.idleMs ?? IDLE_END_MS, async (spec) => {
-    if (!(await engine.imageExists(image))) {
-      throw new Error(image === BASE_IMAGE ? `${BASE_IMAGE} is not built yet: run 'belay image build-base' once` : `the image ${image} is not in ${engine.name}'s storage`);
-    }
-    config ??= imageConfig(engine, image);
     const workspace = path.resolve(spec.cwd);
     if (/[:,]/.test(workspace)) throw new Error(`cannot show ${workspace} in a container: its path holds ':' or ','`);
     const folders = options.agentFolders.filter((folder) => !path.resolve(folder).startsWith(`${workspace}/`) && path.resolve(folder) !== workspace);
     const runtimes = agentRuntimes(options.agentFolders.filter((folder) => existsSync(folder)));
-    const env = containerEnvironment(await config, runtimes, spec.env);
     const key = ['container', engine.name, engine.label, image, workspace, ...folders.map((folder) => path.resolve(folder))].join('\0');
+    // Asked of the engine when the container starts, not for each message.
     const open = async (): Promise<OpenedEnvironment> => {
+      if (!(await engine.imageExists(image))) {
+        throw new Error(image === BASE_IMAGE ? `${BASE_IMAGE} is not built yet: run 'belay image build-base' once` : `the image ${image} is not in ${engine.name}'s storage`);
+      }
+      const config = await imageConfig(engine, image);
       const { flags } = agentMounts(folders, [], '/nonexistent');
       const limits = containerLimits({ cpus: undefined, memoryMb: undefined }, { ...(options.cpus ? { cpus: options.cpus } : {}), ...(options.memoryMb ? { memoryMb: options.memoryMb } : {}), ...(options.pidsLimit ? { pidsLimit: options.pidsLimit } : {}) });
       const name = `belay-nanobot-${randomBytes(6).toString('hex')}`;
@@ -214,12 +223,18 @@ export function containerLauncher(options: ContainerLauncherOptions): Pick<Micro
       }
       try {
         const executor = await startExecutor({ argv: engine.argv(['start', '--attach', '--interactive', name]), cwd: '/', env: engine.env }, { readyTimeoutMs: 120_000 });
+        configs.set(executor, config);
         return { executor, remove };
       } catch (error) {
         await remove().catch(() => undefined);
         throw new Error(`${engine.name} start: ${error instanceof Error ? error.message : String(error)}`);
       }
     };
-    return { key, open, command: { cwd: workspace, env } };
+    const command = async (executor: ChannelExecutor) => {
+      const config = configs.get(executor);
+      if (!config) throw new Error(`the micro-agent's container for ${workspace} has no image configuration`);
+      return { cwd: workspace, env: containerEnvironment(config, runtimes, spec.env) };
+    };
+    return { key, open, command };
   });
 }

@@ -55,7 +55,7 @@ export async function sandboxLauncher(options: SandboxLauncherOptions): Promise<
         // The sandbox's PID namespace ends with its executor: nothing is left to remove.
         return { executor: await startExecutor({ argv: [bwrap, ...args, '--', EXECUTOR_INSIDE], cwd: '/', env: {} }), remove: async () => undefined };
       };
-      return { key, open, command: { cwd: workspace, env: programEnvironment(base, spec.env) } };
+      return { key, open, command: async () => ({ cwd: workspace, env: programEnvironment(base, spec.env) }) };
     }),
   };
 }
