@@ -140,6 +140,8 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   const forwarding = session.accepting ? forwardLines(io, session) : undefined;
   const result = await session.result;
   forwarding?.close();
+  // The bot's environment ends with this command.
+  if (launcher !== 'local') await launcher.dispose();
   if (values.json) io.stdout.write(JSON.stringify(result, null, 2) + '\n');
   return result.ok ? 0 : 1;
 }

@@ -322,6 +322,7 @@ describe('agents and models at real speed', { concurrency: true }, () => {
       // Plain protocol: the text arrives as {message}; the answer is what it prints before it exits.
       const config = TerminalConfigSchema.parse({ command: `sh -c 'sleep 20; echo "You said: $1"' ${agentToken} {message}`, protocol: 'plain', timeout: 60 });
       const result = await runNanobot({ launcher, config, input: { text: 'think it over', workspace: mkdtempSync(path.join(tmp.dir, 'nanobot-')) } });
+      if (launcher !== 'local') await launcher.dispose();
       assert.equal(result.ok, true, JSON.stringify(result));
       assert.equal(result.timedOut, false);
       assert.deepEqual(result.messages.map((m) => m.text), ['You said: think it over']);

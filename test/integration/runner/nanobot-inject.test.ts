@@ -169,6 +169,7 @@ describe('nanobot inject frames in a container', async () => {
     session.inject('from outside');
     session.endInput();
     const result = await session.result;
+    await launcher.dispose();
     assert.equal(result.ok, true, `${result.error?.text} ${result.stderr}`);
     assert.deepEqual(messages, ['started: in a box', 'got: from outside', 'input closed']);
   });

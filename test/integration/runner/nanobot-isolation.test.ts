@@ -4,7 +4,7 @@
 // in every isolated place there is here.
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -63,6 +63,7 @@ for (const place of places) {
       const workspace = path.join(tmp.dir, `bot-${place.name}`);
       const config = TerminalConfigSchema.parse({ command: `bash -c ${JSON.stringify(script)}`, protocol: 'plain', timeout: 60 });
       const result = await runNanobot({ config, input: { text: 'x', workspace }, launcher });
+      if (launcher !== 'local') await launcher.dispose();
       const text = result.messages[0]?.text ?? '';
       assert.doesNotMatch(text, new RegExp(`${token}-other-project|READ-HOME|SAW-SECRET|NETWORK`));
       assert.match(text, /WROTE/, `${text}\n${result.stderr}`);
@@ -83,3 +84,71 @@ describe('where a micro-agent runs', () => {
     }
   });
 });
+
+// One environment per bot, its executor its one program: each message a command whose whole tree
+// ends with it (a background process, a timeout), the environment kept between messages and
+// ended by `dispose`, mid-message too.
+for (const place of places) {
+  describe(`a bot's environment (${place.name})`, { skip: place.skip }, () => {
+    // The command is run by the shell as it is: no quoting between the script and its shell.
+    const plain = (script: string, timeout = 60) => TerminalConfigSchema.parse({ command: script, protocol: 'plain', timeout });
+    const mark = `marker-${token}`;
+
+    it('is shared by two messages, and a background process of the first is gone before the second starts', async () => {
+      const launcher = await microAgentLauncher({ backend: place.name, agentFolders: [nodeDir] });
+      assert.notEqual(launcher, 'local');
+      if (launcher === 'local') return;
+      try {
+        const workspace = path.join(tmp.dir, `env-${place.name}`);
+        const first = await runNanobot({ config: plain(`echo here > /tmp/${mark}; sleep 300 & echo $! > bg.pid; echo EXECUTOR=$(cut -d" " -f4 /proc/$PPID/stat)`), input: { text: 'x', workspace }, launcher });
+        assert.equal(first.ok, true, `${first.messages[0]?.text} ${first.stderr}`);
+        const parent = /EXECUTOR=(\d+)/.exec(first.messages[0]!.text)?.[1];
+        assert.ok(parent, first.messages[0]!.text);
+        const second = await runNanobot({ config: plain(`cat /tmp/${mark}; test -d /proc/$(cat bg.pid) && echo ALIVE || echo GONE; echo EXECUTOR=$(cut -d" " -f4 /proc/$PPID/stat)`), input: { text: 'x', workspace }, launcher });
+        const text = second.messages[0]?.text ?? '';
+        assert.match(text, /^here$/m, text);
+        assert.match(text, /^GONE$/m, text);
+        assert.match(text, new RegExp(`EXECUTOR=${parent}\\b`), text);
+      } finally {
+        await launcher.dispose();
+      }
+    });
+
+    it('keeps nothing of a message that timed out', async () => {
+      const launcher = await microAgentLauncher({ backend: place.name, agentFolders: [nodeDir] });
+      if (launcher === 'local') return assert.fail('local');
+      try {
+        const workspace = path.join(tmp.dir, `env-timeout-${place.name}`);
+        const hung = await runNanobot({ config: plain('sleep 300 & echo $! > bg.pid; (setsid sleep 300 & echo $! > bg2.pid); sleep 300; echo UNREACHED', 2), input: { text: 'x', workspace }, launcher });
+        assert.equal(hung.timedOut, true);
+        const after = await runNanobot({ config: plain('for f in bg.pid bg2.pid; do test -d /proc/$(cat $f) && echo ALIVE || echo GONE; done'), input: { text: 'x', workspace }, launcher });
+        assert.equal(after.messages[0]?.text, 'GONE\nGONE');
+      } finally {
+        await launcher.dispose();
+      }
+    });
+
+    it('ends with dispose, mid-message; the next message starts a fresh one', async () => {
+      const launcher = await microAgentLauncher({ backend: place.name, agentFolders: [path.dirname(agentFile('nanobot-rich.mjs')), nodeDir] });
+      if (launcher === 'local') return assert.fail('local');
+      const workspace = path.join(tmp.dir, `env-dispose-${place.name}`);
+      try {
+        const seeded = await runNanobot({ config: plain(`echo here > /tmp/${mark}`), input: { text: 'x', workspace }, launcher });
+        assert.equal(seeded.ok, true, seeded.stderr);
+        let started!: () => void;
+        const progress = new Promise<void>((resolve) => (started = resolve));
+        const config = TerminalConfigSchema.parse({ command: `'${realpathSync(process.execPath)}' '${agentFile('nanobot-rich.mjs')}'`, protocol: 'rich', timeout: 300 });
+        const hanging = runNanobot({ config, input: { text: 'hang', workspace }, launcher, onEvent: (e) => e.type === 'progress' && started() });
+        await progress;
+        await launcher.dispose();
+        const result = await hanging;
+        assert.equal(result.ok, false);
+        assert.equal(result.timedOut, false);
+        const fresh = await runNanobot({ config: plain(`test -e /tmp/${mark} && echo SAME || echo FRESH`), input: { text: 'x', workspace }, launcher });
+        assert.equal(fresh.messages[0]?.text, 'FRESH');
+      } finally {
+        await launcher.dispose();
+      }
+    });
+  });
+}

@@ -17,6 +17,8 @@ export interface MicroAgentPlace {
   agentFolders: readonly string[];
   /** The engine client's environment (the CLI's). */
   env?: NodeJS.ProcessEnv;
+  /** How long a bot's environment stays without a message (default 5 minutes). */
+  idleMs?: number;
 }
 
 /** The local label: shown wherever a micro-agent runs unisolated. */
@@ -37,7 +39,7 @@ export async function microAgentLauncher(place: MicroAgentPlace): Promise<MicroA
           // Named, the container is used as it is (its launch says when the base image is missing); chosen
           // by itself, only with the image it needs.
           if (named || (await engine.imageExists(BASE_IMAGE))) {
-            return { label: `container (${engine.label}: no network, no capabilities)`, ...containerLauncher({ engine, agentFolders: place.agentFolders }) };
+            return { label: `container (${engine.label}: no network, no capabilities)`, ...containerLauncher({ engine, agentFolders: place.agentFolders, ...(place.idleMs ? { idleMs: place.idleMs } : {}) }) };
           }
           throw new BackendUnavailableError('container', `${BASE_IMAGE} is not built (belay image build-base)`);
         } catch (error) {
@@ -48,7 +50,7 @@ export async function microAgentLauncher(place: MicroAgentPlace): Promise<MicroA
       },
       sandbox: async (named) => {
         try {
-          return await sandboxLauncher({ agentFolders: place.agentFolders });
+          return await sandboxLauncher({ agentFolders: place.agentFolders, ...(place.idleMs ? { idleMs: place.idleMs } : {}) });
         } catch (error) {
           if (!(error instanceof BackendUnavailableError) || !named) throw error;
           throw new BackendUnavailableError('sandbox', `${error.message.replace(/^sandbox unavailable: /, '')}; choose local to run the micro-agent without isolation`);

@@ -7,7 +7,7 @@ import { existsSync, statSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import * as path from 'node:path';
 import * as z from 'zod';
-import { BoundedText, startChild } from '../../../shared/process.ts';
+import { BoundedText, startChild, type ChildOutput, type RunningChild } from '../../../shared/process.ts';
 import { shellQuote } from '../../../shared/shell.ts';
 import { programEnvironment, shellPath } from '../backends/backend.ts';
 import { localBaseEnvironment } from '../backends/local.ts';
@@ -154,14 +154,20 @@ export interface RunNanobotOptions {
   launcher: NanobotLauncher | 'local';
 }
 
-/** Turns the micro-agent's program into the host command that runs it elsewhere; `end` cleans up. */
+/**
+ * Runs the micro-agent's program in its environment (one per bot, kept between messages):
+ * `start` gives the message's start function (the program's whole tree is killed with it) and
+ * `end`, which gives the environment back once the program has ended.
+ */
 export interface NanobotLauncher {
   /** Where it runs, in words (shown beside the chat). */
   readonly label?: string;
   start(program: { argv: [string, ...string[]]; cwd: string; env: Record<string, string> }): Promise<{
-    command: { argv: [string, ...string[]]; cwd: string; env: Record<string, string> };
+    start(output: ChildOutput): RunningChild;
     end(): Promise<void>;
   }>;
+  /** Ends the environments it keeps. */
+  dispose?(): Promise<void>;
 }
 
 /** Why a follow-up line did not reach the bot; `message` says it in words a chat can show. */
@@ -228,14 +234,9 @@ export async function startNanobot(options: RunNanobotOptions): Promise<NanobotS
   const injecting = rich && config.allowInjection;
   const program = { argv: [shellPath(), '-c', buildCommand(config.command, options.input.text)] as [string, ...string[]], cwd: envelope.workspace, env: config.env };
   const launched = options.launcher === 'local' ? undefined : await options.launcher.start(program);
-  // The micro-agent's own variables and the base ones: never the editor's environment.
-  const command = launched?.command ?? { ...program, env: programEnvironment(localBaseEnvironment(), config.env) };
   const stdout = new BoundedText(maxChars);
   const stderrText = new BoundedText(maxChars);
-  const child = startChild({
-    argv: command.argv,
-    cwd: command.cwd,
-    env: command.env,
+  const output: ChildOutput = {
     onStdout: (chunk) => {
       stdout.append(chunk);
       if (!rich) return;
@@ -245,7 +246,9 @@ export async function startNanobot(options: RunNanobotOptions): Promise<NanobotS
       for (const line of lines) takeLine(line);
     },
     onStderr: (chunk) => stderrText.append(chunk),
-  });
+  };
+  // Local: the micro-agent's own variables and the base ones, never the editor's environment.
+  const child = launched ? launched.start(output) : startChild({ ...program, env: programEnvironment(localBaseEnvironment(), config.env), ...output });
   let timedOut = false;
   let aborted = false;
   let inputOpen = injecting;
