@@ -76,8 +76,31 @@ function endEntry(key: string, entry: Entry): Promise<void> {
   return entry.ending;
 }
 
+/**
+ * Whether a kept environment's executor still answers: a connection to a port nothing listens on
+ * is refused by a live executor at once, while one whose container was removed from outside ends
+ * its channel instead (which may come a moment after the removal).
+ */
+async function answers(executor: ChannelExecutor): Promise<boolean> {
+  let closed = false;
+  void executor.closed.then(() => (closed = true));
+  await executor.connect(1).then(
+    (stream) => stream.destroy(),
+    () => undefined,
+  );
+  // The channel's end and the refused connection arrive on the same turn: let both settle.
+  await new Promise((resolve) => setImmediate(resolve));
+  return !closed;
+}
+
 /** Takes the environment of `key` (starting it with `open` when there is none that lives) for one message. */
 export async function acquireEnvironment(key: string, open: () => Promise<OpenedEnvironment>, idleMs: number): Promise<{ executor: ChannelExecutor; release(): void }> {
+  const kept = environments.get(key);
+  if (kept !== undefined && kept.running === 0 && !kept.ending) {
+    const opened = await kept.ready.catch(() => undefined);
+    // Removed from outside since the last message (its executor gone): start another.
+    if (opened && !(await answers(opened.executor))) await endEntry(key, kept);
+  }
   let entry = environments.get(key);
   if (entry === undefined) {
     const created: Entry = { ready: open(), running: 0, idle: undefined, ending: undefined };
