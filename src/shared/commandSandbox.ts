@@ -182,6 +182,11 @@ export function sandboxArguments(options: {
   root: boolean;
   executor?: string;
   boundBack?: readonly string[];
+  /**
+   * Folders under /tmp or /var/tmp shown read-only in the private ones (the home, the toolchains
+   * on PATH, when they live there): the private /tmp hides only what is not the person's.
+   */
+  shownInTmp?: readonly string[];
   /** The private /tmp's and /var/tmp's size in bytes (bubblewrap 0.7 and later): their files are memory. */
   tmpBytes?: number;
 }): string[] {
@@ -190,12 +195,16 @@ export function sandboxArguments(options: {
   // capabilities, /proc/sys still takes writes by file mode).
   args.push('--ro-bind-try', '/proc/sys', '/proc/sys', '--ro-bind-try', '/proc/sysrq-trigger', '/proc/sysrq-trigger');
   const size = options.tmpBytes ? ['--size', String(options.tmpBytes)] : [];
-  args.push(...size, '--tmpfs', '/tmp', ...size, '--tmpfs', '/var/tmp', '--bind', options.workspace, options.workspace);
+  args.push(...size, '--tmpfs', '/tmp', ...size, '--tmpfs', '/var/tmp');
+  const shown = options.shownInTmp ?? [];
+  for (const folder of shown) args.push('--ro-bind-try', folder, folder);
+  args.push('--bind', options.workspace, options.workspace);
   // The executor, where the sandbox can always see it (its own folder may be hidden: code-server's
   // extensions live under a hidden place), read-only.
   if (options.executor) args.push('--ro-bind', options.executor, EXECUTOR_IN_SANDBOX);
   for (const place of options.hidden) {
-    if (within('/tmp', place.real) || within('/var/tmp', place.real) || within('/dev', place.real) || within('/proc', place.real)) continue;
+    const inPrivateTmp = (within('/tmp', place.real) || within('/var/tmp', place.real)) && !shown.some((folder) => within(folder, place.real));
+    if (inPrivateTmp || within('/dev', place.real) || within('/proc', place.real)) continue;
     args.push(...(place.folder ? ['--tmpfs', place.real, '--remount-ro', place.real] : ['--ro-bind', options.emptyFile, place.real]));
   }
   // Bound back inside a hidden place: what the resolver needs (resolv.conf's target under /run).
@@ -259,6 +268,22 @@ async function resolvConfPlaces(hidden: readonly HiddenPlace[]): Promise<string[
   return [real];
 }
 
+/**
+ * What of /tmp and /var/tmp stays the person's in the sandbox (read-only): the home and the
+ * folders of the programs on PATH, when they live there (a checkout under /tmp runs its own
+ * node_modules/.bin: the whole node_modules is shown, as its links point inside it).
+ */
+export async function shownInPrivateTmp(home: string | undefined, searchPath: string | undefined): Promise<string[]> {
+  const inTmp = (real: string) => real !== '/tmp' && real !== '/var/tmp' && (within('/tmp', real) || within('/var/tmp', real));
+  const wanted = [...(home && path.isAbsolute(home) ? [home] : []), ...(searchPath ?? '').split(':').filter((entry) => path.isAbsolute(entry)).map((entry) => (path.basename(entry) === '.bin' && path.basename(path.dirname(entry)) === 'node_modules' ? path.dirname(entry) : entry))];
+  const shown = new Set<string>();
+  for (const place of wanted) {
+    const real = await realpath(place).catch(() => undefined);
+    if (real && inTmp(real)) shown.add(real);
+  }
+  return [...shown];
+}
+
 /** A sandbox for one command: its argument vector prefix and environment; `dispose` removes its empty file. */
 export interface PreparedSandbox {
   prefix: [string, ...string[]];
@@ -278,7 +303,8 @@ export async function prepareSandbox(support: Extract<SandboxSupport, { ok: true
   await writeFile(emptyFile, '', { mode: 0o444 });
   await chmod(emptyFile, 0o444);
   const boundBack = policy.network ? await resolvConfPlaces(hidden) : [];
-  const args = sandboxArguments({ workspace, network: policy.network, hidden, emptyFile, root: process.getuid?.() === 0, boundBack, ...(executor ? { executor } : {}), ...(support.sizes ? { tmpBytes: tmpBytes() } : {}) });
+  const shownInTmp = await shownInPrivateTmp(env.HOME ?? os.homedir(), env.PATH);
+  const args = sandboxArguments({ workspace, network: policy.network, hidden, emptyFile, root: process.getuid?.() === 0, boundBack, shownInTmp, ...(executor ? { executor } : {}), ...(support.sizes ? { tmpBytes: tmpBytes() } : {}) });
   return {
     prefix: [support.bwrap, ...args],
     env: sandboxEnvironment(env),
