@@ -125,7 +125,7 @@ describe('hostile answers: RUN_COMMAND in the sandbox', { skip }, () => {
       'echo x > /usr/local/belay-evil',
       `cp -r . ${outside}/copy`,
       `mv ${outside} ${base}/moved`,
-      `rm -rf ${outside}`,
+      `rm -r ${outside}`,
     ];
     // Unsandboxed, the first does write: the check below can fail.
     await run(attempts[0]!, UNSANDBOXED);

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdir, realpath, symlink, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { detectSandbox, EXECUTOR_IN_SANDBOX, hiddenPlaces, sandboxArguments, sandboxEnvironment, shellDescription, tmpBytes } from '../../../src/shared/commandSandbox.ts';
+import { detectSandbox, EXECUTOR_IN_SANDBOX, hiddenPlaces, sandboxArguments, sandboxEnvironment, shellDescription, shownInPrivateTmp, tmpBytes } from '../../../src/shared/commandSandbox.ts';
 import { tempDir } from '../../support/temp.ts';
 
 describe('sandboxArguments', () => {
@@ -135,6 +135,28 @@ describe('hiddenPlaces', () => {
     const reals = places.map((p) => p.real);
     assert.ok(reals.includes(path.join(home, '.config')), 'an extra place (the mailbox setting) is hidden');
     assert.ok(!reals.includes(path.join(home, '.config', 'gh')), 'inside a hidden folder: no mount of its own');
+  });
+});
+
+describe('what of /tmp stays shown', () => {
+  const tmp = tempDir('belay-shown-');
+  after(() => tmp.remove());
+
+  it('shows a home and the toolchains on PATH that live under /tmp (a whole node_modules for its .bin), read-only after the private /tmp, and hides the credentials inside them', async () => {
+    const root = await realpath(tmp.dir);
+    if (!root.startsWith('/tmp/')) return;
+    const home = path.join(root, 'home');
+    const bin = path.join(root, 'checkout', 'node_modules', '.bin');
+    await mkdir(path.join(home, '.ssh'), { recursive: true });
+    await mkdir(bin, { recursive: true });
+    const shown = await shownInPrivateTmp(home, `${bin}:/usr/bin:${path.join(root, 'missing')}:relative`);
+    assert.deepEqual(shown, [home, path.dirname(bin)]);
+    assert.deepEqual(await shownInPrivateTmp('/root', '/usr/bin:/bin'), [], 'nothing under /tmp: nothing shown');
+    const args = sandboxArguments({ workspace: path.join(root, 'ws'), network: false, hidden: [{ real: path.join(home, '.ssh'), folder: true }], emptyFile: '/dev/null', root: false, shownInTmp: shown });
+    const at = (flag: string, value: string) => args.findIndex((arg, i) => arg === flag && args[i + 1] === value);
+    assert.ok(at('--tmpfs', '/tmp') < at('--ro-bind-try', home), 'shown after the private /tmp is made');
+    assert.ok(at('--ro-bind-try', home) < at('--bind', path.join(root, 'ws')));
+    assert.ok(at('--tmpfs', path.join(home, '.ssh')) > at('--ro-bind-try', home), 'a credential place under a shown home is still hidden');
   });
 });
 
