@@ -64,6 +64,11 @@ export function httpRequest(endpoint: HttpTarget, method: string, pathName: stri
     const target: http.RequestOptions =
       typeof endpoint === 'function'
         ? {
+            // VS Code's extension host puts its proxy agent on every request that names neither a
+            // socket path nor `agent: false` (and an agent ignores `createConnection`): a request
+            // naming a socket is left alone, and Node then takes the connection made here.
+            socketPath: 'belay-session-connection',
+            _vscodeProxySupport: 'off',
             createConnection: (_options, made) => {
               endpoint().then(
                 (stream) => made(null, stream),
@@ -71,7 +76,7 @@ export function httpRequest(endpoint: HttpTarget, method: string, pathName: stri
               );
               return undefined;
             },
-          }
+          } as http.RequestOptions
         : 'socketPath' in endpoint
           ? { socketPath: endpoint.socketPath }
           : { host: endpoint.host, port: endpoint.port };
