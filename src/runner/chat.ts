@@ -41,11 +41,17 @@ export class ChatTerminal extends BelayPseudoterminal {
   #inputShown = false;
   /** Where the last message ran, said again only when it changes. */
   #place: string | undefined;
+  /** The places the chat's messages ran in: their environments (kept per bot between messages) end with the chat. */
+  readonly #launchers = new Set<NanobotLauncher>();
 
   constructor(options: ChatOptions) {
     // The transcript is what Belay's integration tests read.
     super(1_000_000);
     this.#options = options;
+    this.whenEnded(() => {
+      for (const launcher of this.#launchers) void launcher.dispose?.().catch((error: unknown) => options.log.warn(`micro-agent ${options.agent.name}: its environment did not end: ${errorMessage(error)}`));
+      this.#launchers.clear();
+    });
   }
 
   protected override onOpen(): void {
@@ -170,6 +176,7 @@ export class ChatTerminal extends BelayPseudoterminal {
       // The nanobot runner (and the process layer under it) loads with the first message.
       const { startNanobot } = await import('./core/protocols/nanobot.ts');
       const launcher = await this.#options.launcher();
+      if (launcher !== 'local') this.#launchers.add(launcher);
       const place = launcher === 'local' ? LOCAL_PLACE : (launcher.label ?? 'isolated');
       if (place !== this.#place) {
         this.#place = place;

@@ -1,7 +1,7 @@
 import * as assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createServer } from 'node:http';
-import { cp, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -522,6 +522,9 @@ suite('Belay RUN_COMMAND: sandbox, network question, unsandboxed shell', () => {
     if (process.platform !== 'linux') this.skip();
     this.timeout(120_000);
     const out = path.join(demo(), 'workspace', 'shell-check');
+    // An untitled answer acts on the session root's workspace/ when it exists (else the first
+    // folder): an earlier test may have left the demo without it.
+    await mkdir(path.dirname(out), { recursive: true });
     const answer = await vscode.workspace.openTextDocument({ language: 'codingagent', content: '[RUN_COMMAND]\nmkdir -p shell-check && grep -c : /proc/net/dev > shell-check/interfaces.txt; (echo x > ../shell-escape.txt) 2>/dev/null; true\n[/RUN_COMMAND]\n' });
     const escape = path.join(demo(), 'shell-escape.txt');
     await vscode.window.showTextDocument(answer);

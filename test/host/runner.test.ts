@@ -731,7 +731,11 @@ suite('Belay runner', () => {
       // The engine saw the bot's container come and go (and none is left).
       const created = execFileSync('podman', ['events', '--stream=false', '--since', since, '--filter', 'event=create', '--format', '{{.Name}}'], { encoding: 'utf8' });
       assert.match(created, /^belay-nanobot-[0-9a-f]+$/m);
-      assert.doesNotMatch(execFileSync('podman', ['ps', '--all', '--format', '{{.Names}}'], { encoding: 'utf8' }), /belay-nanobot-/);
+      // The bot's environment (kept between its messages) ends with the chat: its container goes.
+      const names = () => execFileSync('podman', ['ps', '--all', '--format', '{{.Names}}'], { encoding: 'utf8' });
+      const deadline = Date.now() + 60_000;
+      while (/belay-nanobot-/.test(names()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 250));
+      assert.doesNotMatch(names(), /belay-nanobot-/);
     } finally {
       await settings.update('runner.backend', undefined, vscode.ConfigurationTarget.Workspace);
     }
