@@ -1,7 +1,7 @@
 import * as assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createServer } from 'node:http';
-import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -521,12 +521,16 @@ suite('Belay RUN_COMMAND: sandbox, network question, unsandboxed shell', () => {
   test('Run asks about the network once per workspace, names the sandbox in its confirmation and terminal, and the unsandboxed shell when chosen', async function () {
     if (process.platform !== 'linux') this.skip();
     this.timeout(120_000);
-    const out = path.join(demo(), 'workspace', 'shell-check');
-    // An untitled answer acts on the session root's workspace/ when it exists (else the first
-    // folder): an earlier test may have left the demo without it.
-    await mkdir(path.dirname(out), { recursive: true });
+    // An untitled answer acts on the session root's workspace/ when it exists, else on the first
+    // folder (earlier tests change which): the command's folder is found where it wrote.
+    const places = [path.join(demo(), 'workspace'), ...(vscode.workspace.workspaceFolders ?? []).flatMap((f) => [f.uri.fsPath, path.join(f.uri.fsPath, 'workspace')])];
+    const ranIn = async () => {
+      for (const place of places) if (await stat(path.join(place, 'shell-check', 'interfaces.txt')).then(() => true, () => false)) return place;
+      return undefined;
+    };
+    let out = path.join(demo(), 'workspace', 'shell-check');
+    let escape = path.join(demo(), 'shell-escape.txt');
     const answer = await vscode.workspace.openTextDocument({ language: 'codingagent', content: '[RUN_COMMAND]\nmkdir -p shell-check && grep -c : /proc/net/dev > shell-check/interfaces.txt; (echo x > ../shell-escape.txt) 2>/dev/null; true\n[/RUN_COMMAND]\n' });
-    const escape = path.join(demo(), 'shell-escape.txt');
     await vscode.window.showTextDocument(answer);
     try {
       await waitForLens(answer.uri, /Run/);
@@ -538,7 +542,7 @@ suite('Belay RUN_COMMAND: sandbox, network question, unsandboxed shell', () => {
       assert.deepEqual(asked.map((a) => a.message), ['Run this command from the LLM answer?', question]);
       assert.match(asked[0]!.detail, /\nSandboxed: the workspace and a private \/tmp writable, the system read-only, credentials hidden, the network asked next$/);
       assert.deepEqual(asked[1]!.items, ['Allow Network', 'No Network']);
-      assert.equal(await stat(out).then(() => true, () => false), false, 'nothing ran');
+      assert.equal(await ranIn(), undefined, 'nothing ran');
 
       asked.length = 0;
       answers.set('May the LLM', 'No Network');
@@ -547,6 +551,10 @@ suite('Belay RUN_COMMAND: sandbox, network question, unsandboxed shell', () => {
       assert.deepEqual(asked.map((a) => a.message), ['Run this command from the LLM answer?', question]);
       const sandboxed = /\nSandboxed: the workspace and a private \/tmp writable, the system read-only, credentials hidden, network off$/;
       assert.match(written.at(-1)!, /^# Sandboxed: .*network off\r\n\$ mkdir -p shell-check/);
+      const folder = await ranIn();
+      assert.ok(folder, `the command wrote shell-check/interfaces.txt in none of ${places.join(', ')}`);
+      out = path.join(folder, 'shell-check');
+      escape = path.join(path.dirname(folder), 'shell-escape.txt');
       assert.equal(await readFile(path.join(out, 'interfaces.txt'), 'utf8'), '1\n', 'only its own loopback: the network is off');
       assert.equal(await stat(escape).then(() => true, () => false), false, 'nothing written outside the workspace');
 
