@@ -19,6 +19,20 @@ async function openAnswer(file: string): Promise<vscode.TextDocument> {
   return document;
 }
 
+/**
+ * A new untitled answer with this text. VS Code names it after the lowest free number, and when the
+ * untitled answer that had the name is still closing, the extension host can hand back that
+ * closing document (its old text) for the new name: wait for it to go, and open again.
+ */
+async function openUntitled(content: string, language = 'codingagent'): Promise<vscode.TextDocument> {
+  for (let attempt = 0; ; attempt++) {
+    const document = await vscode.workspace.openTextDocument({ language, content });
+    if (document.getText() === content && document.languageId === language) return document;
+    if (attempt === 5) throw new Error(`${document.uri.toString()} still shows another document's text`);
+    await waitFor(`${document.uri.toString()} to close`, () => document.isClosed, [vscode.workspace.onDidCloseTextDocument], 5_000).catch(() => undefined);
+  }
+}
+
 function diagnosticsOf(uri: vscode.Uri, count: number): Promise<vscode.Diagnostic[]> {
   return waitFor(`${count} diagnostics on ${path.basename(uri.fsPath)}`, () => vscode.languages.getDiagnostics(uri).length >= count, [vscode.languages.onDidChangeDiagnostics]).then(() =>
     vscode.languages.getDiagnostics(uri),
@@ -142,7 +156,7 @@ suite('Belay command blocks', () => {
     const text = '[EDIT_FILE path="notes.txt" start_line="1" end_line="1"]\nFirst line, edited by the LLM\n[/EDIT_FILE]\n';
     // An answer outside any session root acts on the configured root's workspace/ when it exists:
     // the demo's settings point belay.blocks.sessionRoot at blocks/.
-    const answer = await vscode.workspace.openTextDocument({ language: 'codingagent', content: text });
+    const answer = await openUntitled(text);
     await vscode.window.showTextDocument(answer);
     try {
       await waitForLens(answer.uri, /^Apply$/);
@@ -167,7 +181,10 @@ suite('Belay command blocks', () => {
       await waitForLens(answer.uri, /^\$\(check\) Applied/);
       // The same answer opened anew (another document) shows the block applied.
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');
-      const reopened = await vscode.workspace.openTextDocument({ language: 'codingagent', content: text });
+      // The same text under the same name: only the first one's close tells them apart.
+      await waitFor('the first answer to close', () => answer.isClosed, [vscode.workspace.onDidCloseTextDocument], 5_000).catch(() => undefined);
+      const reopened = await openUntitled(text);
+      assert.notEqual(reopened, answer);
       await vscode.window.showTextDocument(reopened);
       await waitForLens(reopened.uri, /^\$\(check\) Applied: Edited 'notes\.txt' lines 1-1$/);
       // Undo Answer puts the file back; the block can be applied again.
@@ -184,7 +201,7 @@ suite('Belay command blocks', () => {
     // A diff left open by an earlier test must not pass for this preview below.
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
     await writeFile(file, 'one\ntwo\nthree\nfour\nfive\n');
-    const answer = await vscode.workspace.openTextDocument({ language: 'codingagent', content: '[EDIT_FILE path="hunks.txt" start_line="1" end_line="5"]\none\nTWO\nthree\nFOUR\nfive\n[/EDIT_FILE]\n' });
+    const answer = await openUntitled('[EDIT_FILE path="hunks.txt" start_line="1" end_line="5"]\none\nTWO\nthree\nFOUR\nfive\n[/EDIT_FILE]\n');
     await vscode.window.showTextDocument(answer);
     try {
       await waitForLens(answer.uri, /^Apply$/);
@@ -221,7 +238,7 @@ suite('Belay command blocks', () => {
       '[/CREATE_FILE]',
       '',
     ].join('\n');
-    const answer = await vscode.workspace.openTextDocument({ language: 'codingagent', content: text });
+    const answer = await openUntitled(text);
     await vscode.window.showTextDocument(answer);
     const counts = path.join(demo(), 'workspace', 'counts');
     try {
@@ -281,7 +298,7 @@ suite('Belay command blocks', () => {
   });
 
   test('an untitled document holding an answer becomes CodingAgent', async () => {
-    const document = await vscode.workspace.openTextDocument({ language: 'plaintext', content: 'Sure:\n[CREATE_FILE path="a.py"]\nprint(1)\n[/CREATE_FILE]\n' });
+    const document = await openUntitled('Sure:\n[CREATE_FILE path="a.py"]\nprint(1)\n[/CREATE_FILE]\n', 'plaintext');
     await waitFor('the document to become CodingAgent', () => vscode.workspace.textDocuments.some((d) => d.uri.toString() === document.uri.toString() && d.languageId === 'codingagent'), [
       vscode.workspace.onDidOpenTextDocument,
     ]);
@@ -530,7 +547,7 @@ suite('Belay RUN_COMMAND: sandbox, network question, unsandboxed shell', () => {
     };
     let out = path.join(demo(), 'workspace', 'shell-check');
     let escape = path.join(demo(), 'shell-escape.txt');
-    const answer = await vscode.workspace.openTextDocument({ language: 'codingagent', content: '[RUN_COMMAND]\nmkdir -p shell-check && grep -c : /proc/net/dev > shell-check/interfaces.txt; (echo x > ../shell-escape.txt) 2>/dev/null; true\n[/RUN_COMMAND]\n' });
+    const answer = await openUntitled('[RUN_COMMAND]\nmkdir -p shell-check && grep -c : /proc/net/dev > shell-check/interfaces.txt; (echo x > ../shell-escape.txt) 2>/dev/null; true\n[/RUN_COMMAND]\n');
     await vscode.window.showTextDocument(answer);
     try {
       await waitForLens(answer.uri, /Run/);

@@ -25,3 +25,34 @@ export function processesWith(token: string): string[] {
   }
   return found;
 }
+
+/**
+ * The processes below `pid` (children, theirs, …), read from /proc/<pid>/task/<tid>/children: what
+ * a process still holds, without asking after pids that another program may have been given since.
+ */
+export function descendants(pid: number): number[] {
+  const found: number[] = [];
+  const visit = (parent: number) => {
+    let tasks: string[];
+    try {
+      tasks = readdirSync(`/proc/${parent}/task`);
+    } catch {
+      return;
+    }
+    for (const task of tasks) {
+      let text = '';
+      try {
+        text = readFileSync(`/proc/${parent}/task/${task}/children`, 'utf8');
+      } catch {
+        continue;
+      }
+      for (const child of text.split(/\s+/).filter(Boolean).map(Number)) {
+        if (found.includes(child)) continue;
+        found.push(child);
+        visit(child);
+      }
+    }
+  };
+  visit(pid);
+  return found.filter(alive);
+}

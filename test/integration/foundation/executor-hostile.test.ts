@@ -16,7 +16,7 @@ import { executorBinary } from '../../../src/shared/executor/binary.ts';
 import { DATA_CHUNK, encodeExit, encodeFrame, encodeSpawn, FrameDecoder, FrameType, WINDOW_INITIAL } from '../../../src/shared/executor/wire.ts';
 import { ensureBuilt } from '../../support/build.ts';
 import { alive, gone, localExecutor, PATH_ENV, pids, rssKib, run } from '../../support/executor.ts';
-import { processesWith } from '../../support/processes.ts';
+import { descendants, processesWith } from '../../support/processes.ts';
 import { tempDir, type TempDir } from '../../support/temp.ts';
 
 ensureBuilt();
@@ -284,7 +284,8 @@ describe('floods', () => {
       ends.map((_, i) => i % 7),
     );
     assert.ok(ends.every((e) => e.spawnError === undefined));
-    assert.equal(children.filter((c) => c.pid !== undefined && alive(c.pid)).length, 0);
+    // Pids are handed out again quickly on a busy machine: what is left is what the executor still holds.
+    assert.deepEqual(descendants(executor.pid), []);
   });
 });
 
