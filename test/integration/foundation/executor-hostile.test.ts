@@ -246,7 +246,7 @@ describe('floods', () => {
         }),
       );
       for (const hash of await Promise.all(viaConnect)) assert.equal(hash, want);
-      for (const ran of await Promise.all(clients)) assert.equal(ran.stdout.trim(), want, ran.stderr);
+      for (const ran of await Promise.all(clients)) assert.equal(ran.stdout.trim(), want, `${ran.stderr}${ran.spawnError ? ` (${ran.spawnError.message})` : ''} exit ${ran.exitCode} ${ran.signal ?? ''}`);
       assert.ok(rssKib(executor.pid) < EXECUTOR_RSS_BOUND_KIB);
     } finally {
       await listener.close();
