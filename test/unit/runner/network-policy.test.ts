@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { isInternalAddress, matchRule, parseHostRule, taskNetwork } from '../../../src/runner/core/network/policy.ts';
 import { namedHost, parseAuthority } from '../../../src/runner/core/network/proxy.ts';
 import { clientHello } from '../../support/runner/tlsHello.ts';
+import { tempDir } from '../../support/temp.ts';
+import { loadTask, TaskError } from '../../../src/runner/core/tasks/task.ts';
 
 describe('allowlist entries', () => {
   it('reads names, wildcards, ports and addresses', () => {
@@ -110,5 +112,38 @@ describe('what a tunnel names', () => {
     assert.deepEqual(parseAuthority('[::1]:8443'), { host: '::1', port: 8443 });
     assert.equal(parseAuthority('a.example'), undefined);
     assert.deepEqual(parseAuthority('a.example', 80), { host: 'a.example', port: 80 });
+  });
+});
+
+describe("task.toml's network and [environment.env]", () => {
+  const tmp = tempDir('belay-netpolicy-');
+  after(() => tmp.remove());
+  let count = 0;
+  const task = (toml: string) => loadTask(tmp.writeTask(`t${++count}`, { 'task.toml': toml, 'instruction.md': 'x', 'tests/test.sh': '' }));
+
+  it('reads each phase and the variables', async () => {
+    const loaded = await task('[environment]\nnetwork_mode = "no-network"\n[environment.env]\nGREETING = "hi"\nLEVEL = 3\n[agent]\nnetwork_mode = "allowlist"\nallowed_hosts = ["pypi.org", "*.pythonhosted.org"]\n');
+    assert.deepEqual(loaded.network, { agent: { mode: 'allowlist', allowedHosts: ['pypi.org', '*.pythonhosted.org'] }, verifier: { mode: 'no-network', allowedHosts: [] } });
+    assert.deepEqual(loaded.env, { GREETING: 'hi', LEVEL: '3' });
+  });
+
+  it('names the file and the field of a bad value, in one line', async () => {
+    for (const [toml, field, reason] of [
+      ['[agent]\nnetwork_mode = "internet"\n', 'agent.network_mode', /must be one of "no-network", "allowlist", "public"/],
+      ['[verifier]\nallowed_hosts = ["https://x.org"]\n', 'verifier.allowed_hosts.0', /not a host/],
+      ['[environment.env]\nTERM_TASK_ID = "mine"\n', 'environment.env.TERM_TASK_ID', /Belay's own variable/],
+      ['[environment.env]\nHTTPS_PROXY = "http://elsewhere"\n', 'environment.env.HTTPS_PROXY', /Belay's own variable/],
+      ['[environment.env]\nPATH = "/evil"\n', 'environment.env.PATH', /Belay's own variable/],
+      ['[environment.env]\nX = "a\\u0000b"\n', 'environment.env.X', /NUL/],
+      [`[environment.env]\nBIG = "${'x'.repeat(33 * 1024)}"\n`, 'environment.env.BIG', /over 32768 bytes/],
+      ['[environment.env]\n"1BAD" = "x"\n', 'environment.env.1BAD', /variable name/],
+    ] as const) {
+      const error = await task(toml).then(() => undefined, (e: unknown) => e as Error);
+      assert.ok(error instanceof TaskError, toml);
+      assert.match(error.message, /task\.toml: /);
+      assert.ok(error.message.includes(`field '${field}'`), `${error.message} should name ${field}`);
+      assert.match(error.message, reason);
+      assert.equal(error.message.includes('\n'), false);
+    }
   });
 });

@@ -208,3 +208,34 @@ function sameAddress(a: string, b: string): boolean {
   if (isIP(a) === 4) return a === b;
   return expandIpv6(a)?.join(':') === expandIpv6(b)?.join(':');
 }
+
+/** The most variables `[environment.env]` may set, and the longest value. */
+export const MAX_TASK_ENV = 256;
+export const MAX_TASK_ENV_VALUE = 32 * 1024;
+
+/**
+ * Names a task may never set: Belay's own (its gateway's and proxy's, `TERM_*` and `BELAY_*`)
+ * and the environment's base (PATH, HOME, LANG, TERM), which the backend gives.
+ */
+export function reservedVariable(name: string): boolean {
+  return /^(?:TERM|PATH|HOME|LANG|SHELL|USER)$/.test(name) || /^(?:TERM_|BELAY_|LD_)/.test(name) || /^(?:https?|all|no|ftp)_proxy$/i.test(name);
+}
+
+/**
+ * `[environment.env]`: the task's variables for both phases. Values are the text written (numbers
+ * and booleans as TOML writes them); nothing is expanded, so no host variable or secret goes in.
+ */
+export const TaskEnvSchema = z
+  .record(z.string(), z.union([z.string(), z.number(), z.boolean()]))
+  .superRefine((env, ctx) => {
+    const names = Object.keys(env);
+    if (names.length > MAX_TASK_ENV) ctx.addIssue({ code: 'custom', message: `at most ${MAX_TASK_ENV} variables` });
+    for (const [name, value] of Object.entries(env)) {
+      const text = String(value);
+      if (!/^[A-Za-z_][A-Za-z0-9_]{0,127}$/.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'a variable name is letters, digits and _, not starting with a digit' });
+      else if (reservedVariable(name)) ctx.addIssue({ code: 'custom', path: [name], message: `${name} is Belay's own variable; a task may not set it` });
+      if (text.includes('\0')) ctx.addIssue({ code: 'custom', path: [name], message: 'the value holds a NUL character' });
+      if (Buffer.byteLength(text) > MAX_TASK_ENV_VALUE) ctx.addIssue({ code: 'custom', path: [name], message: `the value is over ${MAX_TASK_ENV_VALUE} bytes` });
+    }
+  })
+  .transform((env) => Object.fromEntries(Object.entries(env).map(([name, value]) => [name, String(value)])));
