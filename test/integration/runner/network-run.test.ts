@@ -1,5 +1,6 @@
-// A task's network in real runs: an agent whose commands use curl through the allowlist proxy in
-// the sandbox (enforced) and on the local backend (which says it cannot enforce it); `public`
+// A task's network in real runs: an agent whose commands try the network (a Python probe) through
+// the allowlist proxy in the sandbox and a container (enforced) and on the local backend (which
+// says it cannot enforce it); `public`
 // refused without the setting; [environment.env] seen by both phases under Belay's own variables.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
@@ -10,10 +11,11 @@ import { after, before, describe, it } from 'node:test';
 import type { NetworkLogEntry, Resolved } from '../../../src/runner/core/network/proxy.ts';
 import { runFiles } from '../../../src/runner/core/records/records.ts';
 import { loadTask } from '../../../src/runner/core/tasks/task.ts';
-import { backends, nodeAgent, runFixture, tempDir } from '../../support/runner/helpers.ts';
+import { containerOrReason } from '../../support/runner/container-helpers.ts';
+import { agentFile, backends, nodeAgent, runFixture, tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir('belay-netrun-');
-const available = await Promise.all(backends.map(async (b) => ({ ...b, backend: await b.get() })));
+const available = await Promise.all([...backends, { name: 'container', get: containerOrReason }].map(async (b) => ({ ...b, backend: await b.get() })));
 let web: http.Server;
 let webPort = 0;
 const seen: string[] = [];
@@ -48,8 +50,8 @@ async function networkTask(toml: string) {
   return loadTask(tmp.writeTask(`net-${++tasks}`, { 'task.toml': toml, 'instruction.md': 'Fetch.\n', 'tests/test.sh': 'echo "verifier sees TASK_COLOUR=$TASK_COLOUR" ; exit 0\n' }));
 }
 
-/** One curl a line of /app/net.txt: `label code`, a failed connection giving 000. */
-const curl = (label: string, args: string) => `curl -s -o /dev/null --max-time 20 -w '${label} %{http_code} %{http_connect}\\n' ${args} >> net.txt 2>/dev/null; true`;
+/** One attempt of the probe (a Python file, run by whichever python3 the environment has), a line of net.txt. */
+const probe = (label: string, mode: 'proxy' | 'tunnel' | 'direct', target: string) => `python3 '${agentFile('net-probe.py')}' ${label} ${mode} '${target}'`;
 
 const ALLOWLIST = '[agent]\nnetwork_mode = "allowlist"\nallowed_hosts = ["pkgs.test", "rebind.test"]\n[environment.env]\nTASK_COLOUR = "teal"\nTERM_NOTE = "x"\n'.replace('TERM_NOTE = "x"\n', '');
 
@@ -59,33 +61,37 @@ describe('a task with an allowlist', () => {
       if (backend instanceof Error) return;
       const task = await networkTask(ALLOWLIST);
       const commands = [
-        curl('allowed', 'http://pkgs.test/simple/'),
-        curl('denied', 'http://example.org/'),
-        curl('solution', 'http://solutions.test/task/solution.sh'),
-        curl('rebind', '-p http://rebind.test/'),
-        // Around the proxy: straight to the host's server, and with the proxy variables dropped.
-        curl('direct', `--noproxy '*' http://127.0.0.1:${webPort}/direct-${name}`),
+        probe('allowed', 'proxy', 'http://pkgs.test/simple/'),
+        probe('denied', 'proxy', 'http://example.org/'),
+        probe('solution', 'proxy', 'http://solutions.test/task/solution.sh'),
+        probe('rebind', 'tunnel', 'rebind.test:443'),
+        probe('private', 'tunnel', `10.0.0.1:443`),
+        // Around the proxy: straight to the host's server.
+        probe(`direct-${name}`, 'direct', `127.0.0.1:${webPort}`),
         `echo "agent sees TASK_COLOUR=$TASK_COLOUR TERM_TASK_ID=$TERM_TASK_ID" >> net.txt`,
       ];
       const runsDir = path.join(tmp.dir, `runs-${name}`);
       const { result } = await runFixture(backend, runsDir, nodeAgent('commands.mjs'), { task, env: { AGENT_COMMANDS: JSON.stringify(commands) }, resolveNetwork });
       assert.equal(result.failure_cause, null, result.error ?? '');
       const lines = readFileSync(path.join(runFiles(result.run_dir).workspace, 'net.txt'), 'utf8');
-      assert.match(lines, /^allowed 200 /m);
-      assert.match(lines, /^denied 403 /m);
-      assert.match(lines, /^solution 403 /m);
-      assert.match(lines, /^rebind \d+ 403$/m);
+      assert.match(lines, /^allowed 200$/m);
+      assert.match(lines, /^denied 403$/m);
+      assert.match(lines, /^solution 403$/m);
+      assert.match(lines, /^rebind 403$/m);
+      assert.match(lines, /^private 403$/m);
       assert.match(lines, new RegExp(`agent sees TASK_COLOUR=teal TERM_TASK_ID=${task.name}`));
       const log = readFileSync(path.join(result.run_dir, 'network.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as NetworkLogEntry);
-      assert.deepEqual(log.map((e) => [e.phase, e.host, e.allowed]), [['agent', 'pkgs.test', true], ['agent', 'example.org', false], ['agent', 'solutions.test', false], ['agent', 'rebind.test', false]]);
+      assert.deepEqual(log.map((e) => [e.phase, e.host, e.allowed]), [['agent', 'pkgs.test', true], ['agent', 'example.org', false], ['agent', 'solutions.test', false], ['agent', 'rebind.test', false], ['agent', '10.0.0.1', false]]);
       const testOutput = readFileSync(runFiles(result.run_dir).testOutput, 'utf8');
       assert.match(testOutput, /verifier sees TASK_COLOUR=teal/);
       if (backend.isolated) {
         // The sandbox has no network of its own: the direct connection never reached the host's server.
-        assert.match(lines, /^direct 000 /m);
+        assert.match(lines, new RegExp(`^direct-${name} 000$`, 'm'));
         assert.equal(seen.some((line) => line.endsWith(`/direct-${name}`)), false);
         assert.ok(result.notes?.some((note) => /agent phase network: allowlist \(pkgs\.test, rebind\.test\), through Belay's proxy/.test(note)));
       } else {
+        // What the local backend cannot stop, and says so: the agent's own connection went straight through.
+        assert.match(lines, new RegExp(`^direct-${name} 200$`, 'm'));
         assert.ok(result.notes?.some((note) => /the local backend cannot enforce it: the agent's own connections reach anything/.test(note)));
       }
     });
