@@ -118,4 +118,19 @@ describe('a task asking for the public network', () => {
     assert.equal(result.failure_cause, null, result.error ?? '');
     assert.ok(result.notes?.some((note) => /allow_internet = true, but belay\.runner\.allowPublicNetwork is off: the agent phase has no network/.test(note)));
   });
+
+  it('with the setting, reaches public names through the proxy and never an internal one', async () => {
+    const isolated = available.find((b) => b.name === 'sandbox')!.backend;
+    const backend = isolated instanceof Error ? local : isolated;
+    if (backend instanceof Error) return;
+    const task = await networkTask('[agent]\nnetwork_mode = "public"\n');
+    const commands = [probe('public', 'proxy', 'http://solutions.test/any'), probe('internal', 'tunnel', 'rebind.test:443')];
+    const { result } = await runFixture(backend, path.join(tmp.dir, 'runs-public-allowed'), nodeAgent('commands.mjs'), { task, env: { AGENT_COMMANDS: JSON.stringify(commands) }, resolveNetwork, allowPublicNetwork: true });
+    assert.equal(result.failure_cause, null, result.error ?? '');
+    const lines = readFileSync(path.join(runFiles(result.run_dir).workspace, 'net.txt'), 'utf8');
+    assert.match(lines, /^public 200$/m);
+    assert.match(lines, /^internal 403$/m);
+    const log = readFileSync(path.join(result.run_dir, 'network.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as NetworkLogEntry);
+    assert.deepEqual(log.map((e) => [e.host, e.allowed]), [['solutions.test', true], ['rebind.test', false]]);
+  });
 });
