@@ -51,7 +51,7 @@ async function networkTask(toml: string) {
 }
 
 /** One attempt of the probe (a Python file, run by whichever python3 the environment has), a line of net.txt. */
-const probe = (label: string, mode: 'proxy' | 'tunnel' | 'direct', target: string) => `python3 '${agentFile('net-probe.py')}' ${label} ${mode} '${target}'`;
+const probe = (label: string, mode: 'proxy' | 'tunnel' | 'direct' | 'sni' | 'flood', target: string) => `python3 '${agentFile('net-probe.py')}' ${label} ${mode} '${target}'`;
 
 const ALLOWLIST = '[agent]\nnetwork_mode = "allowlist"\nallowed_hosts = ["pkgs.test", "rebind.test"]\n[environment.env]\nTASK_COLOUR = "teal"\nTERM_NOTE = "x"\n'.replace('TERM_NOTE = "x"\n', '');
 
@@ -66,6 +66,9 @@ describe('a task with an allowlist', () => {
         probe('solution', 'proxy', 'http://solutions.test/task/solution.sh'),
         probe('rebind', 'tunnel', 'rebind.test:443'),
         probe('private', 'tunnel', `10.0.0.1:443`),
+        // A tunnel to a named host whose TLS server name is another host.
+        probe('sni', 'sni', 'pkgs.test:443=solutions.test'),
+        probe('flood', 'flood', '120'),
         // Around the proxy: straight to the host's server.
         probe(`direct-${name}`, 'direct', `127.0.0.1:${webPort}`),
         `echo "agent sees TASK_COLOUR=$TASK_COLOUR TERM_TASK_ID=$TERM_TASK_ID" >> net.txt`,
@@ -79,9 +82,15 @@ describe('a task with an allowlist', () => {
       assert.match(lines, /^solution 403$/m);
       assert.match(lines, /^rebind 403$/m);
       assert.match(lines, /^private 403$/m);
+      assert.match(lines, /^sni closed$/m);
+      // 120 connections at once: the proxy held 64 at most, and served again once they went.
+      const flood = /^flood closed=(\d+) after=(\d+)$/m.exec(lines);
+      assert.ok(flood, lines);
+      assert.ok(Number(flood[1]) >= 120 - 64, lines);
+      assert.equal(flood[2], '200');
       assert.match(lines, new RegExp(`agent sees TASK_COLOUR=teal TERM_TASK_ID=${task.name}`));
       const log = readFileSync(path.join(result.run_dir, 'network.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as NetworkLogEntry);
-      assert.deepEqual(log.map((e) => [e.phase, e.host, e.allowed]), [['agent', 'pkgs.test', true], ['agent', 'example.org', false], ['agent', 'solutions.test', false], ['agent', 'rebind.test', false], ['agent', '10.0.0.1', false]]);
+      assert.deepEqual(log.map((e) => [e.phase, e.host, e.allowed]), [['agent', 'pkgs.test', true], ['agent', 'example.org', false], ['agent', 'solutions.test', false], ['agent', 'rebind.test', false], ['agent', '10.0.0.1', false], ['agent', 'pkgs.test', true], ['agent', 'solutions.test', false], ['agent', 'pkgs.test', true]]);
       const testOutput = readFileSync(runFiles(result.run_dir).testOutput, 'utf8');
       assert.match(testOutput, /verifier sees TASK_COLOUR=teal/);
       if (backend.isolated) {
