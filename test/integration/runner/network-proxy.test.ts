@@ -224,6 +224,29 @@ describe('the allowlist proxy', () => {
     assert.deepEqual((await log()).map((e) => e.allowed), [true, false]);
   });
 
+  it('judges every request of a kept-alive connection on its own', async () => {
+    const { port, log } = await startProxy(allowlist('allowed.test'));
+    const both = await exchange(port, 'GET http://allowed.test/one HTTP/1.1\r\nHost: allowed.test\r\n\r\nGET http://solutions.test/two HTTP/1.1\r\nHost: solutions.test\r\n\r\n', (text) => /HTTP\/1\.1 403/.test(text));
+    both.socket.destroy();
+    assert.match(both.text, /^HTTP\/1\.1 200[\s\S]*HTTP\/1\.1 403/);
+    // Both judged (the second may be decided while the first still resolves: the log keeps decision order).
+    assert.deepEqual((await log()).map((e) => [e.host, e.allowed]).sort(), [['allowed.test', true], ['solutions.test', false]]);
+  });
+
+  it('with the real resolver, never follows localhost to the host itself, even when it is allowed by name', async () => {
+    const logFile = path.join(tmp.dir, 'network-dns.jsonl');
+    const proxy = new EgressProxy({ phase: 'verifier', policy: { mode: 'allowlist', allowedHosts: ['localhost:' + String(webPort)] }, logFile });
+    const port = (await proxy.listen()) as number;
+    const answer = await exchange(port, `CONNECT localhost:${webPort} HTTP/1.1\r\n\r\n`, whole);
+    answer.socket.destroy();
+    assert.match(answer.text, /^HTTP\/1\.1 403/);
+    assert.match(answer.text, /localhost resolves to the internal address (127\.0\.0\.1|::1)/);
+    await proxy.close();
+    const [entry] = readFileSync(logFile, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as NetworkLogEntry);
+    assert.equal(entry!.phase, 'verifier');
+    assert.equal(entry!.allowed, false);
+  });
+
   it('bounds a flood of slow connections: the ones over the limit are closed, a slow head times out, and it serves again after', async () => {
     const { port, log } = await startProxy(allowlist('allowed.test'), { maxConnections: 4, headerTimeoutMs: 300 });
     const slow = await Promise.all(Array.from({ length: 4 }, () => openSocket(port)));
