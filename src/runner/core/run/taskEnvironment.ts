@@ -103,7 +103,7 @@ export async function openRunNetwork(options: RunNetworkOptions): Promise<RunNet
     close: () => {
       closed ??= (async () => {
         await proxy.close();
-        if (proxy.unlogged > 0) note(`${proxy.unlogged} further network attempts were not written to ${NETWORK_LOG_FILE} (its ${'line'} limit)`);
+        if (proxy.unlogged > 0) note(`${proxy.unlogged} further network attempts were not written to ${NETWORK_LOG_FILE} (its line limit)`);
         await folder.remove();
       })();
       return closed;
