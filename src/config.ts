@@ -43,6 +43,7 @@ const schemas = {
   'runner.agentCache': string(),
   'runner.logLimitMB': number(0.01, 1024 * 1024),
   'runner.diskBudgetMB': number(1, 1024 * 1024 * 1024),
+  'runner.allowPublicNetwork': boolean,
   // Checked by the runner's core (llmSettings.ts), which names the bad field.
   'runner.llm': anything,
   'runner.llmPrices': anything,

@@ -64,6 +64,8 @@ ${LLM_USAGE}  --max-steps N            step limit (default 200)
   --log-limit MB           each log on disk keeps its first and last MB/2 (default 16)
   --disk-budget MB         the most a run folder may grow to (default 4096)
   --out DIR                where run folders go (default .belay/runs)
+  --allow-public-network   let a task whose network_mode is "public" run (through Belay's
+                           proxy, public hosts only); without it such a task does not start
   --concurrency N          tasks run at once (default 1; in a job: the machine's cores)
   --json                   print the results as JSON instead of the table
 
@@ -111,6 +113,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     out: { type: 'string' },
     concurrency: { type: 'string' },
     json: { type: 'boolean' },
+    'allow-public-network': { type: 'boolean' },
     attempts: { type: 'string' },
     resume: { type: 'string' },
     ...LLM_FLAGS,
@@ -240,6 +243,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
         env,
         hidden,
         llm: llmFlags,
+        allowPublicNetwork: values['allow-public-network'] === true,
         json: values.json === true,
       },
       io,
@@ -275,6 +279,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
             limits,
             env,
             ...(llm ? { llm: llm.options } : {}),
+            allowPublicNetwork: values['allow-public-network'] === true,
             onEvent: (event) => io.stderr.write(progressLine(task.name, event)),
             signal: controller.signal,
           }),

@@ -32,6 +32,8 @@ interface TrialSettings {
   hidden: string[];
   /** The model flags (no key: the variable's name, read again on resume). */
   llm: LlmFlags | undefined;
+  /** --allow-public-network: a task's `public` network is allowed (kept with the job). */
+  allowPublicNetwork: boolean;
 }
 
 export interface NewJobOptions extends Omit<TrialSettings, 'agent'> {
@@ -68,6 +70,7 @@ export async function newJob(options: NewJobOptions, io: CliIO): Promise<number>
         env_from_shell: options.envOptions.filter((option) => !option.includes('=')),
         hidden: [...new Set(options.hidden)],
         ...(options.llm ? { llm: options.llm } : {}),
+        ...(options.allowPublicNetwork ? { allow_public_network: true } : {}),
       },
     },
   });
@@ -83,7 +86,7 @@ export async function resumeJob(options: { jobDir: string; concurrency: number |
   } catch (error) {
     throw new UsageError(`--resume: ${errorMessage(error)}`);
   }
-  const stored = job.settings.options as { agent_dir?: string; engine?: string; engine_hosts?: unknown; limits?: Partial<RunLimits>; env_names?: string[]; env_from_shell?: string[]; hidden?: string[]; llm?: unknown };
+  const stored = job.settings.options as { agent_dir?: string; engine?: string; engine_hosts?: unknown; limits?: Partial<RunLimits>; env_names?: string[]; env_from_shell?: string[]; hidden?: string[]; llm?: unknown; allow_public_network?: unknown };
   let llm: LlmFlags | undefined;
   try {
     llm = storedLlmFlags(stored.llm);
@@ -132,6 +135,7 @@ export async function resumeJob(options: { jobDir: string; concurrency: number |
     env,
     hidden: stored.hidden ?? job.settings.tasks.map((t) => t.key),
     llm,
+    allowPublicNetwork: stored.allow_public_network === true,
   };
   return execute(path.resolve(options.jobDir), tasks, settings, options.concurrency, options.json, io);
 }
@@ -175,6 +179,7 @@ async function execute(jobDir: string, tasks: readonly Task[], settings: TrialSe
           limits: settings.limits,
           env: settings.env,
           ...(llm ? { llm: llm.options } : {}),
+          allowPublicNetwork: settings.allowPublicNetwork,
           onEvent,
           signal,
         }),

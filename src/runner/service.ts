@@ -446,6 +446,7 @@ export class RunnerService implements vscode.Disposable {
         runId,
         env,
         ...(llm ? { llm } : {}),
+        allowPublicNetwork: this.#ctx.config.get('runner.allowPublicNetwork'),
         limits: {
           maxSteps: this.#ctx.config.get('runner.maxSteps'),
           maxLogBytes: this.#ctx.config.get('runner.logLimitMB') * 1024 * 1024,

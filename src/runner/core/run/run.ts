@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { errorMessage } from '../../../shared/errors.ts';
-import type { Backend, BackendSession, RunFolders, SessionSpec } from '../backends/backend.ts';
+import type { Backend, BackendSession, RunFolders, ServiceSpec, SessionSpec } from '../backends/backend.ts';
 import { RunFailure, type RunEvent, type RunEventListener } from '../records/events.ts';
 import { RunBounds } from './bounds.ts';
 import { DEFAULT_LIMITS, type AgentContext, type AgentOutcome, type AgentProtocol, type RunLimits } from '../protocols/agentProtocol.ts';
@@ -18,6 +18,8 @@ import { mergeStepWorkdir, runParts, stepSetup, StepRecords, type RunPart } from
 import { seedWorkspace, stageTests, type Task } from '../tasks/task.ts';
 import { removeVerifierLeftovers, verify } from './verify.ts';
 import { rewardWords } from '../records/format.ts';
+import type { Resolver } from '../network/proxy.ts';
+import { EGRESS_SERVICE, openRunNetwork, withTaskEnv, type RunNetwork } from './taskEnvironment.ts';
 
 export interface RunTaskOptions {
   task: Task;
@@ -43,6 +45,10 @@ export interface RunTaskOptions {
   onEvent?: RunEventListener;
   /** Stops the run: everything it started is killed, the result says `aborted`. */
   signal?: AbortSignal;
+  /** The person allows a task's `public` network (belay.runner.allowPublicNetwork, --allow-public-network). */
+  allowPublicNetwork?: boolean;
+  /** Tests only: how the egress proxy finds the hosts a task names (local servers instead of DNS). */
+  resolveNetwork?: Resolver;
 }
 
 export function newRunId(taskName: string, now = new Date()): string {
@@ -92,19 +98,30 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
   let session: BackendSession | undefined;
   let host: string | undefined;
   const steps = new StepRecords(task, runDir);
+  let network: RunNetwork | undefined;
   try {
     await fs.mkdir(files.steps, { recursive: true });
     emit({ type: 'run-started', runId, task: task.name, protocol: options.protocol.name, backend: backend.label, isolated: backend.isolated, runDir });
+    try {
+      network = await openRunNetwork({ task, runDir, allowPublic: options.allowPublicNetwork === true, isolated: backend.isolated, note, ...(options.resolveNetwork ? { resolve: options.resolveNetwork } : {}) });
+    } catch (error) {
+      throw new RunFailure('setup_error', errorMessage(error));
+    }
+    const services: ServiceSpec[] = [...(llm ? [llm.service] : []), ...(network.service ? [network.service] : [])];
     for (const part of parts) {
       if (part.step) {
         steps.begin(part.step);
         await fs.mkdir(path.join(part.recordsDir, 'steps'), { recursive: true });
         emit({ type: 'notice', message: `step ${part.step.index} of ${parts.length}: ${part.step.name}` });
       }
-      session = await openEnvironment(options, runId, files, bounds.signal, note, part, llm, {
-        diskBudgetBytes: limits.diskBudgetBytes,
-        onLimit: (cause, message) => bounds.stop(new RunFailure(cause, message)),
-      });
+      // The task's [environment.env] reaches every program of both phases, under Belay's own variables.
+      session = withTaskEnv(
+        await openEnvironment(options, runId, files, bounds.signal, note, part, services, {
+          diskBudgetBytes: limits.diskBudgetBytes,
+          onLimit: (cause, message) => bounds.stop(new RunFailure(cause, message)),
+        }),
+        task.env,
+      );
       if (session.host !== undefined && host === undefined) {
         host = session.host;
         emit({ type: 'notice', message: `on ${host}` });
@@ -120,7 +137,14 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
         agentCommand: options.agentCommand,
         agentCwd: options.agentCwd,
         // The gateway's variables last: with a gateway, no key of the agent's own settings goes in.
-        env: { TERM_TASK_ID: task.name, BELAY_WORKDIR: session.workdir, ...options.env, ...llm?.environment(session.serviceUrl(LLM_SERVICE)) },
+        // The egress proxy's variables after them: the agent's settings cannot route around it.
+        env: {
+          TERM_TASK_ID: task.name,
+          BELAY_WORKDIR: session.workdir,
+          ...options.env,
+          ...llm?.environment(session.serviceUrl(LLM_SERVICE)),
+          ...(network.service ? network.environment(session.serviceUrl(EGRESS_SERVICE)) : {}),
+        },
         ...(llm ? { llm: { baseUrl: session.serviceUrl(LLM_SERVICE), token: llm.token, model: llm.model } } : {}),
         ...(options.protocol.keepsState ? { stateFolder: files.agentState } : {}),
         limits: { ...limits, agentTimeoutMs: part.agentTimeoutMs },
@@ -169,6 +193,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
   } finally {
     bounds.dispose();
     llm?.close();
+    await network?.close().catch((error: unknown) => note(`the network proxy could not be closed: ${errorMessage(error)}`));
     await session?.close().catch((error: unknown) => note(`the environment could not be closed: ${errorMessage(error)}`));
   }
   // A stopped run ends with the reason it was stopped for, whatever the protocol made of it.
@@ -200,7 +225,7 @@ async function openEnvironment(
   signal: AbortSignal,
   note: (message: string) => void,
   part: RunPart,
-  llm: RunLlm | undefined,
+  services: ServiceSpec[],
   bound: Pick<SessionSpec, 'diskBudgetBytes' | 'onLimit'>,
 ): Promise<BackendSession> {
   try {
@@ -226,7 +251,7 @@ async function openEnvironment(
       agentFolders: [options.agentCwd, ...(options.agentFolders ?? [])],
       // The task's own folder and the run records are never the agent's to read.
       hidden: [options.task.dir, path.resolve(options.runsDir), ...(options.hidden ?? [])],
-      services: llm ? [llm.service] : [],
+      services,
       onNotice: note,
       signal,
       ...bound,

@@ -7,6 +7,7 @@ import * as z from 'zod';
 import { errorMessage } from '../../../shared/errors.ts';
 import { DOCKER_FILES, LAYOUT_FILES, type TaskLayout } from './layout.ts';
 import { loadSteps, StepsTomlSchema, type StepsConfig, type TaskStep } from './taskSteps.ts';
+import { PhaseNetworkFields, TaskEnvSchema, taskNetwork, type TaskNetwork } from '../network/policy.ts';
 
 export class TaskError extends Error {
   override name = 'TaskError';
@@ -27,8 +28,8 @@ const seconds = z.number().positive();
 export const TaskTomlSchema = z.looseObject({
   version: z.union([z.string(), z.number()]).optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
-  agent: z.looseObject({ timeout_sec: seconds.optional() }).optional(),
-  verifier: z.looseObject({ timeout_sec: seconds.optional(), reward_metric: z.string().min(1).max(200).optional() }).optional(),
+  agent: z.looseObject({ timeout_sec: seconds.optional(), ...PhaseNetworkFields }).optional(),
+  verifier: z.looseObject({ timeout_sec: seconds.optional(), reward_metric: z.string().min(1).max(200).optional(), ...PhaseNetworkFields }).optional(),
   environment: z
     .looseObject({
       cpus: z.number().positive().optional(),
@@ -38,6 +39,8 @@ export const TaskTomlSchema = z.looseObject({
       storage_mb: z.number().positive().optional(),
       build_timeout_sec: seconds.optional(),
       allow_internet: z.boolean().optional(),
+      ...PhaseNetworkFields,
+      env: TaskEnvSchema.optional(),
     })
     .optional(),
   ...StepsTomlSchema,
@@ -77,6 +80,10 @@ export interface Task {
   steps?: StepsConfig;
   /** The metric of reward.json that is the reward and decides the pass (task.toml `[verifier] reward_metric`). */
   rewardMetric?: string;
+  /** Each phase's network (task.toml's `network_mode`, `allowed_hosts`); absent: none in either phase. */
+  network?: TaskNetwork;
+  /** `[environment.env]`: variables both phases' programs get, under Belay's own. */
+  env?: Record<string, string>;
 }
 
 /** How the task's environment is built and bounded (task.toml's [environment], the Docker files). */
@@ -182,6 +189,8 @@ async function loadCurrent(dir: string, name: string, file: string): Promise<Tas
     environment: taskEnvironment(path.join(dir, files.environment), config.environment),
     ...(steps ? { steps } : {}),
     ...(config.verifier?.reward_metric !== undefined ? { rewardMetric: config.verifier.reward_metric } : {}),
+    network: taskNetwork(config),
+    ...(config.environment?.env && Object.keys(config.environment.env).length > 0 ? { env: config.environment.env } : {}),
   };
 }
 
