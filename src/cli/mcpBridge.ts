@@ -9,7 +9,10 @@
 // refused (URL mode is for that). Belay tells the server its client supports both modes. Every
 // other line passes through unchanged, byte for byte, in both directions (newline-delimited
 // JSON-RPC, MCP's stdio framing); requests Belay cannot answer (sampling, roots, schemas it
-// cannot show) go on to the client as they came.
+// cannot show) go on to the client as they came. A 2025-11-25 client (it starts with `initialize`)
+// in front of a 2026-07-28 server (which refuses it) is bridged: Belay asks the server
+// `server/discover`, answers `initialize` from it, adds the `_meta` envelope to each request and
+// gives results back without `resultType` (the translations are in mcpModern.ts).
 import * as path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import * as z from 'zod';

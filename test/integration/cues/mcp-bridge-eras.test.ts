@@ -92,7 +92,11 @@ describe('belay mcp --wrap: a 2025-11-25 client in front of a 2026-07-28 server'
     const peer = raw();
     try {
       const pid = await serverPid(peer);
-      const init = await initialize(peer, '2025-06-18', 0);
+      const initializing = initialize(peer, '2025-06-18', 0);
+      const early = peer.request('ping', undefined, 'p-0');
+      const init = await initializing;
+      assert.deepEqual((await early).result, {}, 'a ping sent before the answer is held, then forwarded');
+      assert.ok(peer.messages.findIndex((m) => m.id === 0) < peer.messages.findIndex((m) => m.id === 'p-0'));
       assert.deepEqual(init.result, { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: SERVER_INFO, instructions: 'Deploys things; asks first.' });
       peer.notify('notifications/initialized');
       peer.notify('notifications/roots/list_changed');
@@ -106,6 +110,8 @@ describe('belay mcp --wrap: a 2025-11-25 client in front of a 2026-07-28 server'
       assert.equal(seen.meta.progressToken, 7, 'the request\'s own _meta is kept');
       assert.deepEqual(seen.meta['io.modelcontextprotocol/clientCapabilities'], { roots: { listChanged: true }, elicitation: { form: {}, url: {} } });
       assert.deepEqual(seen.meta['io.modelcontextprotocol/clientInfo'], { name: 'raw-legacy', version: '3.1' });
+      const sampling = await peer.request('tools/call', { name: 'ask_sampling', arguments: {} }, 's-1');
+      assert.match(sampling.error!.message, /^belay mcp: the MCP server Modern Deploy asked for input Belay does not answer \(sampling\/createMessage\), and a 2025-11-25 client cannot be asked it through the bridge$/);
       const unknown = await peer.request('resources/list', {}, 'r-1');
       assert.equal(unknown.error!.code, -32601, 'the server\'s errors pass through');
 
