@@ -9,7 +9,10 @@
 // refused (URL mode is for that). Belay tells the server its client supports both modes. Every
 // other line passes through unchanged, byte for byte, in both directions (newline-delimited
 // JSON-RPC, MCP's stdio framing); requests Belay cannot answer (sampling, roots, schemas it
-// cannot show) go on to the client as they came.
+// cannot show) go on to the client as they came. A 2025-11-25 client (it starts with `initialize`)
+// in front of a 2026-07-28 server (which refuses it) is bridged: Belay asks the server
+// `server/discover`, answers `initialize` from it, adds the `_meta` envelope to each request and
+// gives results back without `resultType` (the translations are in mcpModern.ts).
 import * as path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import * as z from 'zod';
@@ -24,11 +27,19 @@ import { LineReader, MAX_LINE_CHARS, parseLine, RequestId, type Message } from '
 import { MailboxLink } from './mcpMailbox.ts';
 import {
   CLIENT_CAPABILITIES_KEY,
+  DROPPED_CLIENT_NOTIFICATIONS,
+  envelopeMeta,
+  errorSummary,
+  initializeFromDiscover,
   INPUT_REQUIRED_METHODS,
   InputRequiredResult,
   isModernRequest,
+  legacyResult,
+  readDiscover,
+  refusesInitialize,
   SERVER_INFO_KEY,
   withElicitation,
+  withEnvelope,
 } from './mcpModern.ts';
 import { openUrl, secretField, secretRefusal, urlCue, urlElicitation } from './mcpUrl.ts';
 
@@ -38,7 +49,13 @@ export const MAX_ATTEMPTS = 3;
 /** A 2026-07-28 call retried this many times with answers and still asking goes on to the client as it is. */
 export const MAX_ROUNDS = 8;
 
-const InitializeParams = z.looseObject({ capabilities: z.looseObject({ elicitation: z.record(z.string(), z.unknown()).optional() }).optional() });
+const InitializeParams = z.looseObject({
+  protocolVersion: z.unknown().optional(),
+  clientInfo: z.unknown().optional(),
+  capabilities: z.looseObject({ elicitation: z.record(z.string(), z.unknown()).optional() }).optional(),
+});
+/** The id of the one `server/discover` Belay asks a server that refused `initialize`. */
+const DISCOVER_ID = 'belay-discover-1';
 const ServerInfo = z.looseObject({ name: z.string().optional(), title: z.string().optional() });
 const InitializeResult = z.looseObject({ serverInfo: ServerInfo.optional() });
 const ResultMeta = z.looseObject({ _meta: z.looseObject({ [SERVER_INFO_KEY]: ServerInfo.optional() }).optional() });
@@ -129,6 +146,14 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
   const retries = new Map<string, string>();
   let retryCount = 0;
   let clientLeft = false;
+  /**
+   * The server's era, found out when the client starts with `initialize`: until the server has
+   * answered it (or, having refused it, `server/discover`), Belay holds the client's other lines.
+   */
+  let probing: { id: RequestId; version: unknown; capabilities: Record<string, unknown>; clientInfo: unknown; held: string[]; refusal?: unknown } | undefined;
+  /** Set when a 2025-11-25 client is bridged to a 2026-07-28 server: the `_meta` each of its requests gets. */
+  let bridged: { meta: Record<string, unknown> } | undefined;
+  let firstMessage = true;
   const endInputWhenDone = () => {
     if (clientLeft && asking.size === 0 && open.size === 0) child.endInput();
   };
@@ -244,9 +269,67 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
     return true;
   };
 
+  /** A server's answer to a bridged client's request, as a 2025-11-25 client reads it; undefined: unchanged. */
+  const forLegacyClient = (message: Message): string | undefined => {
+    const legacy = legacyResult(message.result);
+    if (legacy) return JSON.stringify({ ...message, result: legacy });
+    const asked = InputRequiredResult.safeParse(message.result);
+    if (!asked.success || message.id === undefined) return undefined;
+    const methods = [...new Set(Object.values(asked.data.inputRequests ?? {}).map((request) => request.method))].join(', ') || 'nothing named';
+    const why = `the MCP server ${serverLabel()} asked for input Belay does not answer (${methods.slice(0, 200)}), and a 2025-11-25 client cannot be asked it through the bridge`;
+    say(why);
+    return JSON.stringify({ jsonrpc: '2.0', id: message.id, error: { code: -32603, message: `belay mcp: ${why}` } });
+  };
+
+  /** The end of finding out the server's era: the held lines go on, as the client sent them. */
+  const endProbe = () => {
+    const held = probing?.held ?? [];
+    probing = undefined;
+    for (const line of held) onClientLine(line);
+  };
+
+  /**
+   * The server's answer to `initialize` or to Belay's `server/discover` while the era is being
+   * found out: true when Belay took it on (the client gets nothing of it as it came).
+   */
+  const probeAnswer = (message: Message): boolean => {
+    if (!probing || message.id === undefined || message.method !== undefined) return false;
+    const id = JSON.stringify(message.id);
+    if (id === initializeId && probing.refusal === undefined) {
+      if (message.error === undefined || !refusesInitialize(message.error)) {
+        // A server of the 2025-11-25 era (or one whose refusal says something else): as today.
+        queueMicrotask(endProbe);
+        return false;
+      }
+      probing.refusal = message.error;
+      child.write(`${JSON.stringify({ jsonrpc: '2.0', id: DISCOVER_ID, method: 'server/discover', params: { _meta: envelopeMeta(probing.capabilities, probing.clientInfo) } })}\n`);
+      return true;
+    }
+    if (id !== JSON.stringify(DISCOVER_ID) || probing.refusal === undefined) return false;
+    const read =
+      message.error !== undefined
+        ? { problem: `it answered with the error ${errorSummary(message.error)}` }
+        : message.result === undefined
+          ? { problem: 'it answered with neither a result nor an error' }
+          : readDiscover(message.result);
+    if ('problem' in read) {
+      const why = `the MCP server ${serverLabel()} refused initialize (${errorSummary(probing.refusal)}) and its answer to server/discover cannot be used: ${read.problem}`;
+      say(why);
+      toClient(JSON.stringify({ jsonrpc: '2.0', id: probing.id, error: { code: -32603, message: `belay mcp: ${why}` } }));
+    } else {
+      if (read.discovered.serverInfo) serverInfo = read.discovered.serverInfo;
+      bridged = { meta: envelopeMeta(probing.capabilities, probing.clientInfo) };
+      toClient(JSON.stringify({ jsonrpc: '2.0', id: probing.id, result: initializeFromDiscover(read.discovered, probing.version, path.basename(command[0])) }));
+    }
+    finish(initializeId!);
+    endProbe();
+    return true;
+  };
+
   const fromServer = new LineReader(
     (line) => {
       const message = parseLine(line);
+      if (message && probeAnswer(message)) return;
       if (message?.method === 'elicitation/create' && message.id !== undefined) return void elicit(message.id, message.params, line);
       if (message?.method === 'notifications/cancelled') {
         const params = CancelledParams.safeParse(message.params);
@@ -270,43 +353,61 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
         if (asked.success && answerInputs(clientKey, asked.data)) return;
         const call = calls.get(clientKey);
         finish(clientKey);
-        if (call && clientKey !== id) return toClient(JSON.stringify({ ...message, id: call.id }));
+        const answer = call && clientKey !== id ? { ...message, id: call.id } : undefined;
+        const legacy = bridged ? forLegacyClient(answer ?? message) : undefined;
+        if (legacy) return toClient(legacy);
+        if (answer) return toClient(JSON.stringify(answer));
       }
       toClient(line);
     },
     () => fail(`the MCP server wrote a line longer than ${MAX_LINE_CHARS} characters; stopping`),
   );
-  const fromClient = new LineReader(
-    (line) => {
-      const message = parseLine(line);
-      if (message?.method !== undefined && message.id !== undefined) open.add(JSON.stringify(message.id));
-      if (message?.method === 'initialize' && message.id !== undefined) {
-        initializeId = JSON.stringify(message.id);
-        const changed = withElicitationModes(message);
-        if (changed) return child.write(`${JSON.stringify(changed)}\n`);
+
+  function onClientLine(line: string): void {
+    if (probing) return void probing.held.push(line);
+    let message = parseLine(line);
+    const first = firstMessage && message !== undefined;
+    if (message) firstMessage = false;
+    if (bridged && message?.method !== undefined) {
+      // The stateless revision has no session: what only a session meant is not forwarded.
+      if (message.id === undefined && DROPPED_CLIENT_NOTIFICATIONS.has(message.method)) return;
+      if (message.id !== undefined) {
+        message = withEnvelope(message, bridged.meta);
+        line = JSON.stringify(message);
       }
-      if (message?.method !== undefined && message.id !== undefined && isModernRequest(message)) {
-        const changed = withModernElicitation(message);
-        if (INPUT_REQUIRED_METHODS.has(message.method)) {
-          calls.set(JSON.stringify(message.id), { id: message.id, method: message.method, params: changed.params as Record<string, unknown>, rounds: 0 });
+    }
+    if (message?.method !== undefined && message.id !== undefined) open.add(JSON.stringify(message.id));
+    if (message?.method === 'initialize' && message.id !== undefined) {
+      initializeId = JSON.stringify(message.id);
+      const changed = withElicitationModes(message);
+      if (first) {
+        const params = InitializeParams.safeParse((changed ?? message).params ?? {});
+        const read = params.success ? params.data : {};
+        probing = { id: message.id, version: read.protocolVersion, capabilities: read.capabilities ?? {}, clientInfo: read.clientInfo, held: [] };
+      }
+      if (changed) return child.write(`${JSON.stringify(changed)}\n`);
+    }
+    if (message?.method !== undefined && message.id !== undefined && isModernRequest(message)) {
+      const changed = withModernElicitation(message);
+      if (INPUT_REQUIRED_METHODS.has(message.method)) {
+        calls.set(JSON.stringify(message.id), { id: message.id, method: message.method, params: changed.params as Record<string, unknown>, rounds: 0 });
+      }
+      return child.write(`${JSON.stringify(changed)}\n`);
+    }
+    if (message?.method === 'notifications/cancelled') {
+      const params = CancelledParams.safeParse(message.params);
+      const key = params.success ? JSON.stringify(params.data.requestId) : undefined;
+      if (key !== undefined && calls.has(key)) {
+        asking.get(key)?.abort();
+        // A retry under way is Belay's request now: the cancellation names it.
+        for (const [retryKey, clientKey] of retries) {
+          if (clientKey === key) child.write(`${JSON.stringify({ ...message, params: { ...(message.params as object), requestId: JSON.parse(retryKey) as RequestId } })}\n`);
         }
-        return child.write(`${JSON.stringify(changed)}\n`);
       }
-      if (message?.method === 'notifications/cancelled') {
-        const params = CancelledParams.safeParse(message.params);
-        const key = params.success ? JSON.stringify(params.data.requestId) : undefined;
-        if (key !== undefined && calls.has(key)) {
-          asking.get(key)?.abort();
-          // A retry under way is Belay's request now: the cancellation names it.
-          for (const [retryKey, clientKey] of retries) {
-            if (clientKey === key) child.write(`${JSON.stringify({ ...message, params: { ...(message.params as object), requestId: JSON.parse(retryKey) as RequestId } })}\n`);
-          }
-        }
-      }
-      child.write(`${line}\n`);
-    },
-    () => fail(`the MCP client wrote a line longer than ${MAX_LINE_CHARS} characters; stopping`),
-  );
+    }
+    child.write(`${line}\n`);
+  }
+  const fromClient = new LineReader(onClientLine, () => fail(`the MCP client wrote a line longer than ${MAX_LINE_CHARS} characters; stopping`));
 
   const child = startChild({ argv: command, cwd: io.cwd, env: io.env, onStdout: (chunk) => fromServer.push(chunk), onStderr: (chunk) => io.stderr.write(chunk) });
 

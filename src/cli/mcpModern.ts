@@ -247,3 +247,116 @@ export function getTaskResult(task: TaskView): object {
 
 export const TaskIdParams = z.looseObject({ taskId: z.string() });
 export const TaskUpdateParams = z.looseObject({ taskId: z.string(), inputResponses: z.record(z.string(), z.unknown()) });
+
+// ---- A 2025-11-25 client in front of a 2026-07-28 server (`--wrap`'s era bridge) ----
+
+/** The version a bridged client is told when it asked for one Belay does not speak. */
+export const BRIDGED_DEFAULT_VERSION = '2025-11-25';
+/** A `server/discover` answer longer than this (as JSON) is not read: it describes a server, it is no payload. */
+export const MAX_DISCOVER_CHARS = 1024 * 1024;
+/**
+ * Notifications of a 2025-11-25 client that the stateless revision dropped, so the bridge does
+ * not forward them: `initialized` (there is no handshake) and `roots/list_changed` (there is no
+ * session to hold roots: a server asks for them in an InputRequiredResult). Cancellation and
+ * progress go on.
+ */
+export const DROPPED_CLIENT_NOTIFICATIONS: ReadonlySet<string> = new Set(['notifications/initialized', 'notifications/roots/list_changed']);
+
+const RpcErrorShape = z.looseObject({ code: z.number(), message: z.string().optional() });
+
+/**
+ * Whether an error answering `initialize` says the server does not know the method or the
+ * version (method not found, or the spec's unsupported-version error): a stateless server.
+ */
+export function refusesInitialize(error: unknown): boolean {
+  const read = RpcErrorShape.safeParse(error);
+  return read.success && (read.data.code === ErrorCode.methodNotFound || read.data.code === ErrorCode.unsupportedProtocolVersion);
+}
+
+/** An error's message, short and on one line, for the bridge's error lines. */
+export function errorSummary(error: unknown): string {
+  const read = RpcErrorShape.safeParse(error);
+  if (!read.success) return 'an error of no known shape';
+  const message = (read.data.message ?? '').replace(/\s+/g, ' ').trim().slice(0, 200);
+  return `${read.data.code}${message ? ` ${message}` : ''}`;
+}
+
+/** The `_meta` a bridged client's requests carry: the revision, its capabilities, its info. */
+export function envelopeMeta(capabilities: Record<string, unknown>, clientInfo: unknown): Record<string, unknown> {
+  const info = Implementation.safeParse(clientInfo);
+  return {
+    [PROTOCOL_VERSION_KEY]: MODERN_VERSION,
+    [CLIENT_CAPABILITIES_KEY]: capabilities,
+    ...(info.success ? { [CLIENT_INFO_KEY]: info.data } : {}),
+  };
+}
+
+/**
+ * A request with `meta` added to its params' `_meta` (what it already held there, a progress
+ * token say, is kept; the envelope's keys win). Params that are not an object (the spec allows
+ * none other) leave the request as it was: the server answers it as it sees fit.
+ */
+export function withEnvelope<T extends { params?: unknown }>(message: T, meta: Record<string, unknown>): T {
+  const params = message.params ?? {};
+  if (typeof params !== 'object' || params === null || Array.isArray(params)) return message;
+  const own = (params as { _meta?: unknown })._meta;
+  const kept = typeof own === 'object' && own !== null && !Array.isArray(own) ? own : {};
+  return { ...message, params: { ...params, _meta: { ...kept, ...meta } } };
+}
+
+const DiscoverResult = z.looseObject({
+  supportedVersions: z.array(z.string()).max(100),
+  capabilities: z.looseObject({}),
+  instructions: z.string().optional(),
+  _meta: z.looseObject({ [SERVER_INFO_KEY]: Implementation.optional() }).optional(),
+});
+
+export interface Discovered {
+  capabilities: Record<string, unknown>;
+  serverInfo?: { name: string; version?: string | undefined; title?: string | undefined } | undefined;
+  instructions?: string | undefined;
+}
+
+/** A `server/discover` result as the bridge needs it, or the one line saying what is wrong with it. */
+export function readDiscover(result: unknown): { discovered: Discovered } | { problem: string } {
+  if (typeof result !== 'object' || result === null || Array.isArray(result)) return { problem: `its result is ${result === null ? 'null' : Array.isArray(result) ? 'an array' : `a ${typeof result}`}, not an object` };
+  const size = JSON.stringify(result).length;
+  if (size > MAX_DISCOVER_CHARS) return { problem: `its result is ${size} characters of JSON; at most ${MAX_DISCOVER_CHARS} are read` };
+  const read = DiscoverResult.safeParse(result);
+  if (!read.success) {
+    const issue = read.error.issues[0];
+    return { problem: `its result's ${issue?.path.length ? issue.path.join('.') : 'shape'} is malformed: ${issue?.message ?? 'unreadable'}` };
+  }
+  if (!read.data.supportedVersions.includes(MODERN_VERSION)) {
+    const named = read.data.supportedVersions.slice(0, 5).map((v) => `"${v.slice(0, 40)}"`).join(', ') || 'none';
+    return { problem: `it supports ${named}, not ${MODERN_VERSION}` };
+  }
+  return { discovered: { capabilities: read.data.capabilities, serverInfo: read.data._meta?.[SERVER_INFO_KEY], instructions: read.data.instructions } };
+}
+
+/**
+ * The `initialize` result Belay gives a 2025-11-25 client for a stateless server: the server's
+ * capabilities, info and instructions, and the client's own version when it is one spoken after
+ * `initialize` (else 2025-11-25). `fallbackName` names a server whose discover names none.
+ */
+export function initializeFromDiscover(discovered: Discovered, requestedVersion: unknown, fallbackName: string): Record<string, unknown> {
+  const version = typeof requestedVersion === 'string' && (LEGACY_VERSIONS as readonly string[]).includes(requestedVersion) ? requestedVersion : BRIDGED_DEFAULT_VERSION;
+  const info = discovered.serverInfo;
+  return {
+    protocolVersion: version,
+    capabilities: discovered.capabilities,
+    serverInfo: { ...info, name: info?.name ?? fallbackName, version: info?.version ?? 'unknown' },
+    ...(discovered.instructions !== undefined ? { instructions: discovered.instructions } : {}),
+  };
+}
+
+/**
+ * A stateless server's result in the form a 2025-11-25 client expects: a `resultType` of
+ * `complete` dropped. Undefined: the result needs no change (a result of another type is the
+ * caller's to deal with).
+ */
+export function legacyResult(result: unknown): Record<string, unknown> | undefined {
+  if (typeof result !== 'object' || result === null || Array.isArray(result) || !Object.hasOwn(result, 'resultType')) return undefined;
+  const { resultType, ...rest } = result as Record<string, unknown>;
+  return resultType === 'complete' ? rest : undefined;
+}

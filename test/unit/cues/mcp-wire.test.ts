@@ -9,13 +9,21 @@ import {
   complete,
   createTaskResult,
   discoverResult,
+  DROPPED_CLIENT_NOTIFICATIONS,
   ElicitResult,
+  envelopeMeta,
   ErrorCode,
+  errorSummary,
   getTaskResult,
+  initializeFromDiscover,
   InputRequiredResult,
   isModernRequest,
+  legacyResult,
+  MAX_DISCOVER_CHARS,
   missingCapability,
+  readDiscover,
   readEnvelope,
+  refusesInitialize,
   RetryParams,
   StateSeal,
   supportsFormElicitation,
@@ -23,6 +31,7 @@ import {
   supportsUrlElicitation,
   TaskUpdateParams,
   withElicitation,
+  withEnvelope,
   type TaskView,
 } from '../../../src/cli/mcpModern.ts';
 import { secretField, urlCue, urlElicitation } from '../../../src/cli/mcpUrl.ts';
@@ -193,6 +202,76 @@ describe('MCP 2026-07-28 on the wire, by the spec\'s examples', () => {
     const altered = Buffer.from(Buffer.from(body, 'base64url').toString('utf8').replace('req_1', 'req_2')).toString('base64url');
     assert.match(JSON.stringify(seal.open(`${altered}.${mac}`, 2_000)), /altered/);
     for (const bad of ['', '.', 'a.b.c', 'x'.repeat(70_000), `${body}.`]) assert.ok('problem' in seal.open(bad, 2_000), bad.slice(0, 10));
+  });
+});
+
+describe('a 2025-11-25 client in front of a 2026-07-28 server (--wrap\'s era bridge), pure', () => {
+  const discovered = discoverResult({ name: 'belay', title: 'Belay', version: '1.2', instructions: 'Ask me.', tasks: false });
+
+  it('takes a refused initialize for a stateless server only when the error says method or version', () => {
+    assert.equal(refusesInitialize({ code: ErrorCode.methodNotFound, message: 'Method not found' }), true);
+    assert.equal(refusesInitialize({ code: ErrorCode.unsupportedProtocolVersion, message: 'Unsupported protocol version', data: { supported: ['2026-07-28'] } }), true);
+    assert.equal(refusesInitialize({ code: ErrorCode.invalidParams, message: 'bad' }), false, 'any other refusal is the client\'s to read');
+    assert.equal(refusesInitialize('nope'), false);
+    assert.equal(errorSummary({ code: -32601, message: 'Method\n  not   found' }), '-32601 Method not found');
+    assert.equal(errorSummary({ code: -1, message: 'x'.repeat(500) }).length, 203);
+    assert.equal(errorSummary(['?']), 'an error of no known shape');
+  });
+
+  it('answers initialize from a discover result, in the client\'s own legacy version or else 2025-11-25', () => {
+    const read = readDiscover(discovered);
+    assert.ok('discovered' in read, JSON.stringify(read));
+    assert.deepEqual(initializeFromDiscover(read.discovered, '2025-06-18', 'srv'), {
+      protocolVersion: '2025-06-18',
+      capabilities: { tools: {} },
+      serverInfo: { name: 'belay', title: 'Belay', version: '1.2' },
+      instructions: 'Ask me.',
+    });
+    for (const asked of ['2026-07-28', '1999-01-01', 7, undefined]) assert.equal(initializeFromDiscover(read.discovered, asked, 'srv').protocolVersion, '2025-11-25', String(asked));
+    const bare = readDiscover({ supportedVersions: ['2026-07-28'], capabilities: {} });
+    assert.ok('discovered' in bare);
+    assert.deepEqual(initializeFromDiscover(bare.discovered, '2025-11-25', 'srv'), { protocolVersion: '2025-11-25', capabilities: {}, serverInfo: { name: 'srv', version: 'unknown' } }, 'a server that names itself not is named by its command');
+  });
+
+  it('says in one line what is wrong with a discover answer', () => {
+    const problem = (result: unknown) => {
+      const read = readDiscover(result);
+      return 'problem' in read ? read.problem : 'usable';
+    };
+    assert.equal(problem('tools'), 'its result is a string, not an object');
+    assert.equal(problem(null), 'its result is null, not an object');
+    assert.equal(problem([discovered]), 'its result is an array, not an object');
+    assert.match(problem({ ...discovered, instructions: 'x'.repeat(MAX_DISCOVER_CHARS) }), /^its result is \d+ characters of JSON; at most 1048576 are read$/);
+    assert.match(problem({ supportedVersions: ['2026-07-28'] }), /^its result's capabilities is malformed: /);
+    assert.match(problem({ supportedVersions: '2026-07-28', capabilities: {} }), /^its result's supportedVersions is malformed: /);
+    assert.match(problem({ ...discovered, _meta: { 'io.modelcontextprotocol/serverInfo': { name: 7 } } }), /^its result's _meta\.io\.modelcontextprotocol\/serverInfo\.name is malformed/);
+    assert.equal(problem({ supportedVersions: ['2025-11-25', 'x'.repeat(100)], capabilities: {} }), `it supports "2025-11-25", "${'x'.repeat(40)}", not 2026-07-28`);
+    assert.equal(problem({ supportedVersions: [], capabilities: {} }), 'it supports none, not 2026-07-28');
+  });
+
+  it('wraps each request in the envelope, keeping what its _meta held, and reads results as the old era does', () => {
+    const meta = envelopeMeta(withElicitation({ roots: {} }), { name: 'vscode', version: '1.107' });
+    assert.deepEqual(meta, {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': { roots: {}, elicitation: { form: {}, url: {} } },
+      'io.modelcontextprotocol/clientInfo': { name: 'vscode', version: '1.107' },
+    });
+    assert.equal(Object.hasOwn(envelopeMeta({}, { version: 'no name' }), 'io.modelcontextprotocol/clientInfo'), false, 'info without a name is left out');
+    const request = { jsonrpc: '2.0', id: 'a', method: 'tools/call', params: { name: 'x', _meta: { progressToken: 3, 'io.modelcontextprotocol/protocolVersion': '2025-11-25' } } };
+    const wrapped = withEnvelope(request, meta);
+    assert.deepEqual(wrapped.params, { name: 'x', _meta: { progressToken: 3, ...meta } }, 'the envelope\'s keys win');
+    assert.equal(isModernRequest(wrapped), true, 'the bridge\'s requests are of the new era');
+    const ping: { id: number; method: string; params?: unknown } = { id: 1, method: 'ping' };
+    assert.deepEqual(withEnvelope(ping, meta).params, { _meta: meta }, 'no params: the envelope alone');
+    const odd = { id: 1, method: 'x', params: [1, 2] };
+    assert.equal(withEnvelope(odd, meta), odd, 'params of no allowed shape are left as they came');
+
+    assert.deepEqual(legacyResult({ resultType: 'complete', content: [], _meta: { a: 1 } }), { content: [], _meta: { a: 1 } });
+    assert.deepEqual(legacyResult(complete({})), {});
+    assert.equal(legacyResult({ content: [] }), undefined, 'nothing to drop');
+    assert.equal(legacyResult({ resultType: 'input_required', inputRequests: {} }), undefined, 'the bridge deals with the others');
+    assert.equal(legacyResult('x'), undefined);
+    assert.deepEqual([...DROPPED_CLIENT_NOTIFICATIONS].sort(), ['notifications/initialized', 'notifications/roots/list_changed']);
   });
 });
 
