@@ -182,7 +182,7 @@ async function readJsonFile(file: string): Promise<unknown> {
 }
 
 /** A folder is a trial when it holds a Harbor trial's config.json or result.json. */
-async function readTrial(dir: string): Promise<HarborTrialFiles | undefined> {
+export async function readTrial(dir: string): Promise<HarborTrialFiles | undefined> {
   const [config, result] = await Promise.all([readJsonFile(path.join(dir, 'config.json')), readJsonFile(path.join(dir, 'result.json'))]);
   const isTrial = [config, result].some((v) => typeof v === 'object' && v !== null && ('task_name' in v || 'trial_name' in v || ('agent' in v && 'task' in v)));
   if (!isTrial) return undefined;
