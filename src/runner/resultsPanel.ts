@@ -240,6 +240,7 @@ export class ResultsPanel implements vscode.Disposable {
       rows: matrix.rows.map((r) => ({
         task: r.task,
         flaky: r.flaky,
+        flagged: r.flagged,
         finished: r.finished,
         passed: r.passed,
         // A matrix cell is the page's cell with the trial it opens: the page learns only whether it opens one.
