@@ -59,6 +59,8 @@ export const runSummarySchema = z.object({
   skippedEntries: z.number(),
   /** The run's model calls, when it used Belay's gateway. */
   llm: llmUsageSchema.nullable(),
+  /** `atif`: an ATIF file Belay did not write (a Harbor trial): no logs, output files or Repeat, only its files. */
+  kind: z.enum(['run', 'atif']).optional(),
 });
 export type RunSummary = z.infer<typeof runSummarySchema>;
 

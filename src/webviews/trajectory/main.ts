@@ -36,6 +36,14 @@ function header(run: RunSummary): HTMLElement {
   if (run.llm && run.llm.requests > 0) head.append(el('p', 'llm', `Model calls: ${usage(run.llm)}`));
   if (run.skippedEntries > 0) head.append(el('p', 'warning', `${run.skippedEntries} malformed step(s) in trajectory.json were skipped.`));
   const links = el('div', 'links');
+  if (run.kind === 'atif') {
+    links.append(
+      button('trajectory.json', 'json', 'Open the ATIF file', () => host.post({ type: 'openFile', file: 'trajectory' })),
+      button('result.json', 'json', 'Open the trial’s result.json', () => host.post({ type: 'openFile', file: 'result' })),
+    );
+    head.append(links);
+    return head;
+  }
   links.append(
     button('result.json', 'json', 'Open result.json', () => host.post({ type: 'openFile', file: 'result' })),
     button('Test output', 'output', 'Open the tests’ output', () => host.post({ type: 'openFile', file: 'testOutput' })),

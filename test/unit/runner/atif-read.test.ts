@@ -190,6 +190,7 @@ describe('ATIF reading', () => {
     assert.equal(view.run.task, 'hello-world');
     assert.equal(view.run.protocol, 'ATIF-v1.4');
     assert.equal(view.run.backend, 'Harbor trial');
+    assert.equal(view.run.kind, 'atif');
     assert.equal(view.run.passed, true);
     assert.equal(view.run.rewardText, 'reward 1');
     assert.deepEqual(view.run.llm, { requests: 0, inputTokens: 1200, outputTokens: 300, costUsd: 0.012 });

@@ -47,6 +47,7 @@ export async function readTrajectoryFile(file: string): Promise<TrajectoryFileVi
       testOutput: '',
       skippedEntries: read.skipped,
       llm: atifTotals(t),
+      kind: 'atif',
     },
     steps: read.steps,
   };
