@@ -3,7 +3,7 @@
 // Agent text and command output are untrusted: escape sequences in them are neutralised so an
 // agent cannot clear the screen, move the cursor or fake a result line.
 import { neutraliseControls } from '../../../shared/terminalText.ts';
-import { SIGNAL_WORDS } from './signals.ts';
+import { SIGNAL_WORDS } from './signalWords.ts';
 import type { RunEvent } from './events.ts';
 import type { LlmUsage, RunResult } from './records.ts';
 

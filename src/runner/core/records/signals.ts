@@ -19,9 +19,9 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import * as z from 'zod';
+import { SIGNAL_KINDS, SIGNAL_WORDS, type SignalKind } from './signalWords.ts';
 
-export const SIGNAL_KINDS = ['read_tests', 'read_solution', 'wrote_tests', 'changed_verifier_input', 'network_denied'] as const;
-export type SignalKind = (typeof SIGNAL_KINDS)[number];
+export { SIGNAL_KINDS, SIGNAL_WORDS, type SignalKind };
 export const SignalSchema = z.object({ kind: z.enum(SIGNAL_KINDS), detail: z.string() });
 export type Signal = z.infer<typeof SignalSchema>;
 
@@ -323,15 +323,6 @@ export async function networkSignals(runDir: string): Promise<Signal[]> {
     })),
   );
 }
-
-/** The kinds in words, for a badge's tooltip and `belay run`'s summary. */
-export const SIGNAL_WORDS: Record<SignalKind, string> = {
-  read_tests: 'read the tests',
-  read_solution: 'read the solution',
-  wrote_tests: 'wrote to the tests',
-  changed_verifier_input: 'changed a file the tests read',
-  network_denied: 'reached for a host outside the allowlist',
-};
 
 /** "read the tests: cat /tests/test.sh": one line per signal. */
 export function signalLines(signals: readonly Signal[]): string[] {
