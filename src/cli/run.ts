@@ -21,6 +21,7 @@ import { installedAgent } from '../runner/core/protocols/installed/installedAgen
 import { checkLlmKey, LLM_FLAGS, LLM_USAGE, parseLlmFlags, startLlm, type LlmFlags } from './llm.ts';
 import { addLlmUsage, type RunResult } from '../runner/core/records/records.ts';
 import { runTask } from '../runner/core/run/run.ts';
+import { signalLines } from '../runner/core/records/signals.ts';
 import { discoverTasks } from '../runner/core/tasks/task.ts';
 import { AgentFolderError, resolveAgentFolder } from '../runner/core/agents/agentFolder.ts';
 import { existingFile, existingFolder, folderToMake } from './paths.ts';
@@ -345,8 +346,11 @@ export function progressLine(task: string, event: RunEvent): string {
       return `${p} running the tests\n`;
     case 'verification-ended':
       return `${p} tests: ${neutraliseControls(rewardWords(event.verification.reward, event.verification.metrics))}${event.verification.error ? ` (${oneLine(event.verification.error)})` : ''}\n`;
-    case 'run-ended':
-      return `${p} ${event.result.passed ? 'PASSED' : `FAILED: ${event.result.failure_cause}: ${oneLine(event.result.error ?? '')}`}\n`;
+    case 'run-ended': {
+      const flagged = (event.result.signals ?? []).length;
+      const signals = flagged > 0 ? ` · ${flagged} reward-hacking signal${flagged === 1 ? '' : 's'}` : '';
+      return `${p} ${event.result.passed ? 'PASSED' : `FAILED: ${event.result.failure_cause}: ${oneLine(event.result.error ?? '')}`}${signals}\n`;
+    }
     default:
       return '';
   }
@@ -376,5 +380,9 @@ export function summaryTable(results: readonly RunResult[], broken: readonly str
   const passed = results.filter((r) => r.passed).length;
   const spent = results.flatMap((r) => (r.llm ? [r.llm] : []));
   const total = spent.length === 0 ? '' : `; model calls: ${llmLine(spent.reduce(addLlmUsage))}`;
-  return `${lines.join(os.EOL)}${os.EOL}${passed}/${results.length + broken.length} passed${total}${os.EOL}`;
+  // What the agents did that a grader should look at twice (reading the tests, a refused host…), one line a run.
+  const flagged = results.filter((r) => (r.signals ?? []).length > 0);
+  const signals = flagged.map((r) => `${os.EOL}reward-hacking signals: ${neutraliseControls(r.task_name)}: ${neutraliseControls(signalLines(r.signals!).join('; '))}`).join('');
+  const flaggedWords = flagged.length > 0 ? `; ${flagged.length} flagged for reward hacking` : '';
+  return `${lines.join(os.EOL)}${os.EOL}${passed}/${results.length + broken.length} passed${total}${flaggedWords}${signals}${os.EOL}`;
 }

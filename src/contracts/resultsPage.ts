@@ -5,7 +5,7 @@
 // offered; the host never opens a path the page made up.
 import * as z from 'zod';
 
-export const ROW_FILTERS = ['all', 'failed', 'flaky', 'passed', 'unfinished'] as const;
+export const ROW_FILTERS = ['all', 'failed', 'flaky', 'passed', 'unfinished', 'flagged'] as const;
 export const ROW_SORTS = ['task', 'failed', 'slowest', 'cost', 'reward'] as const;
 
 export const querySchema = z.object({
@@ -32,12 +32,16 @@ export const cellSchema = z.object({
   hosts: z.array(z.string()),
   /** Whether a click opens something (a run, or a Harbor trial's trajectory). */
   opens: z.boolean(),
+  /** Reward-hacking signals of the cell's trials, one line each ("read the tests: cat /tests/x"); empty when none. */
+  signals: z.array(z.string()).default([]),
 });
 export type Cell = z.infer<typeof cellSchema>;
 
 export const rowSchema = z.object({
   task: z.string(),
   flaky: z.boolean(),
+  /** Some trial of the row has reward-hacking signals. */
+  flagged: z.boolean().default(false),
   finished: z.number(),
   passed: z.number(),
   cells: z.array(cellSchema.nullable()),

@@ -27,6 +27,10 @@ export const stepSchema = z.object({
   hasOutputFile: z.boolean(),
   /** The model calls the agent made for this step, when it used Belay's gateway. */
   llm: llmUsageSchema.nullable(),
+  /** Who the step is (an ATIF trajectory's user and system steps are shown too); absent: the agent. */
+  source: z.enum(['system', 'user', 'agent']).optional(),
+  /** An ATIF subagent's steps: the subagent's trajectory ids from the top, outermost first ("search › fetch"). */
+  subagent: z.string().optional(),
 });
 export type TrajectoryStep = z.infer<typeof stepSchema>;
 
@@ -55,6 +59,8 @@ export const runSummarySchema = z.object({
   skippedEntries: z.number(),
   /** The run's model calls, when it used Belay's gateway. */
   llm: llmUsageSchema.nullable(),
+  /** `atif`: an ATIF file Belay did not write (a Harbor trial): no logs, output files or Repeat, only its files. */
+  kind: z.enum(['run', 'atif']).optional(),
 });
 export type RunSummary = z.infer<typeof runSummarySchema>;
 

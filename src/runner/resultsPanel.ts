@@ -15,7 +15,7 @@ import type { JobView } from './core/results/model.ts';
 import { toHostSchema, type Query, type State, type ToHost, type ToWebview } from '../contracts/resultsPage.ts';
 
 export interface ResultsActions {
-  /** Opens a Belay run folder in the trajectory view. */
+  /** Opens a Belay run folder, or an ATIF trajectory file, in the trajectory view. */
   openRun(runDir: string): Promise<void>;
   /** Opens a file read-only (a Harbor trial's ATIF trajectory, a job.json). */
   openFile(file: string): Promise<void>;
@@ -151,7 +151,8 @@ export class ResultsPanel implements vscode.Disposable {
         const trial = this.#matrix?.rows[message.row]?.cells[message.column]?.open;
         if (!trial) return;
         if (trial.runDir && (await exists(trial.runDir))) await this.#actions.openRun(trial.runDir);
-        else if (trial.trajectoryFile) await this.#actions.openFile(trial.trajectoryFile);
+        // A Harbor trial's ATIF trajectory opens in the trajectory view as a run does.
+        else if (trial.trajectoryFile) await this.#actions.openRun(trial.trajectoryFile);
         else void vscode.window.showInformationMessage(`Belay: the trial ${trial.trialId} has no run to open yet.`);
         return;
       }
@@ -239,6 +240,7 @@ export class ResultsPanel implements vscode.Disposable {
       rows: matrix.rows.map((r) => ({
         task: r.task,
         flaky: r.flaky,
+        flagged: r.flagged,
         finished: r.finished,
         passed: r.passed,
         // A matrix cell is the page's cell with the trial it opens: the page learns only whether it opens one.

@@ -1,8 +1,10 @@
 // The trajectory view: one webview panel per run, stepping through trajectory.json of runs made
 // by the editor or by `belay run`, and one per pair of runs compared side by side (steps aligned,
 // the first divergence highlighted). A message handler on the webview host (src/ui/webviewHost.ts);
-// messages follow src/contracts/trajectoryPage.ts.
-import { existsSync } from 'node:fs';
+// messages follow src/contracts/trajectoryPage.ts. A target that is a file rather than a run
+// folder is an ATIF trajectory (a Harbor trial's agent/trajectory.json), read by
+// core/results/harborTrajectory.ts and shown, or compared, the same way.
+import { existsSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { compareSteps, countsWords, differenceWords, differencesWords, type DifferenceReason } from './core/records/compareRuns.ts';
@@ -10,6 +12,7 @@ import { CAUSE_WORDS, rewardWords } from './core/records/format.ts';
 import { runFiles, type LlmUsage } from './core/records/records.ts';
 import { readBounded, readTrajectory, listRuns, type PastRun, type StepView } from './core/records/history.ts';
 import { editorFix, suggestedProtocol } from './core/protocols/mismatch.ts';
+import { readTrajectoryFile, type TrajectoryFileView } from './core/results/harborTrajectory.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { WebviewHost, type PageMessage } from '../ui/webviewHost.ts';
 import { toHostSchema, type LlmUsageView, type RunSummary, type ToHost, type ToWebview, type TrajectoryStep } from '../contracts/trajectoryPage.ts';
@@ -55,6 +58,20 @@ export class TrajectoryPanels implements vscode.Disposable {
       existing.reveal();
       return existing;
     }
+    if (isFile(runDir)) {
+      const view = await readTrajectoryFile(runDir);
+      return this.#open(this.#panels, runDir, `Trajectory: ${view.run.task} · ${view.run.agent ?? view.run.protocol}`, {
+        state: async () => {
+          try {
+            const fresh = await readTrajectoryFile(runDir);
+            return { type: 'run', run: fresh.run, steps: fresh.steps };
+          } catch (error) {
+            return { type: 'error', message: errorMessage(error) };
+          }
+        },
+        receive: (message) => this.#receiveFiles([runDir], message),
+      });
+    }
     const run = await findRun(runDir);
     // The step asked for is shown on the first load; a reload keeps the step the page saved.
     let focus = focusStep;
@@ -76,6 +93,20 @@ export class TrajectoryPanels implements vscode.Disposable {
       existing.reveal();
       return existing;
     }
+    if (isFile(leftDir) || isFile(rightDir)) {
+      const [l, r] = await Promise.all([this.#side(leftDir), this.#side(rightDir)]);
+      const title = l.run.task === r.run.task ? `Compare: ${l.run.task} · ${l.run.agent ?? l.run.runId} ↔ ${r.run.agent ?? r.run.runId}` : `Compare: ${l.run.task} ↔ ${r.run.task}`;
+      return this.#open(this.#comparisons, key, title, {
+        state: async () => {
+          try {
+            return compared(await this.#side(leftDir), await this.#side(rightDir));
+          } catch (error) {
+            return { type: 'error', message: errorMessage(error) };
+          }
+        },
+        receive: (message) => this.#receiveFiles([leftDir, rightDir], message),
+      });
+    }
     const [left, right] = await Promise.all([findRun(leftDir), findRun(rightDir)]);
     const l = left.result;
     const r = right.result;
@@ -94,6 +125,36 @@ export class TrajectoryPanels implements vscode.Disposable {
     // The host disposes itself with the panel.
     new WebviewHost<ToHost, ToWebview>(panel, { app: 'trajectory', title, schema: toHostSchema, extensionUri: this.#extensionUri, log: this.#log, handler });
     return panel;
+  }
+
+  /** One side of a comparison: an ATIF file, or a Belay run folder. */
+  async #side(target: string): Promise<TrajectoryFileView> {
+    if (isFile(target)) return readTrajectoryFile(target);
+    const run = await findRun(target);
+    const read = await readTrajectory(target);
+    return { run: runSummary(run, read.skipped), steps: await stepsForView(read.steps, COMPARED_OUTPUT_CHARS) };
+  }
+
+  /** What a page of ATIF files may ask: the file itself, the trial's result.json, one side on its own. */
+  async #receiveFiles(targets: readonly string[], message: PageMessage<ToHost>): Promise<void> {
+    const target = 'side' in message && message.side === 'right' ? targets[1]! : targets[0]!;
+    switch (message.type) {
+      case 'openRun':
+        await this.show(target);
+        return;
+      case 'openFile': {
+        if (!isFile(target)) return;
+        const trial = path.basename(path.dirname(target)) === 'agent' ? path.dirname(path.dirname(target)) : path.dirname(target);
+        const file = message.file === 'trajectory' ? target : message.file === 'result' ? path.join(trial, 'result.json') : undefined;
+        if (file && existsSync(file)) await this.#actions.openOutput(file);
+        else void vscode.window.showInformationMessage(`Belay: this trial has no ${message.file === 'testOutput' ? 'test output' : message.file === 'agentLog' ? 'agent log' : message.file} Belay can open.`);
+        return;
+      }
+      default:
+        // Steps of an ATIF file have no output files, and a trial Belay did not run cannot be repeated here.
+        void vscode.window.showInformationMessage('Belay: this trajectory is not a Belay run; only its files can be opened.');
+        return;
+    }
   }
 
   /** `runs`: the one run shown, or the left and right runs of a comparison. */
@@ -160,6 +221,28 @@ export class TrajectoryPanels implements vscode.Disposable {
   dispose(): void {
     for (const panel of [...this.#panels.values(), ...this.#comparisons.values()]) panel.dispose();
   }
+}
+
+/** Whether a target is a file (an ATIF trajectory) rather than a run folder. */
+function isFile(target: string): boolean {
+  try {
+    return statSync(target).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** Two sides as the comparison page shows them. */
+function compared(left: TrajectoryFileView, right: TrajectoryFileView): ToWebview {
+  const { rows, firstDivergence, counts } = compareSteps(left.steps, right.steps);
+  return {
+    type: 'compare',
+    left,
+    right,
+    rows: rows.map((row) => ({ index: row.index, difference: differencesWords(row.differences), parts: partsOf(row.differences) })),
+    firstDivergence: firstDivergence ? { index: firstDivergence.index, words: differencesWords(rows[firstDivergence.index]!.differences) ?? differenceWords(firstDivergence.reason) } : null,
+    countsWords: countsWords(counts),
+  };
 }
 
 /** When a run started, as the Tasks view says it (its id when the time is unreadable). */

@@ -90,7 +90,7 @@ function toolbar(s: State): HTMLElement {
     }
     const query = () => s.query;
     bar.append(
-      select('filter', 'Show', [['all', 'All tasks'], ['failed', 'Failed'], ['flaky', 'Flaky'], ['passed', 'Passed'], ['unfinished', 'Unfinished']] as const, s.query.filter, (filter) =>
+      select('filter', 'Show', [['all', 'All tasks'], ['failed', 'Failed'], ['flaky', 'Flaky'], ['passed', 'Passed'], ['unfinished', 'Unfinished'], ['flagged', 'Flagged (reward hacking)']] as const, s.query.filter, (filter) =>
         host.post({ type: 'query', query: { ...query(), filter } }),
       ),
       select('sort', 'Sort by', [['task', 'Task'], ['failed', 'Most failed'], ['slowest', 'Slowest'], ['cost', 'Most expensive'], ['reward', 'Lowest reward']] as const, s.query.sort, (sort) =>
@@ -149,6 +149,12 @@ function cellText(cell: Cell, mode: State['mode']): HTMLElement[] {
   }
   if (cell.durationSec !== null) parts.push(el('span', 'metric', seconds(cell.durationSec)));
   if (cell.costUsd !== null) parts.push(el('span', 'metric', usd(cell.costUsd)));
+  if (cell.signals.length > 0) {
+    // The reasons are the agent's commands: set as the title's text, never as markup.
+    const badge = el('span', 'badge signals', '⚑ flagged');
+    badge.title = `Reward-hacking signals:\n${cell.signals.join('\n')}`;
+    parts.push(badge);
+  }
   return parts;
 }
 
@@ -164,6 +170,7 @@ function cellTitle(cell: Cell, column: string): string {
   if (cell.finished > 0 && cell.metrics) lines.push(`metrics: ${metricsText(cell.metrics)}${cell.finished > 1 ? ' (means)' : ''}`);
   if (cell.failureCause) lines.push(`cause: ${cell.failureCause}`);
   if (cell.hosts.length > 0) lines.push(`ran on ${cell.hosts.join(', ')}`);
+  if (cell.signals.length > 0) lines.push(`reward-hacking signals:\n${cell.signals.map((line) => `  ${line}`).join('\n')}`);
   if (cell.opens) lines.push('Enter or click: open the trajectory');
   return lines.join('\n');
 }
@@ -181,6 +188,7 @@ function rowElement(position: number): HTMLElement {
   name.title = row.task;
   name.append(el('span', 'task-name', row.task));
   if (row.flaky) name.append(el('span', 'badge flaky', 'flaky'));
+  if (row.flagged) name.append(el('span', 'badge flagged', 'flagged'));
   tr.append(name);
   row.cells.forEach((cell, column) => {
     const td = el('div', `cell trial ${cell ? cell.result : 'empty'}`);
@@ -191,7 +199,7 @@ function rowElement(position: number): HTMLElement {
     if (cell) {
       td.append(...cellText(cell, s.mode));
       td.title = cellTitle(cell, s.columns[column]!.label);
-      td.setAttribute('aria-label', `${row.task}, ${s.columns[column]!.label}: ${WORDS[cell.result]}, reward ${reward(cell.reward)}`);
+      td.setAttribute('aria-label', `${row.task}, ${s.columns[column]!.label}: ${WORDS[cell.result]}, reward ${reward(cell.reward)}${cell.signals.length > 0 ? ', flagged for reward hacking' : ''}`);
       if (cell.opens) td.classList.add('opens');
     } else {
       td.append(el('span', 'muted', '–'));

@@ -62,6 +62,8 @@ function cell(side: Side, step: TrajectoryStep | undefined, post: Post, expanded
   }
   const head = el('div', 'cell-head');
   head.append(el('span', 'cell-step', `Step ${step.step}`));
+  if (step.source && step.source !== 'agent') head.append(el('span', 'muted', step.source));
+  if (step.subagent) head.append(el('span', 'subagent', `subagent ${step.subagent}`));
   const status = stepStatus(step);
   if (status) head.append(mark(el('span', `cell-status ${step.timedOut || (step.exitCode !== null && step.exitCode !== 0) ? 'failed' : ''}`, status), 'status', changed));
   if (step.durationMs !== null) head.append(el('span', 'muted', `${Math.round(step.durationMs)} ms`));

@@ -36,6 +36,14 @@ function header(run: RunSummary): HTMLElement {
   if (run.llm && run.llm.requests > 0) head.append(el('p', 'llm', `Model calls: ${usage(run.llm)}`));
   if (run.skippedEntries > 0) head.append(el('p', 'warning', `${run.skippedEntries} malformed step(s) in trajectory.json were skipped.`));
   const links = el('div', 'links');
+  if (run.kind === 'atif') {
+    links.append(
+      button('trajectory.json', 'json', 'Open the ATIF file', () => host.post({ type: 'openFile', file: 'trajectory' })),
+      button('result.json', 'json', 'Open the trial’s result.json', () => host.post({ type: 'openFile', file: 'result' })),
+    );
+    head.append(links);
+    return head;
+  }
   links.append(
     button('result.json', 'json', 'Open result.json', () => host.post({ type: 'openFile', file: 'result' })),
     button('Test output', 'output', 'Open the tests’ output', () => host.post({ type: 'openFile', file: 'testOutput' })),
@@ -54,7 +62,7 @@ function stepper(): HTMLElement {
   select.id = 'jump';
   select.title = 'Jump to a step';
   steps.forEach((s, index) => {
-    const option = el('option', '', `Step ${s.step}${s.command ? `: ${s.command.replace(/\s+/g, ' ').slice(0, 60)}` : ''}`);
+    const option = el('option', '', `Step ${s.step}${stepWho(s) ? ` (${stepWho(s)})` : ''}${s.command ? `: ${s.command.replace(/\s+/g, ' ').slice(0, 60)}` : ''}`);
     option.value = String(index);
     select.append(option);
   });
@@ -69,8 +77,9 @@ function stepBody(step: TrajectoryStep): HTMLElement {
   const body = el('section', 'step');
   body.setAttribute('aria-live', 'polite');
   body.append(el('h2', 'step-title', `Step ${step.step}`));
+  if (step.subagent) body.append(el('p', 'subagent', `Subagent ${step.subagent}`));
   if (step.agentText) {
-    body.append(el('h3', 'label', 'Agent'));
+    body.append(el('h3', 'label', step.source === 'user' ? 'User' : step.source === 'system' ? 'System' : 'Agent'));
     body.append(el('p', 'agent-text', step.agentText));
   }
   body.append(el('h3', 'label', 'Command'));
@@ -87,6 +96,11 @@ function stepBody(step: TrajectoryStep): HTMLElement {
   body.append(el('pre', 'output', step.output === '' ? '(no output)' : step.output));
   if (step.hasOutputFile) body.append(button('Open full output', 'go-to-file', 'Open this step’s full output read-only', () => host.post({ type: 'openOutput', step: step.step })));
   return body;
+}
+
+/** A step that is not the top agent's own: "user", "system", or the subagent it belongs to. */
+function stepWho(step: TrajectoryStep): string {
+  return [step.source && step.source !== 'agent' ? step.source : '', step.subagent ? `subagent ${step.subagent}` : ''].filter(Boolean).join(', ');
 }
 
 function show(index: number): void {

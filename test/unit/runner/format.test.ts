@@ -79,6 +79,13 @@ describe('model calls in the run summary', () => {
     assert.doesNotMatch(plain(formatEvent({ type: 'run-ended', result: result({ llm: { requests: 0, input_tokens: 0, output_tokens: 0, cost_usd: 0 } }) })), /model calls/);
   });
 
+  it("says each reward-hacking signal under the result line, the agent's escape sequences neutralised", () => {
+    const ended = formatEvent({ type: 'run-ended', result: result({ signals: [{ kind: 'read_tests', detail: 'cat /tests/x \u001b]0;owned\u0007' }] }) });
+    assert.doesNotMatch(ended, /\u001b\]0;owned/);
+    assert.match(plain(ended), /reward-hacking signal: read the tests: cat \/tests\/x .*\n$/);
+    assert.doesNotMatch(plain(formatEvent({ type: 'run-ended', result: result({ signals: [] }) })), /reward-hacking/);
+  });
+
   it('writes token counts and dollars readably at every size', () => {
     assert.equal(formatTokens(950), '950');
     assert.equal(formatTokens(1234), '1.23k');

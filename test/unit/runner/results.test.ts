@@ -11,7 +11,7 @@ import { JOB_SCHEMA_VERSION, type JobRecord, type Trial } from '../../../src/run
 import { summarizeJob } from '../../../src/runner/core/jobs/summary.ts';
 import { compareJobs } from '../../../src/runner/core/results/compareJobs.ts';
 import { jobFolderKind, jobStartedMs, listJobFolders, readJobView } from '../../../src/runner/core/results/discover.ts';
-import { atifSteps, harborReward, readHarborJob } from '../../../src/runner/core/results/harbor.ts';
+import { atifSignals, atifSteps, harborReward, readHarborJob } from '../../../src/runner/core/results/harbor.ts';
 import { buildMatrix, cellOf, orderRows, type MatrixRow } from '../../../src/runner/core/results/matrix.ts';
 import { agentLabel, jobViewFromRecord, type JobView, type TrialView } from '../../../src/runner/core/results/model.ts';
 
@@ -70,6 +70,7 @@ function trial(task: string, attempt: number, passed: boolean | null, more: Part
     host: null,
     runDir: `/runs/${task}-${attempt}-${String(passed)}`,
     trajectoryFile: null,
+    signals: [],
     ...more,
   };
 }
@@ -162,7 +163,7 @@ describe('the matrix', () => {
 
   it('filters failed, flaky, passed and unfinished tasks and sorts by failures, time, cost and reward', () => {
     const row = (task: string, over: Partial<MatrixRow>): MatrixRow => ({
-      key: task, task, cells: [], trials: 2, finished: 2, passed: 2, failed: 0, running: 0, flaky: false, meanReward: 1, maxDurationSec: 1, costUsd: null, ...over,
+      key: task, task, cells: [], trials: 2, finished: 2, passed: 2, failed: 0, running: 0, flaky: false, flagged: false, meanReward: 1, maxDurationSec: 1, costUsd: null, ...over,
     });
     const rows = [
       row('b-ok', { maxDurationSec: 3, costUsd: 0.5 }),
@@ -181,6 +182,42 @@ describe('the matrix', () => {
     assert.deepEqual(names(orderRows(rows, { filter: 'all', sort: 'cost' })), ['c-failed', 'b-ok', 'a-flaky', 'd-waiting']);
     assert.deepEqual(names(orderRows(rows, { filter: 'all', sort: 'reward' })), ['c-failed', 'a-flaky', 'b-ok', 'd-waiting']);
     assert.deepEqual(names(orderRows(rows, { filter: 'all', sort: 'task', text: 'FLA' })), ['a-flaky']);
+    assert.deepEqual(names(orderRows(rows, { filter: 'flagged', sort: 'task' })), []);
+    const withFlag = [...rows, row('e-hacked', { flagged: true })];
+    assert.deepEqual(orderRows(withFlag, { filter: 'flagged', sort: 'task' }).map((i) => withFlag[i]!.task), ['e-hacked']);
+  });
+
+  it('marks trials with reward-hacking signals: the cell lists them in words, the row is flagged, the flag filter keeps it; a job.json trial carries them', () => {
+    const hacked = trial('t', 1, true, { signals: [{ kind: 'read_tests', detail: 'cat /tests/test.sh' }, { kind: 'network_denied', detail: 'github.com:443 refused in the agent phase' }] });
+    const m = buildMatrix([job('j', [hacked, trial('u', 1, true)])]);
+    assert.deepEqual(m.rows[0]!.cells[0]!.signals, ['read the tests: cat /tests/test.sh', 'reached for a host outside the allowlist: github.com:443 refused in the agent phase']);
+    assert.equal(m.rows[0]!.flagged, true);
+    assert.deepEqual(m.rows[1]!.cells[0]!.signals, []);
+    assert.equal(m.rows[1]!.flagged, false);
+    assert.deepEqual(orderRows(m.rows, { filter: 'flagged', sort: 'task' }), [0]);
+    const view = jobViewFromRecord(record({ a: [true] }, { signals: [{ kind: 'wrote_tests', detail: 'echo > /tests/test.sh' }] }), '/j');
+    assert.deepEqual(view.trials[0]!.signals, [{ kind: 'wrote_tests', detail: 'echo > /tests/test.sh' }]);
+    assert.deepEqual(jobViewFromRecord(record({ a: [true] }), '/j').trials[0]!.signals, []);
+  });
+
+  it("a Harbor trial's signals come from its ATIF tool calls; a trajectory that is not valid ATIF gives none", () => {
+    const atif = (command: string) => ({
+      schema_version: 'ATIF-v1.7',
+      agent: { name: 'x', version: '1' },
+      steps: [{ step_id: 1, source: 'agent', message: '', tool_calls: [{ tool_call_id: 'c', function_name: 'bash', arguments: { command } }] }],
+    });
+    assert.deepEqual(atifSignals(atif('cat /solution/solve.sh')), [{ kind: 'read_solution', detail: 'cat /solution/solve.sh' }]);
+    assert.deepEqual(atifSignals(atif('ls')), []);
+    assert.deepEqual(atifSignals({ steps: 'nonsense' }), []);
+    assert.deepEqual(atifSignals(undefined), []);
+  });
+
+  it("pairs two Harbor trials for Compare Runs by their ATIF files when they have no run folder", () => {
+    const harbor = (id: string, passed: boolean) => job(id, [trial('t', 1, passed, { runDir: null, trajectoryFile: `/h/${id}/t__1/agent/trajectory.json` })]);
+    const change = compareJobs(harbor('before', true), harbor('after', false)).tasks[0]!;
+    assert.equal(change.kind, 'broken');
+    assert.equal(change.runBefore, '/h/before/t__1/agent/trajectory.json');
+    assert.equal(change.runAfter, '/h/after/t__1/agent/trajectory.json');
   });
 
   it('builds and orders a job of 1,000 trials', () => {

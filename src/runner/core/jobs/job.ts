@@ -291,6 +291,7 @@ class JobRun {
       failure_cause: result.failure_cause,
       llm: llm.success ? llm.data : null,
       ...(result.host !== undefined ? { host: result.host } : {}),
+      ...(result.signals !== undefined ? { signals: result.signals } : {}),
     } satisfies Partial<Trial>);
   }
 

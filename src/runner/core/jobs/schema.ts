@@ -15,6 +15,7 @@ export const JOB_SCHEMA_VERSION = 1;
 
 // A run's use of models through the gateway: result.json's optional `llm`, one schema for both files.
 import { LlmUsageSchema, type LlmUsage } from '../records/records.ts';
+import { SignalSchema } from '../records/signals.ts';
 
 export { LlmUsageSchema, type LlmUsage };
 
@@ -63,6 +64,8 @@ export const TrialSchema = z.object({
   llm: LlmUsageSchema.nullable(),
   /** The other machine whose engine ran the trial; absent: this one. */
   host: z.string().optional(),
+  /** The run's reward-hacking signals (result.json's `signals`), once finished. */
+  signals: z.array(SignalSchema).optional(),
   /** Run folders of this trial cut short by a killed or stopped job, moved to `.interrupted/`. */
   interrupted_runs: z.array(z.string()).default([]),
 });

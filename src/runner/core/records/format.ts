@@ -3,6 +3,7 @@
 // Agent text and command output are untrusted: escape sequences in them are neutralised so an
 // agent cannot clear the screen, move the cursor or fake a result line.
 import { neutraliseControls } from '../../../shared/terminalText.ts';
+import { SIGNAL_WORDS } from './signalWords.ts';
 import type { RunEvent } from './events.ts';
 import type { LlmUsage, RunResult } from './records.ts';
 
@@ -144,7 +145,9 @@ export function formatEvent(event: RunEvent): string {
     case 'run-ended': {
       const line = resultLine(event.result);
       const llm = event.result.llm && event.result.llm.requests > 0 ? `${ansi.dim(`model calls: ${llmLine(event.result.llm)}`)}\n` : '';
-      return `\n${event.result.passed ? ansi.green(ansi.bold(line)) : ansi.red(ansi.bold(sanitizeTerminalText(line)))}\n${llm}`;
+      // Reward-hacking signals quote the agent's commands: made safe for the terminal like any agent text.
+      const signals = (event.result.signals ?? []).map((line) => `${ansi.yellow(sanitizeTerminalText(`reward-hacking signal: ${SIGNAL_WORDS[line.kind]}: ${line.detail}`))}\n`).join('');
+      return `\n${event.result.passed ? ansi.green(ansi.bold(line)) : ansi.red(ansi.bold(sanitizeTerminalText(line)))}\n${llm}${signals}`;
     }
   }
 }

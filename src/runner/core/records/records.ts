@@ -6,6 +6,7 @@ import * as z from 'zod';
 import { writeFileAtomic } from '../../../shared/atomic.ts';
 import { errorMessage } from '../../../shared/errors.ts';
 import { writeAtif } from './atif.ts';
+import { SignalSchema } from './signals.ts';
 
 export const FAILURE_CAUSES = [
   'agent_timeout',
@@ -151,6 +152,8 @@ export const RunResultSchema = z.object({
   notes: z.array(z.string()).optional(),
   /** The model calls of the whole run through Belay's gateway (absent when the run had none). */
   llm: LlmUsageSchema.optional(),
+  /** Reward-hacking signals (records/signals.ts): what the agent did that a grader should look at twice; [] when nothing, absent when not looked for. */
+  signals: z.array(SignalSchema).optional(),
   run_dir: z.string(),
 });
 export type RunResult = z.infer<typeof RunResultSchema>;

@@ -10,7 +10,7 @@ export type ChangeKind = PageChange['kind'];
 
 /** A task's change as the page shows it (pass rates are passed / finished, null without a finished trial), and the runs to compare. */
 export type TaskChange = Omit<PageChange, 'canCompare'> & {
-  /** A run of each job to compare (Belay run folders), when both have one. */
+  /** A run of each job to compare (Belay run folders, or Harbor trials' ATIF files), when both have one. */
   runBefore: string | null;
   runAfter: string | null;
 };
@@ -51,15 +51,17 @@ function kindOf(a: Side, b: Side): ChangeKind {
   return Math.abs(a.reward - b.reward) > EPSILON ? 'reward' : 'same';
 }
 
+/** What opens a trial in the trajectory view: its Belay run folder, else its ATIF trajectory (a Harbor trial). */
+const openable = (t: TrialView): string | null => t.runDir ?? t.trajectoryFile;
+
 /** The runs that show the change: a passed run before and a failed one after when it broke, and the reverse when fixed. */
 function pairOf(kind: ChangeKind, a: Side, b: Side): [string | null, string | null] {
   const pick = (side: Side, passed: boolean | undefined) =>
-    (passed === undefined ? undefined : side.finished.find((t) => (t.passed === true) === passed && t.runDir !== null))?.runDir ??
-    side.finished.find((t) => t.runDir !== null)?.runDir ??
-    null;
-  if (kind === 'broken') return [pick(a, true), pick(b, false)];
-  if (kind === 'fixed') return [pick(a, false), pick(b, true)];
-  return [pick(a, undefined), pick(b, undefined)];
+    (passed === undefined ? undefined : side.finished.find((t) => (t.passed === true) === passed && openable(t) !== null)) ?? side.finished.find((t) => openable(t) !== null);
+  const of = (t: TrialView | undefined) => (t ? openable(t) : null);
+  if (kind === 'broken') return [of(pick(a, true)), of(pick(b, false))];
+  if (kind === 'fixed') return [of(pick(a, false)), of(pick(b, true))];
+  return [of(pick(a, undefined)), of(pick(b, undefined))];
 }
 
 /** Changed tasks first, in the contract's order of kinds. */

@@ -10,6 +10,8 @@ import * as path from 'node:path';
 import * as z from 'zod';
 import { passAtK } from '../jobs/passAtK.ts';
 import type { AgentScore, JobView, TrialView } from './model.ts';
+import { atifCommands, parseAtif } from '../records/atifRead.ts';
+import { commandsSignals, type Signal } from '../records/signals.ts';
 
 const TRAJECTORY = path.join('agent', 'trajectory.json');
 /** ATIF files above this size are not read for their step count (the cell says no steps). */
@@ -86,6 +88,22 @@ export function atifSteps(trajectory: unknown): number | null {
   return parsed.final_metrics?.total_steps ?? null;
 }
 
+/** The signals of a trial's ATIF tool calls (none when the trajectory is missing or not valid ATIF). */
+export function atifSignals(trajectory: unknown): Signal[] {
+  if (trajectory === undefined) return [];
+  try {
+    return commandsSignals(
+      atifCommands(
+        parseAtif(trajectory, (what) => {
+          throw new Error(what);
+        }),
+      ),
+    );
+  } catch {
+    return [];
+  }
+}
+
 /** A trial folder as a TrialView (attempt 0: numbered by harborJobView). */
 export function harborTrialView(files: HarborTrialFiles): TrialView {
   const result = HarborTrialResultSchema.parse(files.result) ?? null;
@@ -116,6 +134,7 @@ export function harborTrialView(files: HarborTrialFiles): TrialView {
     runDir: null,
     host: null,
     trajectoryFile: files.hasTrajectory ? path.join(files.dir, TRAJECTORY) : null,
+    signals: atifSignals(files.trajectory),
   };
 }
 
@@ -182,7 +201,7 @@ async function readJsonFile(file: string): Promise<unknown> {
 }
 
 /** A folder is a trial when it holds a Harbor trial's config.json or result.json. */
-async function readTrial(dir: string): Promise<HarborTrialFiles | undefined> {
+export async function readTrial(dir: string): Promise<HarborTrialFiles | undefined> {
   const [config, result] = await Promise.all([readJsonFile(path.join(dir, 'config.json')), readJsonFile(path.join(dir, 'result.json'))]);
   const isTrial = [config, result].some((v) => typeof v === 'object' && v !== null && ('task_name' in v || 'trial_name' in v || ('agent' in v && 'task' in v)));
   if (!isTrial) return undefined;

@@ -6,6 +6,7 @@
 import type { Cell, Column, Query, Row, State } from '../../../contracts/resultsPage.ts';
 import { meanMetrics } from '../jobs/summary.ts';
 import type { AgentScore, JobView, TrialView } from './model.ts';
+import { signalLines } from '../records/signals.ts';
 
 export type CellResult = Cell['result'];
 
@@ -84,6 +85,7 @@ export function cellOf(trials: readonly TrialView[]): MatrixCell {
     costUsd: sumOrNull(finished.map((t) => t.costUsd)),
     failureCause: failedTrial?.failureCause ?? null,
     hosts: [...new Set(trials.flatMap((t) => (t.host ? [t.host] : [])))],
+    signals: [...new Set(trials.flatMap((t) => signalLines(t.signals)))].slice(0, 20),
     open: failedTrial ?? finished[0] ?? trials.find((t) => t.state === 'running') ?? null,
   };
 }
@@ -112,6 +114,7 @@ function rowOf(key: string, task: string, cells: (MatrixCell | null)[], trials: 
     failed: finished.length - passed,
     running: trials.filter((t) => t.state === 'running').length,
     flaky: groups.some(isFlaky),
+    flagged: trials.some((t) => t.signals.length > 0),
     meanReward: meanReward(finished),
     maxDurationSec: maxOrNull(finished.map((t) => t.durationSec)),
     costUsd: sumOrNull(finished.map((t) => t.costUsd)),
@@ -209,6 +212,7 @@ const FILTERS: Record<RowFilter, (row: MatrixRow) => boolean> = {
   flaky: (r) => r.flaky,
   passed: (r) => r.finished > 0 && r.failed === 0,
   unfinished: (r) => r.finished < r.trials,
+  flagged: (r) => r.flagged,
 };
 
 /** Descending, missing values last. */

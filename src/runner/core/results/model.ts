@@ -3,6 +3,7 @@
 // view never reads a job's own files, only this.
 import * as path from 'node:path';
 import type { JobRecord } from '../jobs/schema.ts';
+import type { Signal } from '../records/signals.ts';
 
 export type TrialState = 'pending' | 'running' | 'finished';
 
@@ -31,6 +32,8 @@ export interface TrialView {
   runDir: string | null;
   /** An ATIF trajectory to open as a file when the run is not Belay's (Harbor). */
   trajectoryFile: string | null;
+  /** Reward-hacking signals: recorded by the run (Belay), or found in the ATIF trajectory's tool calls (Harbor). */
+  signals: Signal[];
 }
 
 export interface AgentScore {
@@ -84,6 +87,7 @@ export function jobViewFromRecord(job: JobRecord, jobDir: string): JobView {
       host: t.host ?? null,
       runDir: runFolder(jobDir, t.run_id),
       trajectoryFile: null,
+      signals: t.signals ?? [],
     })),
   };
 }

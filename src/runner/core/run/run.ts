@@ -11,6 +11,7 @@ import type { Backend, BackendSession, RunFolders, ServiceSpec, SessionSpec } fr
 import { RunFailure, type RunEvent, type RunEventListener } from '../records/events.ts';
 import { RunBounds } from './bounds.ts';
 import { DEFAULT_LIMITS, type AgentContext, type AgentOutcome, type AgentProtocol, type RunLimits } from '../protocols/agentProtocol.ts';
+import { runSignals, VerifierInputs } from './runSignals.ts';
 import { runFiles, writeRecords, type FailureCause, type LlmUsage, type RunResult, type TrajectoryEntry, type Verification } from '../records/records.ts';
 import { writeFileAtomic } from '../../../shared/atomic.ts';
 import { LLM_REQUESTS_FILE, LLM_SERVICE, RunLlm, type RunLlmOptions } from './runLlm.ts';
@@ -99,6 +100,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
   let host: string | undefined;
   const steps = new StepRecords(task, runDir);
   let network: RunNetwork | undefined;
+  const inputs = new VerifierInputs(task, files.workspace);
   try {
     await fs.mkdir(files.steps, { recursive: true });
     emit({ type: 'run-started', runId, task: task.name, protocol: options.protocol.name, backend: backend.label, isolated: backend.isolated, runDir });
@@ -155,12 +157,14 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
       };
       // A step's workdir/setup.sh runs first; when it fails, the step's agent and tests do not run.
       const setupFailure = part.step ? await stepSetup(part.step, session, part.agentTimeoutMs, bounds.signal) : undefined;
+      await inputs.before();
       ({ outcome, failure } = setupFailure ? { outcome: { steps: 0, agentCompleted: false }, failure: setupFailure } : await agentPhase(options.protocol, ctx));
       llm?.assign(ctx.trajectory);
       if (part.step) trajectory.push(...steps.trajectory(part.step, part.trajectory));
       await session.endAgentPhase().catch((error: unknown) => {
         throw new RunFailure('harness_error', `the agent phase could not be ended: ${errorMessage(error)}`);
       });
+      await inputs.after();
 
       // The verify phase. Like the real harness, the tests run even when the agent failed: partial work can pass.
       verification = null;
@@ -200,6 +204,10 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
   failure = bounds.failure ?? failure;
   if (failure?.failure === 'aborted' || failure?.failure === 'disk_budget' || failure?.failure === 'budget_exceeded' || failure?.failure === 'host_lost') verification = null;
   const result = summarize(options, { runId, runDir, started, outcome, failure, verification, notes, steps: steps.summary(), llm: llm?.usage(), host });
+  result.signals = await runSignals(task, runDir, trajectory, inputs).catch((error: unknown) => {
+    note(`the reward-hacking signals could not be looked for: ${errorMessage(error)}`);
+    return undefined;
+  });
   await writeRecords(runDir, result, trajectory, task.instruction);
   // Every model call with its latency, status and cost, beside the totals in result.json.
   if (llm) await writeFileAtomic(path.join(runDir, LLM_REQUESTS_FILE), JSON.stringify(llm.records(), null, 2) + '\n').catch((error: unknown) => note(`the model calls could not be written: ${errorMessage(error)}`));
