@@ -18,6 +18,7 @@ import { mergeStepWorkdir, runParts, stepSetup, StepRecords, type RunPart } from
 import { seedWorkspace, stageTests, type Task } from '../tasks/task.ts';
 import { removeVerifierLeftovers, verify } from './verify.ts';
 import { rewardWords } from '../records/format.ts';
+import { isRepoTask, repoFiles, RepoRun } from './repoGrade.ts';
 
 export interface RunTaskOptions {
   task: Task;
@@ -92,16 +93,20 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
   let session: BackendSession | undefined;
   let host: string | undefined;
   const steps = new StepRecords(task, runDir);
+  let repoRun: RepoRun | undefined;
   try {
     await fs.mkdir(files.steps, { recursive: true });
     emit({ type: 'run-started', runId, task: task.name, protocol: options.protocol.name, backend: backend.label, isolated: backend.isolated, runDir });
+    // A repository task: its repository checked out at the base commit is the workspace; its source stays hidden.
+    if (isRepoTask(task)) repoRun = await RepoRun.prepare(task, runDir, { signal: bounds.signal });
+    const openOptions = repoRun ? { ...options, hidden: [...(options.hidden ?? []), repoRun.source] } : options;
     for (const part of parts) {
       if (part.step) {
         steps.begin(part.step);
         await fs.mkdir(path.join(part.recordsDir, 'steps'), { recursive: true });
         emit({ type: 'notice', message: `step ${part.step.index} of ${parts.length}: ${part.step.name}` });
       }
-      session = await openEnvironment(options, runId, files, bounds.signal, note, part, llm, {
+      session = await openEnvironment(openOptions, runId, files, bounds.signal, note, part, llm, {
         diskBudgetBytes: limits.diskBudgetBytes,
         onLimit: (cause, message) => bounds.stop(new RunFailure(cause, message)),
       });
@@ -109,6 +114,8 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
         host = session.host;
         emit({ type: 'notice', message: `on ${host}` });
       }
+
+      if (repoRun) await repoRun.install(session, repoFiles(runDir).installLog, limits.maxLogBytes, bounds.signal, note);
 
       // The agent phase: the agent through its protocol, until it is done and everything it started is dead.
       bounds.enter('agent');
@@ -120,7 +127,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
         agentCommand: options.agentCommand,
         agentCwd: options.agentCwd,
         // The gateway's variables last: with a gateway, no key of the agent's own settings goes in.
-        env: { TERM_TASK_ID: task.name, BELAY_WORKDIR: session.workdir, ...options.env, ...llm?.environment(session.serviceUrl(LLM_SERVICE)) },
+        env: { TERM_TASK_ID: task.name, ...repoRun?.variables(part.agentTimeoutMs / 1000), BELAY_WORKDIR: session.workdir, ...options.env, ...llm?.environment(session.serviceUrl(LLM_SERVICE)) },
         ...(llm ? { llm: { baseUrl: session.serviceUrl(LLM_SERVICE), token: llm.token, model: llm.model } } : {}),
         ...(options.protocol.keepsState ? { stateFolder: files.agentState } : {}),
         limits: { ...limits, agentTimeoutMs: part.agentTimeoutMs },
@@ -140,7 +147,16 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
 
       // The verify phase. Like the real harness, the tests run even when the agent failed: partial work can pass.
       verification = null;
-      if (!bounds.signal.aborted && !setupFailure) {
+      if (repoRun && !bounds.signal.aborted) {
+        // What is graded is the agent's patch, on a clean checkout in a fresh environment.
+        bounds.enter('verify');
+        emit({ type: 'verification-started' });
+        await session.close();
+        session = undefined;
+        const { maxLogBytes, diskBudgetBytes } = limits;
+        verification = await repoRun.grade({ backend, runId, hidden: [options.task.dir, path.resolve(options.runsDir), repoRun.source, ...(options.hidden ?? [])], testTimeoutMs: part.testTimeoutMs, maxLogBytes, diskBudgetBytes, signal: bounds.signal, note, onLimit: (cause, message) => bounds.stop(new RunFailure(cause, message)) });
+        emit({ type: 'verification-ended', verification });
+      } else if (!bounds.signal.aborted && !setupFailure) {
         bounds.enter('verify');
         emit({ type: 'verification-started' });
         for (const leftover of await removeVerifierLeftovers(files.logs)) note(`removed ${leftover}, left by the agent phase: only the verify phase writes the verifier's files`);
@@ -151,7 +167,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
       }
       if (!part.step) break;
       // A step's session ends before the next opens; the run workspace folder carries the work on.
-      await session.close();
+      await session?.close();
       session = undefined;
       const stop = await steps.end(part.step, { outcome, failure, verification, logsDir: files.logs, testsDir: files.tests, stopped: bounds.signal.aborted });
       if (stop) {
