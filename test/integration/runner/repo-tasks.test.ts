@@ -3,11 +3,12 @@
 // backend, and what is graded is the agent's patch on a clean checkout.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { runFiles, type RunResult } from '../../../src/runner/core/records/records.ts';
 import { repoFiles } from '../../../src/runner/core/run/repoGrade.ts';
+import { applyPatch, capturePatch, checkoutBase, fetchBase, GitError, layFiles } from '../../../src/runner/core/tasks/repoGit.ts';
 import { loadTask } from '../../../src/runner/core/tasks/task.ts';
 import { backends, nodeDir, runFixture, tempDir } from '../../support/runner/helpers.ts';
 
@@ -78,13 +79,38 @@ else if (mode === 'hostile') {
   rmSync('check_calc.inc');
   symlinkSync(process.env.OUTSIDE, 'check_calc.inc');
   writeFileSync('data.bin', Buffer.from([0, 1, 2, 255, 0, 10, 13, 0]));
-  writeFileSync(process.env.HOME + '/junk.txt', 'left outside the repository');
+  // Only where the backend isolates the agent: the local backend's home is the person's.
+  if (process.env.JUNK_HOME === '1') { writeFileSync(process.env.HOME + '/junk.txt', 'left outside the repository'); console.error('junk written'); }
 }
 else if (mode === 'none') {}
 console.log('[DONE]');
 `,
 });
 const agent = `'${process.execPath}' '${path.join(agentDir, 'agent.mjs')}'`;
+
+// A Python agent.py as the Term Challenge miners' guide writes one: the issue from TERM_ISSUE_TEXT,
+// its change committed with git.
+const pythonAgentDir = tmp.writeTask('python-agent', {
+  'agent.py': `import os, subprocess, sys
+assert sys.argv[1] == '--instruction' and sys.argv[2] == os.environ['TERM_ISSUE_TEXT']
+assert os.environ['TERM_BASE_COMMIT'] == subprocess.run(['git', 'rev-parse', 'HEAD'], capture_output=True, text=True).stdout.strip()
+with open('calc.sh') as f:
+    text = f.read()
+text = text.replace('$1 - $2', '$1 + $2').replace('mul() { echo $(( $1 + $2', 'mul() { echo $(( $1 * $2')
+with open('calc.sh', 'w') as f:
+    f.write(text)
+subprocess.run('git add -A && git commit -q -m "Fix issue"', shell=True, check=True)
+print('[DONE]')
+`,
+  'requirements.txt': '',
+});
+// The hostile agent's task also checks that what it left in its home is gone when the patch is graded.
+const hostileTask = tmp.writeTask('hostile-calc', {
+  'workspace.yaml': `repo: ${source}\nbase_commit: '${BASE}'\ninstall: printf ok > install-ran.txt\n`,
+  'prompt.md': 'Fix calc.sh.',
+  ...TESTS,
+  'tests/test_home.sh': 'test ! -e "$HOME/junk.txt"\n',
+});
 
 const seen = (result: RunResult) => JSON.parse(readFileSync(runFiles(result.run_dir).agentStderr, 'utf8').split('\n')[0]!) as Record<string, unknown>;
 const patchOf = (result: RunResult) => readFileSync(repoFiles(result.run_dir).patch, 'utf8');
@@ -163,8 +189,10 @@ for (const { name, backend } of available) {
       const marker = path.join(tmp.dir, `marker-${name}`);
       const outside = path.join(tmp.dir, `outside-${name}`);
       mkdirSync(outside);
-      const { result } = await run('hostile', fixTask, { MARKER: marker, OUTSIDE: outside });
+      const { result } = await run('hostile', hostileTask, { MARKER: marker, OUTSIDE: outside, JUNK_HOME: be.isolated ? '1' : '' });
       assert.equal(result.reward, 1, result.error ?? '');
+      if (be.isolated) assert.match(readFileSync(runFiles(result.run_dir).agentStderr, 'utf8'), /^junk written$/m);
+      assert.deepEqual(result.verification?.test_results.map((t) => [t.name, t.status]), [['test_add.sh', 'passed'], ['test_home.sh', 'passed'], ['test_install.sh', 'passed'], ['test_mul.sh', 'passed']]);
       assert.equal(existsSync(marker), false, 'a program named by the agent\'s git settings ran');
       assert.deepEqual(readdirSync(outside), []);
       const patch = patchOf(result);
@@ -172,8 +200,12 @@ for (const { name, backend } of available) {
       assert.match(patch, /^new file mode 120000$/m);
       assert.doesNotMatch(patch, /a\/pipe/);
       assert.deepEqual([...readFileSync(path.join(repoFiles(result.run_dir).checkout, 'data.bin'))], [0, 1, 2, 255, 0, 10, 13, 0]);
-      // Junk the agent left in its home is not in the environment that grades the patch.
-      assert.equal(existsSync(path.join(repoFiles(result.run_dir).checkout, 'junk.txt')), false);
+    });
+
+    it('a Python agent.py run as Term Challenge runs it (python3 agent.py --instruction …) fixes the bug: reward 1', async () => {
+      const { result } = await runFixture(be, runs, `/usr/bin/python3 '${path.join(pythonAgentDir, 'agent.py')}'`, { task: await loadTask(fixTask), protocol: 'sdk3', agentFolders: [pythonAgentDir] });
+      assert.equal(result.reward, 1, `${result.error ?? ''} ${readFileSync(runFiles(result.run_dir).agentStderr, 'utf8').slice(-500)}`);
+      assert.equal(result.agent_completed, true);
     });
   });
 }
@@ -229,5 +261,75 @@ describe('Term Challenge repository tasks: where the repository comes from', () 
     const results = await Promise.all(modes.map((mode) => runFixture(local, runs2, agent, { task, protocol: 'sdk3', agentFolders: [nodeDir, agentDir], env: { AGENT_MODE: mode } })));
     assert.deepEqual(results.map(({ result }) => result.reward), [1, 0, 1, 0]);
     assert.equal(new Set(results.map(({ result }) => result.run_dir)).size, 4);
+  });
+});
+
+describe('Term Challenge repository tasks: hostile patches and working trees', () => {
+  const work = path.join(tmp.dir, 'hostile-git');
+  mkdirSync(work);
+  const baseRepo = path.join(work, 'base.git');
+  let sha = '';
+  const clean = async (name: string) => {
+    const dir = path.join(work, name);
+    sha ||= await fetchBase(source, BASE, baseRepo);
+    await checkoutBase(baseRepo, sha, dir);
+    return dir;
+  };
+  const outside = path.join(work, 'outside');
+  mkdirSync(outside);
+  const patchFile = (name: string, text: string) => {
+    const file = path.join(work, `${name}.diff`);
+    writeFileSync(file, text);
+    return file;
+  };
+  const refusedInOneLine = (error: unknown) => error instanceof GitError && /^the agent's patch does not apply to a clean checkout: /.test(error.message) && !error.message.includes('\n');
+
+  it('a patch naming a path outside the repository is refused whole, in one line, and writes nothing', async () => {
+    const dir = await clean('outside-path');
+    const patch = patchFile('escape', `diff --git a/../outside/evil b/../outside/evil\nnew file mode 100644\n--- /dev/null\n+++ b/../outside/evil\n@@ -0,0 +1 @@\n+pwned\ndiff --git a/ok.txt b/ok.txt\nnew file mode 100644\n--- /dev/null\n+++ b/ok.txt\n@@ -0,0 +1 @@\n+fine\n`);
+    await assert.rejects(applyPatch(dir, patch), refusedInOneLine);
+    assert.deepEqual(readdirSync(outside), []);
+    assert.equal(existsSync(path.join(dir, 'ok.txt')), false);
+  });
+
+  it('a patch that makes a symlink to a folder outside and writes through it is refused', async () => {
+    const dir = await clean('through-link');
+    const patch = patchFile('through', `diff --git a/door b/door\nnew file mode 120000\n--- /dev/null\n+++ b/door\n@@ -0,0 +1 @@\n+${outside}\n\\ No newline at end of file\ndiff --git a/door/evil b/door/evil\nnew file mode 100644\n--- /dev/null\n+++ b/door/evil\n@@ -0,0 +1 @@\n+pwned\n`);
+    await assert.rejects(applyPatch(dir, patch), refusedInOneLine);
+    assert.deepEqual(readdirSync(outside), []);
+  });
+
+  it('a patch that writes into .git is refused', async () => {
+    const dir = await clean('into-git');
+    const patch = patchFile('git', `diff --git a/.git/hooks/post-merge b/.git/hooks/post-merge\nnew file mode 100755\n--- /dev/null\n+++ b/.git/hooks/post-merge\n@@ -0,0 +1 @@\n+touch ${outside}/pwned\n`);
+    await assert.rejects(applyPatch(dir, patch), refusedInOneLine);
+    assert.equal(existsSync(path.join(dir, '.git', 'hooks', 'post-merge')), false);
+  });
+
+  it('a change larger than the limit is not kept: the patch file is not written and nothing is left in the scratch folder', async () => {
+    const dir = await clean('huge');
+    writeFileSync(path.join(dir, 'big.txt'), 'x'.repeat(300_000) + '\n');
+    const out = path.join(work, 'huge-final', 'patch.diff');
+    const scratch = path.join(work, 'huge-scratch');
+    const captured = await capturePatch({ baseRepo, sha, worktree: dir, patchFile: out, maxBytes: 100_000, scratch });
+    assert.equal(captured.tooLarge, true);
+    assert.ok(captured.bytes > 300_000);
+    assert.equal(existsSync(out), false);
+    assert.deepEqual(readdirSync(scratch), []);
+  });
+
+  it('a link where a test file goes is replaced, never written through; so is a linked folder on the way', async () => {
+    const dir = await clean('lay');
+    const from = path.join(work, 'lay-from');
+    mkdirSync(path.join(from, 'sub'), { recursive: true });
+    writeFileSync(path.join(from, 'check.inc'), 'task check\n');
+    writeFileSync(path.join(from, 'sub', 'deep.inc'), 'deep\n');
+    symlinkSync(path.join(outside, 'target'), path.join(dir, 'check.inc'));
+    symlinkSync(outside, path.join(dir, 'sub'));
+    await layFiles(from, ['check.inc', 'sub/deep.inc'], dir);
+    assert.deepEqual(readdirSync(outside), []);
+    assert.equal(readFileSync(path.join(dir, 'check.inc'), 'utf8'), 'task check\n');
+    assert.equal(lstatSync(path.join(dir, 'sub')).isDirectory(), true);
+    await assert.rejects(layFiles(from, ['../escape'], dir), /not a plain relative path/);
   });
 });
