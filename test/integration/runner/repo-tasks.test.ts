@@ -10,9 +10,11 @@ import { runFiles, type RunResult } from '../../../src/runner/core/records/recor
 import { repoFiles } from '../../../src/runner/core/run/repoGrade.ts';
 import { applyPatch, capturePatch, checkoutBase, fetchBase, GitError, layFiles } from '../../../src/runner/core/tasks/repoGit.ts';
 import { loadTask } from '../../../src/runner/core/tasks/task.ts';
+import { containerOrReason } from '../../support/runner/container-helpers.ts';
 import { backends, nodeDir, runFixture, tempDir } from '../../support/runner/helpers.ts';
 
 const available = await Promise.all(backends.map(async (b) => ({ ...b, backend: await b.get() })));
+const container = await containerOrReason();
 const tmp = tempDir('belay-repo-');
 after(() => tmp.remove());
 
@@ -51,15 +53,18 @@ const agentDir = tmp.writeTask('agent', {
 import { appendFileSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 const mode = process.env.AGENT_MODE;
 const at = process.argv.indexOf('--instruction');
+// The base container image has no git: there the agent says null.
+const git = (args) => { try { return execSync('git ' + args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim(); } catch { return null; } };
 const pick = (names) => Object.fromEntries(names.map((n) => [n, process.env[n] ?? null]));
 console.error(JSON.stringify({ instruction: process.argv[at + 1], ...pick(['TERM_TASK_ID', 'TERM_REPO', 'TERM_BASE_COMMIT', 'TERM_ISSUE_TEXT', 'TERM_HINTS', 'TERM_TIMEOUT', 'TERM_DIFFICULTY']),
-  installed: readFileSync('install-ran.txt', 'utf8'), head: execSync('git rev-parse HEAD', { encoding: 'utf8' }).trim(), log: execSync('git log --all --format=%H', { encoding: 'utf8' }).trim().split('\\n') }));
+  installed: readFileSync('install-ran.txt', 'utf8'), head: git('rev-parse HEAD'), log: git('log --all --format=%H')?.split('\\n') ?? null }));
 const fix = (which) => {
   const lines = readFileSync('calc.sh', 'utf8').split('\\n').map((line) =>
     which.includes('add') && line.startsWith('add') ? 'add() { echo $(( $1 + $2 )); }' : which.includes('mul') && line.startsWith('mul') ? 'mul() { echo $(( $1 * $2 )); }' : line);
   writeFileSync('calc.sh', lines.join('\\n'));
 };
 if (mode === 'fix') { fix(['add', 'mul']); execSync('git add -A && git commit -q -m fix'); }
+else if (mode === 'fix-plain') fix(['add', 'mul']);
 else if (mode === 'half') fix(['add']);
 else if (mode === 'tests') {
   writeFileSync('check_calc.inc', 'exit 0\\n');
@@ -331,5 +336,23 @@ describe('Term Challenge repository tasks: hostile patches and working trees', (
     assert.equal(readFileSync(path.join(dir, 'check.inc'), 'utf8'), 'task check\n');
     assert.equal(lstatSync(path.join(dir, 'sub')).isDirectory(), true);
     await assert.rejects(layFiles(from, ['../escape'], dir), /not a plain relative path/);
+  });
+});
+
+describe('Term Challenge repository tasks (container backend)', { skip: container instanceof Error ? container.message : false }, () => {
+  const be = container as Exclude<typeof container, Error>;
+  const runs = path.join(tmp.dir, 'runs-container');
+  const run = async (mode: string) => runFixture(be, runs, agent, { task: await loadTask(fixTask), protocol: 'sdk3', agentFolders: [nodeDir, agentDir], env: { AGENT_MODE: mode } });
+
+  it('the checkout is /app, installed there; the fix is graded in a fresh container (reward 1), an edit of the tests is not (0)', async () => {
+    const fixed = await run('fix-plain');
+    assert.equal(fixed.result.reward, 1, fixed.result.error ?? '');
+    const env = seen(fixed.result);
+    assert.equal(env.installed, 'ok');
+    assert.equal(env.TERM_BASE_COMMIT, BASE);
+    assert.match(patchOf(fixed.result), /^\+mul\(\) \{ echo \$\(\( \$1 \* \$2 \)\); \}$/m);
+    const cheated = await run('tests');
+    assert.equal(cheated.result.reward, 0);
+    assert.deepEqual(cheated.result.verification?.test_results.map((t) => [t.name, t.status]), [['test_add.sh', 'failed'], ['test_install.sh', 'passed'], ['test_mul.sh', 'failed']]);
   });
 });
