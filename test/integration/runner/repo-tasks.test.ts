@@ -7,7 +7,7 @@ import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSyn
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { runFiles, type RunResult } from '../../../src/runner/core/records/records.ts';
-import { repoFiles } from '../../../src/runner/core/run/repoGrade.ts';
+import { repoFiles, RepoRun, type RepoTask } from '../../../src/runner/core/run/repoGrade.ts';
 import { applyPatch, capturePatch, checkoutBase, fetchBase, GitError, layFiles } from '../../../src/runner/core/tasks/repoGit.ts';
 import { loadTask } from '../../../src/runner/core/tasks/task.ts';
 import { containerOrReason } from '../../support/runner/container-helpers.ts';
@@ -257,6 +257,23 @@ describe('Term Challenge repository tasks: where the repository comes from', () 
     assert.equal(result.failure_cause, 'setup_error');
     assert.match(result.error ?? '', /workspace\.yaml: field 'base_commit': '0{40}' could not be fetched from .*project .*name a full commit id, a branch or a tag it has$/);
     assert.doesNotMatch(result.error ?? '', /\n/);
+  });
+
+  it('a finished run\'s recorded patch is graded again by the task\'s current tests, without any agent', async () => {
+    const { result } = await run(fixTask);
+    assert.equal(result.reward, 1, result.error ?? '');
+    const regrade = async (taskDir: string) => {
+      const notes: string[] = [];
+      const repo = await RepoRun.recorded((await loadTask(taskDir)) as RepoTask, result.run_dir);
+      const verification = await repo.gradePatch({ backend: local, runId: `${result.run_id}-regrade`, hidden: [], testTimeoutMs: 30_000, maxLogBytes: 1 << 20, diskBudgetBytes: 1 << 30, signal: new AbortController().signal, note: (n) => notes.push(n) });
+      return verification;
+    };
+    assert.equal((await regrade(fixTask)).reward, 1);
+    // A stricter verifier: one more test, which the recorded fix does not pass.
+    const stricter = tmp.writeTask('fix-calc-stricter', { 'workspace.yaml': readFileSync(path.join(fixTask, 'workspace.yaml'), 'utf8'), 'prompt.md': 'Fix.', ...TESTS, 'tests/test_sub.sh': '. ./calc.sh\n[ "$(sub 5 3)" = 2 ]\n' });
+    const stricterResult = await regrade(stricter);
+    assert.equal(stricterResult.reward, 0);
+    assert.deepEqual(stricterResult.test_results.map((t) => [t.name, t.status]), [['test_add.sh', 'passed'], ['test_install.sh', 'passed'], ['test_mul.sh', 'passed'], ['test_sub.sh', 'failed']]);
   });
 
   it('several repository tasks at once each grade their own patch', async () => {

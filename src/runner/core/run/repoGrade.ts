@@ -6,7 +6,7 @@
 // the install run again, then every tests/*.sh, each recorded; the reward is 1 only if all exit 0.
 // So an agent that edits the tests, leaves files outside the repository or breaks its checkout's
 // .git gains nothing: only the patch reaches the tests.
-import { promises as fs } from 'node:fs';
+import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { errorMessage } from '../../../shared/errors.ts';
 import { runBounded } from '../../../shared/process.ts';
@@ -14,7 +14,7 @@ import { shellPath, type Backend, type BackendSession, type SessionSpec } from '
 import { RunFailure } from '../records/events.ts';
 import { CappedLog, formatBytes } from '../records/logs.ts';
 import { runFiles, type Verification } from '../records/records.ts';
-import { applyPatch, capturePatch, checkoutBase, fetchBase, layFiles } from '../tasks/repoGit.ts';
+import { applyPatch, capturePatch, checkoutBase, fetchBase, layFiles, resolveBase } from '../tasks/repoGit.ts';
 import { mirrorsFromEnvironment, repoSource, termVariables, type RepoSpec } from '../tasks/repoTask.ts';
 import { stageTests, type Task } from '../tasks/task.ts';
 import { LAYOUT_FILES } from '../tasks/layout.ts';
@@ -92,6 +92,21 @@ export class RepoRun {
     return new RepoRun(task, runDir, found.path, sha);
   }
 
+  /**
+   * A finished run of `task`, to grade its recorded patch again (a regrade: no agent, no
+   * checkout of the agent's, no source needed): the base commit is the one its run fetched.
+   */
+  static async recorded(task: RepoTask, runDir: string): Promise<RepoRun> {
+    const files = repoFiles(runDir);
+    let sha: string;
+    try {
+      sha = await resolveBase(files.baseRepo);
+    } catch (error) {
+      throw new RunFailure('setup_error', `${runDir} holds no base commit of a repository task to grade against: ${errorMessage(error)}`);
+    }
+    return new RepoRun(task, runDir, files.baseRepo, sha);
+  }
+
   /** The TERM_* variables of the agent's environment. */
   variables(agentTimeoutSec: number): Record<string, string> {
     return termVariables(this.task, this.sha, agentTimeoutSec);
@@ -138,6 +153,18 @@ export class RepoRun {
     options.note(captured.bytes === 0 ? 'the agent left no change to the repository: the tests run on the base commit' : `the agent's change: a patch of ${formatBytes(captured.bytes)} touching ${captured.paths.length} path${captured.paths.length === 1 ? '' : 's'} (final/patch.diff)`);
     const touchedTests = captured.paths.filter((p) => this.task.repo.testFiles.includes(p) || this.task.repo.testScripts.includes(p));
     if (touchedTests.length > 0) options.note(`the patch changes ${touchedTests.slice(0, 5).join(', ')}, which the task's tests bring: the task's own are laid over them`);
+    return this.gradePatch(options);
+  }
+
+  /**
+   * The recorded patch (final/patch.diff) applied to a clean checkout at the base commit, the
+   * task's test files laid over it, and the tests run in a fresh environment. A regrade calls
+   * this alone, with the task's current tests.
+   */
+  async gradePatch(options: GradeOptions): Promise<Verification> {
+    const files = repoFiles(this.runDir);
+    const failed = (error: string): Verification => ({ success: false, reward: 0, output: '', error, timed_out: false, exit_code: null, test_results: [] });
+    if (!existsSync(files.patch)) return failed(`the run recorded no patch (${path.relative(this.runDir, files.patch)})`);
     await fs.rm(files.checkout, { recursive: true, force: true });
     await checkoutBase(files.baseRepo, this.sha, files.checkout, options.signal);
     try {

@@ -94,6 +94,11 @@ export async function fetchBase(source: string, revision: string | undefined, ba
   return sha;
 }
 
+/** The base commit `fetchBase` recorded in `baseRepo`. */
+export async function resolveBase(baseRepo: string): Promise<string> {
+  return (await git(['rev-parse', '--verify', '-q', 'refs/belay/base^{commit}'], baseRepo)).stdout.trim();
+}
+
 /** Makes `dest` a repository checked out (detached) at `sha`, from Belay's `baseRepo`; its objects are its own copies. */
 export async function checkoutBase(baseRepo: string, sha: string, dest: string, signal?: AbortSignal): Promise<void> {
   await fs.mkdir(dest, { recursive: true });
