@@ -276,6 +276,16 @@ describe('Term Challenge repository tasks: where the repository comes from', () 
     assert.deepEqual(stricterResult.test_results.map((t) => [t.name, t.status]), [['test_add.sh', 'passed'], ['test_install.sh', 'passed'], ['test_mul.sh', 'passed'], ['test_sub.sh', 'failed']]);
   });
 
+  it('a task with fail_to_pass and pass_to_pass instead of tests/ is graded by those commands', async () => {
+    const task = tmp.writeTask('swe-calc', {
+      'workspace.yaml': `repo: ../project\nbase_commit: '${BASE}'\ninstall: printf ok > install-ran.txt\nfail_to_pass:\n  - sh ./check_calc.inc add\n  - sh ./check_calc.inc mul\npass_to_pass:\n  - test -f calc.sh\n`,
+      'prompt.md': 'Fix calc.sh.',
+    });
+    const { result } = await run(task);
+    assert.equal(result.reward, 1, result.error ?? '');
+    assert.deepEqual(result.verification?.test_results.map((t) => [t.name, t.status]), [['fail_to_pass_0.sh', 'passed'], ['fail_to_pass_1.sh', 'passed'], ['pass_to_pass_2.sh', 'passed']]);
+  });
+
   it('several repository tasks at once each grade their own patch', async () => {
     const runs2 = path.join(tmp.dir, 'runs-parallel');
     const task = await loadTask(fixTask);

@@ -43,6 +43,7 @@ describe('workspace.yaml tasks', () => {
       difficulty: 'Hard',
       testScripts: ['test_one.sh', 'test_two.sh', 'unit/test_deep.sh'],
       testFiles: ['unit/test_parser.py'],
+      generatedTests: [],
     });
     assert.deepEqual([task.agentTimeoutSec, task.testTimeoutSec], [600, 300]);
     assert.equal(task.metadata.repo, 'acme/parser');
@@ -55,6 +56,21 @@ describe('workspace.yaml tasks', () => {
     assert.equal(task.repo?.hints, 'none really');
     assert.equal(task.repo?.installTimeoutSec, 45);
     assert.deepEqual([task.agentTimeoutSec, task.testTimeoutSec], [90, 30]);
+  });
+
+  it('without a tests/*.sh, take checks.txt\'s commands, else fail_to_pass and pass_to_pass, each a test (as the executor does)', async () => {
+    const swe = tmp.writeTask('swe', { 'workspace.yaml': "repo: ./x\nfail_to_pass:\n  - pytest tests/test_a.py::test_fix\npass_to_pass:\n  - pytest tests/test_b.py\n", 'prompt.md': 'Fix.' });
+    const fromYaml = await loadTask(swe);
+    assert.deepEqual(fromYaml.repo?.testScripts, ['fail_to_pass_0.sh', 'pass_to_pass_1.sh']);
+    assert.deepEqual(fromYaml.repo?.generatedTests, [
+      { name: 'fail_to_pass_0.sh', content: '#!/bin/sh\nset -e\npytest tests/test_a.py::test_fix\n' },
+      { name: 'pass_to_pass_1.sh', content: '#!/bin/sh\nset -e\npytest tests/test_b.py\n' },
+    ]);
+    const checks = tmp.writeTask('checks', { 'workspace.yaml': 'repo: ./x\nfail_to_pass: [ignored]\n', 'prompt.md': 'Fix.', 'checks.txt': '# the checks\nmake test\n\n  ./run.sh  \n' });
+    assert.deepEqual((await loadTask(checks)).repo?.generatedTests.map((t) => [t.name, t.content]), [['check_1.sh', '#!/bin/sh\nset -e\nmake test\n'], ['check_3.sh', '#!/bin/sh\nset -e\n./run.sh\n']]);
+    // A script in tests/ wins over both.
+    const both = tmp.writeTask('both', { 'workspace.yaml': 'repo: ./x\nfail_to_pass: [ignored]\n', 'prompt.md': 'Fix.', 'tests/t.sh': 'exit 0' });
+    assert.deepEqual([(await loadTask(both)).repo?.testScripts, (await loadTask(both)).repo?.generatedTests], [['t.sh'], []]);
   });
 
   it('are found by discovery beside task.toml tasks, a broken one listed apart', async () => {
@@ -84,7 +100,7 @@ describe('workspace.yaml tasks', () => {
     const empty = tmp.writeTask('empty-prompt', { 'workspace.yaml': 'repo: ./x\n', 'prompt.md': '  \n', 'tests/a.sh': 'exit 0' });
     await assert.rejects(loadTask(empty), refused(path.join(empty, 'prompt.md'), /the issue is empty/));
     const noTests = tmp.writeTask('no-tests', { 'workspace.yaml': 'repo: ./x\n', 'prompt.md': 'Fix.', 'tests/helper.py': '' });
-    await assert.rejects(loadTask(noTests), refused(path.join(noTests, 'tests'), /no test: a repository task runs every tests\/\*\.sh/));
+    await assert.rejects(loadTask(noTests), refused(path.join(noTests, 'tests'), /no test: a repository task runs every tests\/\*\.sh \(or the commands of checks\.txt, or of fail_to_pass and pass_to_pass\)$/));
     const linked = write('linked-test', 'repo: ./x\n');
     symlinkSync('/etc/passwd', path.join(linked, 'tests', 'z.sh'));
     await assert.rejects(loadTask(linked), refused(path.join(linked, 'tests', 'z.sh'), /not a regular file/));
@@ -141,7 +157,7 @@ describe('where a repository comes from', () => {
 
 describe('TERM_* variables', () => {
   it('are the ones Term Challenge gives its agents', () => {
-    const repo = { repo: 'acme/parser', baseCommit: 'main', install: [], installTimeoutSec: 600, hints: 'h', difficulty: 'Easy', testScripts: ['a.sh'], testFiles: [] };
+    const repo = { repo: 'acme/parser', baseCommit: 'main', install: [], installTimeoutSec: 600, hints: 'h', difficulty: 'Easy', testScripts: ['a.sh'], testFiles: [], generatedTests: [] };
     assert.deepEqual(termVariables({ name: 'parser-fix', instruction: 'Fix it.', repo }, 'f'.repeat(40), 300), {
       TERM_TASK_ID: 'parser-fix',
       TERM_REPO: 'acme/parser',

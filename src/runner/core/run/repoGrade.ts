@@ -14,7 +14,7 @@ import { shellPath, type Backend, type BackendSession, type SessionSpec } from '
 import { RunFailure } from '../records/events.ts';
 import { CappedLog, formatBytes } from '../records/logs.ts';
 import { runFiles, type Verification } from '../records/records.ts';
-import { applyPatch, capturePatch, checkoutBase, fetchBase, layFiles, resolveBase } from '../tasks/repoGit.ts';
+import { applyPatch, capturePatch, checkoutBase, fetchBase, layFiles, resolveBase, writeFiles } from '../tasks/repoGit.ts';
 import { mirrorsFromEnvironment, repoSource, termVariables, type RepoSpec } from '../tasks/repoTask.ts';
 import { stageTests, type Task } from '../tasks/task.ts';
 import { LAYOUT_FILES } from '../tasks/layout.ts';
@@ -172,7 +172,9 @@ export class RepoRun {
     } catch (error) {
       return failed(errorMessage(error));
     }
-    await layFiles(this.task.testsDir!, [...this.task.repo.testFiles, ...this.task.repo.testScripts], files.checkout);
+    const generated = new Set(this.task.repo.generatedTests.map((test) => test.name));
+    await layFiles(this.task.testsDir!, [...this.task.repo.testFiles, ...this.task.repo.testScripts.filter((name) => !generated.has(name))], files.checkout);
+    await writeFiles(this.task.repo.generatedTests, files.checkout);
     return this.runTests(options);
   }
 

@@ -179,22 +179,32 @@ export async function applyPatch(checkout: string, patchFile: string, signal?: A
  * run can change `intoDir`.
  */
 export async function layFiles(fromDir: string, files: readonly string[], intoDir: string): Promise<void> {
-  const root = path.resolve(intoDir);
   for (const rel of files) {
-    const parts = rel.split('/');
-    if (parts.some((part) => part === '' || part === '.' || part === '..')) throw new Error(`${rel}: not a plain relative path`);
-    let at = root;
-    for (const part of parts.slice(0, -1)) {
-      at = path.join(at, part);
-      const stat = await fs.lstat(at).catch(() => undefined);
-      if (stat?.isDirectory()) continue;
-      if (stat) await fs.rm(at, { recursive: true, force: true });
-      await fs.mkdir(at);
-    }
-    const dest = path.join(at, parts[parts.length - 1]!);
-    await fs.rm(dest, { recursive: true, force: true });
-    const source = path.join(fromDir, ...parts);
+    const dest = await clearedPath(intoDir, rel);
+    const source = path.join(fromDir, ...rel.split('/'));
     await fs.copyFile(source, dest, fsConstants.COPYFILE_EXCL);
     await fs.chmod(dest, (await fs.stat(source)).mode & 0o777);
   }
+}
+
+/** Writes generated files (an executable script each) into `intoDir` as `layFiles` lays them. */
+export async function writeFiles(files: readonly { name: string; content: string }[], intoDir: string): Promise<void> {
+  for (const file of files) await fs.writeFile(await clearedPath(intoDir, file.name), file.content, { flag: 'wx', mode: 0o755 });
+}
+
+/** `rel` under `intoDir` with every folder on the way a real folder and nothing at the end. */
+async function clearedPath(intoDir: string, rel: string): Promise<string> {
+  const parts = rel.split('/');
+  if (parts.some((part) => part === '' || part === '.' || part === '..')) throw new Error(`${rel}: not a plain relative path`);
+  let at = path.resolve(intoDir);
+  for (const part of parts.slice(0, -1)) {
+    at = path.join(at, part);
+    const stat = await fs.lstat(at).catch(() => undefined);
+    if (stat?.isDirectory()) continue;
+    if (stat) await fs.rm(at, { recursive: true, force: true });
+    await fs.mkdir(at);
+  }
+  const dest = path.join(at, parts[parts.length - 1]!);
+  await fs.rm(dest, { recursive: true, force: true });
+  return dest;
 }

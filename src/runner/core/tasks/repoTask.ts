@@ -30,6 +30,11 @@ export interface RepoSpec {
   testScripts: string[];
   /** The other files of tests/, relative to tests/ with `/`: laid over the checkout before the tests. */
   testFiles: string[];
+  /**
+   * Tests made from commands when tests/ has no script (as the executor does): checks.txt's lines,
+   * else workspace.yaml's fail_to_pass and pass_to_pass. Their names are in `testScripts` too.
+   */
+  generatedTests: { name: string; content: string }[];
 }
 
 export const DEFAULT_INSTALL_TIMEOUT_SEC = 600;
@@ -57,13 +62,34 @@ export const WorkspaceYamlSchema = z.looseObject({
   /** The agent's and the tests' time limits, as task.toml would give them. */
   agent_timeout_sec: z.number().positive().optional(),
   test_timeout_sec: z.number().positive().optional(),
+  /** SWE-bench / swe-forge: test commands, each a test when tests/ has no script. */
+  fail_to_pass: z.array(z.string().min(1)).optional(),
+  pass_to_pass: z.array(z.string().min(1)).optional(),
 });
 export type WorkspaceYaml = z.infer<typeof WorkspaceYamlSchema>;
 
 /** Harness defaults for repository tasks (the executor's). */
 export const REPO_TIMEOUTS = { agent: 600, test: 300 } as const;
 
-export function repoSpec(config: WorkspaceYaml, tests: { scripts: string[]; files: string[] }): RepoSpec {
+/** A test script that runs `command` and fails at its first failing command. */
+function commandTest(name: string, command: string): { name: string; content: string } {
+  return { name, content: `#!/bin/sh\nset -e\n${command}\n` };
+}
+
+/**
+ * The tests made from commands, for a task whose tests/ has no script: checks.txt's lines (blank
+ * lines and # comments skipped), else fail_to_pass then pass_to_pass, numbered as the executor does.
+ */
+export function commandTests(config: Pick<WorkspaceYaml, 'fail_to_pass' | 'pass_to_pass'>, checks: string | undefined): { name: string; content: string }[] {
+  if (checks !== undefined) {
+    const made = checks.split('\n').flatMap((line, i) => (line.trim() === '' || line.trim().startsWith('#') ? [] : [commandTest(`check_${i}.sh`, line.trim())]));
+    if (made.length > 0) return made;
+  }
+  let index = 0;
+  return [...(config.fail_to_pass ?? []).map((command) => commandTest(`fail_to_pass_${index++}.sh`, command)), ...(config.pass_to_pass ?? []).map((command) => commandTest(`pass_to_pass_${index++}.sh`, command))];
+}
+
+export function repoSpec(config: WorkspaceYaml, tests: { scripts: string[]; files: string[] }, generatedTests: { name: string; content: string }[] = []): RepoSpec {
   return {
     repo: config.repo,
     baseCommit: config.base_commit,
@@ -71,8 +97,9 @@ export function repoSpec(config: WorkspaceYaml, tests: { scripts: string[]; file
     installTimeoutSec: config.install_timeout_sec ?? DEFAULT_INSTALL_TIMEOUT_SEC,
     hints: config.hints ?? config.hints_text ?? '',
     difficulty: config.difficulty,
-    testScripts: tests.scripts,
+    testScripts: [...tests.scripts, ...generatedTests.map((test) => test.name)],
     testFiles: tests.files,
+    generatedTests,
   };
 }
 

@@ -7,7 +7,7 @@ import * as z from 'zod';
 import { errorMessage } from '../../../shared/errors.ts';
 import { DOCKER_FILES, LAYOUT_FILES, type TaskLayout } from './layout.ts';
 import { loadSteps, StepsTomlSchema, type StepsConfig, type TaskStep } from './taskSteps.ts';
-import { listTestFiles, REPO_TIMEOUTS, repoSpec, WorkspaceYamlSchema, type RepoSpec } from './repoTask.ts';
+import { commandTests, listTestFiles, REPO_TIMEOUTS, repoSpec, WorkspaceYamlSchema, type RepoSpec } from './repoTask.ts';
 
 export class TaskError extends Error {
   override name = 'TaskError';
@@ -229,7 +229,9 @@ async function loadRepo(dir: string, name: string, file: string): Promise<Task> 
   const testsDir = path.join(dir, files.tests);
   const tests = await listTestFiles(testsDir);
   if (tests.refused.length > 0) throw new TaskError(path.join(testsDir, tests.refused[0]!), 'not a regular file: the tests are copied, never followed');
-  if (tests.scripts.length === 0) throw new TaskError(testsDir, 'no test: a repository task runs every tests/*.sh');
+  const checksFile = path.join(dir, 'checks.txt');
+  const generated = tests.scripts.length > 0 ? [] : commandTests(config, existsSync(checksFile) ? await readText(checksFile) : undefined);
+  if (tests.scripts.length === 0 && generated.length === 0) throw new TaskError(testsDir, 'no test: a repository task runs every tests/*.sh (or the commands of checks.txt, or of fail_to_pass and pass_to_pass)');
   return {
     name,
     dir,
@@ -241,11 +243,11 @@ async function loadRepo(dir: string, name: string, file: string): Promise<Task> 
     environmentDir: path.join(dir, files.environment, '.none'),
     seedExclude: DOCKER_FILES,
     testsDir,
-    testScript: tests.scripts[0]!,
+    testScript: tests.scripts[0] ?? generated[0]!.name,
     solutionScript: undefined,
     metadata: { repo: config.repo, ...(config.base_commit !== undefined ? { base_commit: config.base_commit } : {}), ...(config.difficulty !== undefined ? { difficulty: config.difficulty } : {}), ...(config.language !== undefined ? { language: config.language } : {}) },
     environment: taskEnvironment(path.join(dir, files.environment), undefined),
-    repo: repoSpec(config, tests),
+    repo: repoSpec(config, tests, generated),
   };
 }
 
