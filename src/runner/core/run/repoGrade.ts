@@ -145,6 +145,15 @@ export class RepoRun {
    * clean checkout, and graded there in a fresh environment.
    */
   async grade(options: GradeOptions): Promise<Verification> {
+    try {
+      return await this.#grade(options);
+    } catch (error) {
+      // Belay's own fault (git failed on its own repository, say), not the task's set-up nor the agent's.
+      throw error instanceof RunFailure ? error : new RunFailure('harness_error', `the patch could not be graded: ${errorMessage(error)}`);
+    }
+  }
+
+  async #grade(options: GradeOptions): Promise<Verification> {
     const files = repoFiles(this.runDir);
     const run = runFiles(this.runDir);
     const failed = (error: string): Verification => ({ success: false, reward: 0, output: '', error, timed_out: false, exit_code: null, test_results: [] });
