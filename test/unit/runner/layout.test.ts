@@ -22,8 +22,8 @@ describe('task layouts', () => {
   });
 
   it('watch the files that make or change a task, and say what a task folder is', () => {
-    assert.deepEqual([...TASK_MARKER_FILES].sort(), ['instruction.md', 'run-tests.sh', 'task.toml', 'task.yaml']);
-    assert.equal(TASK_FOLDER, 'a folder with task.toml or task.yaml');
+    assert.deepEqual([...TASK_MARKER_FILES].sort(), ['instruction.md', 'prompt.md', 'run-tests.sh', 'task.toml', 'task.yaml', 'workspace.yaml']);
+    assert.equal(TASK_FOLDER, 'a folder with task.toml, task.yaml or workspace.yaml');
   });
 
   it('label a broken task with its folder', () => {

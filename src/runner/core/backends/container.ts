@@ -399,7 +399,8 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
     remote,
   }, sockets, services);
   try {
-    if (source.kind === 'base' && existsSync(folders.workspace)) {
+    // A repository task's workspace is its checkout: /app holds it even in the task's own image.
+    if ((source.kind === 'base' || task.repo !== undefined) && existsSync(folders.workspace)) {
       await engine.check(['cp', `${path.resolve(folders.workspace)}/.`, `${name}:/app`], { timeoutMs: 300_000 });
     }
     if (remote) {

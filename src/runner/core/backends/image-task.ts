@@ -42,8 +42,8 @@ export function mainService(services: Record<string, { build?: unknown; containe
 }
 
 /** Finds how the task's image is made; a compose file that says nothing usable is an error naming it. */
-export async function imageSource(taskDir: string, layout: 'current' | 'legacy'): Promise<ImageSource> {
-  if (layout === 'current') {
+export async function imageSource(taskDir: string, layout: 'current' | 'legacy' | 'repo'): Promise<ImageSource> {
+  if (layout !== 'legacy') {
     const dockerfile = path.join(taskDir, 'environment', 'Dockerfile');
     return existsSync(dockerfile) ? { kind: 'dockerfile', dockerfile, context: path.dirname(dockerfile), origin: dockerfile } : { kind: 'base' };
   }

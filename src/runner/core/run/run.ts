@@ -21,6 +21,7 @@ import { removeVerifierLeftovers, verify } from './verify.ts';
 import { rewardWords } from '../records/format.ts';
 import type { Resolver } from '../network/proxy.ts';
 import { EGRESS_SERVICE, openRunNetwork, withTaskEnv, type RunNetwork } from './taskEnvironment.ts';
+import { isRepoTask, repoFiles, RepoRun } from './repoGrade.ts';
 
 export interface RunTaskOptions {
   task: Task;
@@ -100,6 +101,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
   let host: string | undefined;
   const steps = new StepRecords(task, runDir);
   let network: RunNetwork | undefined;
+  let repoRun: RepoRun | undefined;
   const inputs = new VerifierInputs(task, files.workspace);
   try {
     await fs.mkdir(files.steps, { recursive: true });
@@ -109,6 +111,9 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
     } catch (error) {
       throw new RunFailure('setup_error', errorMessage(error));
     }
+    // A repository task: its repository checked out at the base commit is the workspace; its source stays hidden.
+    if (isRepoTask(task)) repoRun = await RepoRun.prepare(task, runDir, { signal: bounds.signal });
+    const openOptions = repoRun ? { ...options, hidden: [...(options.hidden ?? []), repoRun.source] } : options;
     const services: ServiceSpec[] = [...(llm ? [llm.service] : []), ...(network.service ? [network.service] : [])];
     for (const part of parts) {
       if (part.step) {
@@ -118,7 +123,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
       }
       // The task's [environment.env] reaches every program of both phases, under Belay's own variables.
       session = withTaskEnv(
-        await openEnvironment(options, runId, files, bounds.signal, note, part, services, {
+        await openEnvironment(openOptions, runId, files, bounds.signal, note, part, services, {
           diskBudgetBytes: limits.diskBudgetBytes,
           onLimit: (cause, message) => bounds.stop(new RunFailure(cause, message)),
         }),
@@ -128,6 +133,8 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
         host = session.host;
         emit({ type: 'notice', message: `on ${host}` });
       }
+
+      if (repoRun) await repoRun.install(session, repoFiles(runDir).installLog, limits.maxLogBytes, bounds.signal, note);
 
       // The agent phase: the agent through its protocol, until it is done and everything it started is dead.
       bounds.enter('agent');
@@ -142,6 +149,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
         // The egress proxy's variables after them: the agent's settings cannot route around it.
         env: {
           TERM_TASK_ID: task.name,
+          ...repoRun?.variables(part.agentTimeoutMs / 1000),
           BELAY_WORKDIR: session.workdir,
           ...options.env,
           ...llm?.environment(session.serviceUrl(LLM_SERVICE)),
@@ -168,7 +176,16 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
 
       // The verify phase. Like the real harness, the tests run even when the agent failed: partial work can pass.
       verification = null;
-      if (!bounds.signal.aborted && !setupFailure) {
+      if (repoRun && !bounds.signal.aborted) {
+        // What is graded is the agent's patch, on a clean checkout in a fresh environment.
+        bounds.enter('verify');
+        emit({ type: 'verification-started' });
+        await session.close();
+        session = undefined;
+        const { maxLogBytes, diskBudgetBytes } = limits;
+        verification = await repoRun.grade({ backend, runId, hidden: [options.task.dir, path.resolve(options.runsDir), repoRun.source, ...(options.hidden ?? [])], testTimeoutMs: part.testTimeoutMs, maxLogBytes, diskBudgetBytes, signal: bounds.signal, note, onLimit: (cause, message) => bounds.stop(new RunFailure(cause, message)) });
+        emit({ type: 'verification-ended', verification });
+      } else if (!bounds.signal.aborted && !setupFailure) {
         bounds.enter('verify');
         emit({ type: 'verification-started' });
         for (const leftover of await removeVerifierLeftovers(files.logs)) note(`removed ${leftover}, left by the agent phase: only the verify phase writes the verifier's files`);
@@ -179,7 +196,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
       }
       if (!part.step) break;
       // A step's session ends before the next opens; the run workspace folder carries the work on.
-      await session.close();
+      await session?.close();
       session = undefined;
       const stop = await steps.end(part.step, { outcome, failure, verification, logsDir: files.logs, testsDir: files.tests, stopped: bounds.signal.aborted });
       if (stop) {

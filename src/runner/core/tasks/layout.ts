@@ -1,8 +1,8 @@
-// The two task layouts' file names, in one place: the loader, the editor's watchers, the views
+// The task layouts' file names, in one place: the loader, the editor's watchers, the views
 // and Test Explorer all name files through here.
 import * as path from 'node:path';
 
-export type TaskLayout = 'current' | 'legacy';
+export type TaskLayout = 'current' | 'legacy' | 'repo';
 
 /** Paths relative to the task folder (with `/`: they also appear in messages). */
 export const LAYOUT_FILES = {
@@ -25,16 +25,25 @@ export const LAYOUT_FILES = {
     /** The task folder itself seeds the run; these stay out of it. */
     notSeeded: ['task.yaml', 'solution.sh', 'solution.yaml', 'run-tests.sh', 'tests'],
   },
+  /** Term Challenge repository tasks: workspace.yaml (repository, base commit, install), prompt.md, tests/*.sh. */
+  repo: {
+    config: 'workspace.yaml',
+    instruction: 'prompt.md',
+    tests: 'tests',
+    /** Every tests/*.sh is a test; failures point at the folder. */
+    testScript: 'tests',
+    environment: 'environment',
+  },
 } as const;
 
 /** Never copied into a run's working directory: the environment is not built from them. */
 export const DOCKER_FILES = ['Dockerfile', 'docker-compose.yaml', 'docker-compose.yml', '.dockerignore'];
 
 /** What makes a folder a task, for messages: "a folder with task.toml or task.yaml". */
-export const TASK_FOLDER = `a folder with ${LAYOUT_FILES.current.config} or ${LAYOUT_FILES.legacy.config}`;
+export const TASK_FOLDER = `a folder with ${LAYOUT_FILES.current.config}, ${LAYOUT_FILES.legacy.config} or ${LAYOUT_FILES.repo.config}`;
 
 /** The files whose appearance, change or removal changes the list of tasks. */
-export const TASK_MARKER_FILES = [LAYOUT_FILES.current.config, LAYOUT_FILES.legacy.config, LAYOUT_FILES.current.instruction, LAYOUT_FILES.legacy.testScript];
+export const TASK_MARKER_FILES = [LAYOUT_FILES.current.config, LAYOUT_FILES.legacy.config, LAYOUT_FILES.repo.config, LAYOUT_FILES.current.instruction, LAYOUT_FILES.repo.instruction, LAYOUT_FILES.legacy.testScript];
 
 interface Located {
   dir: string;
@@ -51,7 +60,7 @@ export function testScriptFile(task: Located): string {
   return path.join(task.dir, LAYOUT_FILES[task.layout].testScript);
 }
 
-/** The layout's configuration file name: task.toml or task.yaml. */
+/** The layout's configuration file name: task.toml, task.yaml or workspace.yaml. */
 export function configFileName(layout: TaskLayout): string {
   return LAYOUT_FILES[layout].config;
 }

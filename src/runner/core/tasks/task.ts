@@ -8,6 +8,7 @@ import { errorMessage } from '../../../shared/errors.ts';
 import { DOCKER_FILES, LAYOUT_FILES, type TaskLayout } from './layout.ts';
 import { loadSteps, StepsTomlSchema, type StepsConfig, type TaskStep } from './taskSteps.ts';
 import { PhaseNetworkFields, TaskEnvSchema, taskNetwork, type TaskNetwork } from '../network/policy.ts';
+import { commandTests, listTestFiles, REPO_TIMEOUTS, repoSpec, WorkspaceYamlSchema, type RepoSpec } from './repoTask.ts';
 
 export class TaskError extends Error {
   override name = 'TaskError';
@@ -84,6 +85,8 @@ export interface Task {
   network?: TaskNetwork;
   /** `[environment.env]`: variables both phases' programs get, under Belay's own. */
   env?: Record<string, string>;
+  /** A Term Challenge repository task (workspace.yaml): the repository, its base commit, install, tests/*.sh. */
+  repo?: RepoSpec;
 }
 
 /** How the task's environment is built and bounded (task.toml's [environment], the Docker files). */
@@ -137,7 +140,7 @@ async function readTaskFile<T>(file: string, format: 'toml' | 'yaml', schema: z.
 }
 
 export function isTaskDir(dir: string): boolean {
-  return existsSync(path.join(dir, LAYOUT_FILES.current.config)) || existsSync(path.join(dir, LAYOUT_FILES.legacy.config));
+  return existsSync(path.join(dir, LAYOUT_FILES.current.config)) || existsSync(path.join(dir, LAYOUT_FILES.legacy.config)) || existsSync(path.join(dir, LAYOUT_FILES.repo.config));
 }
 
 export async function loadTask(taskDir: string): Promise<Task> {
@@ -147,7 +150,9 @@ export async function loadTask(taskDir: string): Promise<Task> {
   if (existsSync(toml)) return loadCurrent(dir, name, toml);
   const yaml = path.join(dir, LAYOUT_FILES.legacy.config);
   if (existsSync(yaml)) return loadLegacy(dir, name, yaml);
-  throw new TaskError(dir, `not a task: neither ${LAYOUT_FILES.current.config} nor ${LAYOUT_FILES.legacy.config} is there`);
+  const workspace = path.join(dir, LAYOUT_FILES.repo.config);
+  if (existsSync(workspace)) return loadRepo(dir, name, workspace);
+  throw new TaskError(dir, `not a task: none of ${LAYOUT_FILES.current.config}, ${LAYOUT_FILES.legacy.config} or ${LAYOUT_FILES.repo.config} is there`);
 }
 
 async function loadCurrent(dir: string, name: string, file: string): Promise<Task> {
@@ -220,6 +225,38 @@ async function loadLegacy(dir: string, name: string, file: string): Promise<Task
     solutionScript: existsSync(solution) ? solution : undefined,
     metadata: { difficulty, category, tags },
     environment: taskEnvironment(dir, undefined),
+  };
+}
+
+async function loadRepo(dir: string, name: string, file: string): Promise<Task> {
+  const files = LAYOUT_FILES.repo;
+  const config = await readTaskFile(file, 'yaml', WorkspaceYamlSchema);
+  const promptFile = path.join(dir, files.instruction);
+  if (!existsSync(promptFile)) throw new TaskError(promptFile, `missing: a repository task's issue is ${files.instruction}`);
+  const instruction = (await readText(promptFile)).trim();
+  if (instruction === '') throw new TaskError(promptFile, 'the issue is empty');
+  const testsDir = path.join(dir, files.tests);
+  const tests = await listTestFiles(testsDir);
+  if (tests.refused.length > 0) throw new TaskError(path.join(testsDir, tests.refused[0]!), 'not a regular file: the tests are copied, never followed');
+  const checksFile = path.join(dir, 'checks.txt');
+  const generated = tests.scripts.length > 0 ? [] : commandTests(config, existsSync(checksFile) ? await readText(checksFile) : undefined);
+  if (tests.scripts.length === 0 && generated.length === 0) throw new TaskError(testsDir, 'no test: a repository task runs every tests/*.sh (or the commands of checks.txt, or of fail_to_pass and pass_to_pass)');
+  return {
+    name,
+    dir,
+    layout: 'repo',
+    instruction,
+    agentTimeoutSec: config.agent_timeout_sec ?? REPO_TIMEOUTS.agent,
+    testTimeoutSec: config.test_timeout_sec ?? REPO_TIMEOUTS.test,
+    // The workspace is the checkout; nothing of the task folder is copied into it.
+    environmentDir: path.join(dir, files.environment, '.none'),
+    seedExclude: DOCKER_FILES,
+    testsDir,
+    testScript: tests.scripts[0] ?? generated[0]!.name,
+    solutionScript: undefined,
+    metadata: { repo: config.repo, ...(config.base_commit !== undefined ? { base_commit: config.base_commit } : {}), ...(config.difficulty !== undefined ? { difficulty: config.difficulty } : {}), ...(config.language !== undefined ? { language: config.language } : {}) },
+    environment: taskEnvironment(path.join(dir, files.environment), undefined),
+    repo: repoSpec(config, tests, generated),
   };
 }
 
