@@ -47,6 +47,11 @@ export interface SessionSpec {
    * `BackendSession.serviceUrl(name)`; the verify phase and anything outside the run never do.
    */
   services?: readonly ServiceSpec[];
+  /**
+   * The working folder must start as `folders.workspace` holds it, whatever the task's image has
+   * at its working directory (a verifier's environment given the agent's final state).
+   */
+  seedFromWorkspace?: boolean;
   /** Progress worth showing while the environment is prepared (e.g. an image build). */
   onNotice?: (message: string) => void;
   /**

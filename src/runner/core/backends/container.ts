@@ -399,7 +399,7 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
     remote,
   }, sockets, services);
   try {
-    if (source.kind === 'base' && existsSync(folders.workspace)) {
+    if ((source.kind === 'base' || spec.seedFromWorkspace) && existsSync(folders.workspace)) {
       await engine.check(['cp', `${path.resolve(folders.workspace)}/.`, `${name}:/app`], { timeoutMs: 300_000 });
     }
     if (remote) {

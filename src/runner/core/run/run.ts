@@ -17,6 +17,11 @@ import { LLM_REQUESTS_FILE, LLM_SERVICE, RunLlm, type RunLlmOptions } from './ru
 import { mergeStepWorkdir, runParts, stepSetup, StepRecords, type RunPart } from './runSteps.ts';
 import { seedWorkspace, stageTests, type Task } from '../tasks/task.ts';
 import { removeVerifierLeftovers, verify } from './verify.ts';
+import { captureState, FINAL_WORKDIR, finalStateBounds, type CapturedState } from './finalState.ts';
+import { openVerifierEnvironment, removeVerifierEnvironment } from './verifierEnvironment.ts';
+
+/** Where a run's verifier environment keeps its folders while it is open (removed after). */
+const VERIFIER_ENV_DIR = 'verifier-env';
 import { rewardWords } from '../records/format.ts';
 
 export interface RunTaskOptions {
@@ -92,6 +97,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
   let session: BackendSession | undefined;
   let host: string | undefined;
   const steps = new StepRecords(task, runDir);
+  let captured: CapturedState = {};
   try {
     await fs.mkdir(files.steps, { recursive: true });
     emit({ type: 'run-started', runId, task: task.name, protocol: options.protocol.name, backend: backend.label, isolated: backend.isolated, runDir });
@@ -137,6 +143,8 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
       await session.endAgentPhase().catch((error: unknown) => {
         throw new RunFailure('harness_error', `the agent phase could not be ended: ${errorMessage(error)}`);
       });
+      // What the agent left, kept with the run (a multi-step task's last step's is the one kept): what regrade grades.
+      if (!setupFailure) captured = await captureState(runDir, task, files.workspace, session.workdir, finalStateBounds(limits.diskBudgetBytes), note);
 
       // The verify phase. Like the real harness, the tests run even when the agent failed: partial work can pass.
       verification = null;
@@ -145,6 +153,27 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
         emit({ type: 'verification-started' });
         for (const leftover of await removeVerifierLeftovers(files.logs)) note(`removed ${leftover}, left by the agent phase: only the verify phase writes the verifier's files`);
         await stageTests(task, files.tests, part.step);
+        if (task.verifierEnvironment && !part.step) {
+          // The verifier's own environment: a fresh one holding the final state, nothing else of the agent's.
+          if (!captured.final) throw new RunFailure('harness_error', `the task runs its verifier in an environment of its own, and the final state could not be kept for it`);
+          await session.close();
+          session = await openVerifierEnvironment({
+            backend,
+            task,
+            runId: `${runId}-verifier`,
+            finalDir: path.join(runDir, ...FINAL_WORKDIR.split('/')),
+            envDir: path.join(runDir, VERIFIER_ENV_DIR),
+            tests: files.tests,
+            logs: files.logs,
+            hidden: [options.task.dir, path.resolve(options.runsDir), ...(options.hidden ?? [])],
+            diskBudgetBytes: limits.diskBudgetBytes,
+            onNotice: note,
+            signal: bounds.signal,
+          }).catch((error: unknown) => {
+            throw new RunFailure('harness_error', `the verifier's environment could not be opened: ${errorMessage(error)}`);
+          });
+          note(`the verifier ran in an environment of its own (${backend.label}), holding only the final working folder`);
+        }
         await session.startVerifyPhase();
         verification = await verify({ task: part.task, session, runDir, testOutputFile: part.testOutputFile, timeoutMs: part.testTimeoutMs, maxLogBytes: limits.maxLogBytes, signal: bounds.signal });
         emit({ type: 'verification-ended', verification });
@@ -170,11 +199,12 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
     bounds.dispose();
     llm?.close();
     await session?.close().catch((error: unknown) => note(`the environment could not be closed: ${errorMessage(error)}`));
+    if (task.verifierEnvironment) await removeVerifierEnvironment(path.join(runDir, VERIFIER_ENV_DIR)).catch(() => undefined);
   }
   // A stopped run ends with the reason it was stopped for, whatever the protocol made of it.
   failure = bounds.failure ?? failure;
   if (failure?.failure === 'aborted' || failure?.failure === 'disk_budget' || failure?.failure === 'budget_exceeded' || failure?.failure === 'host_lost') verification = null;
-  const result = summarize(options, { runId, runDir, started, outcome, failure, verification, notes, steps: steps.summary(), llm: llm?.usage(), host });
+  const result = summarize(options, { runId, runDir, started, outcome, failure, verification, notes, steps: steps.summary(), llm: llm?.usage(), host, captured });
   await writeRecords(runDir, result, trajectory, task.instruction);
   // Every model call with its latency, status and cost, beside the totals in result.json.
   if (llm) await writeFileAtomic(path.join(runDir, LLM_REQUESTS_FILE), JSON.stringify(llm.records(), null, 2) + '\n').catch((error: unknown) => note(`the model calls could not be written: ${errorMessage(error)}`));
@@ -249,6 +279,8 @@ interface RunFacts {
   llm: LlmUsage | undefined;
   /** The other machine whose engine ran it, when one did. */
   host: string | undefined;
+  /** The final state and artifacts kept after the agent phase. */
+  captured: CapturedState;
 }
 
 function summarize(options: RunTaskOptions, facts: RunFacts): RunResult {
@@ -286,5 +318,7 @@ function summarize(options: RunTaskOptions, facts: RunFacts): RunResult {
     notes: facts.notes,
     ...(facts.llm ? { llm: facts.llm } : {}),
     run_dir: facts.runDir,
+    ...(facts.captured.final ? { final: facts.captured.final } : {}),
+    ...(facts.captured.artifacts ? { artifacts: facts.captured.artifacts } : {}),
   };
 }
