@@ -177,7 +177,9 @@ export async function collectArtifacts(artifacts: readonly ArtifactSpec[], works
   const copier = new Copier(bounds);
   try {
     for (const artifact of artifacts) {
-      const inside = path.posix.isAbsolute(artifact.source) ? path.posix.relative(workdir, path.posix.normalize(artifact.source)) : path.posix.normalize(artifact.source);
+      // The task's own name for the working folder (/app) means it on every backend, the local one too.
+      const root = path.posix.isAbsolute(artifact.source) && !isWithin(artifact.source, workdir) && isWithin(artifact.source, TASK_WORKDIR) ? TASK_WORKDIR : workdir;
+      const inside = path.posix.isAbsolute(artifact.source) ? path.posix.relative(root, path.posix.normalize(artifact.source)) : path.posix.normalize(artifact.source);
       if (inside.startsWith('..') || path.posix.isAbsolute(inside)) {
         copier.skip(artifact.source, `outside the working folder ${workdir}: Belay collects artifacts from the working folder only`);
         continue;
@@ -206,6 +208,14 @@ export async function collectArtifacts(artifacts: readonly ArtifactSpec[], works
     throw error;
   }
   return copier.finish();
+}
+
+/** The working folder as tasks name it (Harbor's and Terminal-Bench's images). */
+const TASK_WORKDIR = '/app';
+
+function isWithin(file: string, folder: string): boolean {
+  const relative = path.posix.relative(folder, path.posix.normalize(file));
+  return relative === '' || (!relative.startsWith('..') && !path.posix.isAbsolute(relative));
 }
 
 /** The first of the folders on the way to a path that is not a real folder (relative), if any. */
