@@ -158,6 +158,11 @@ export interface BackendSession {
   /** The logs folder as seen inside (verify phase). */
   readonly logsDir: string;
   readonly phase: Phase;
+  /**
+   * Why `RunFolders.workspace` does not hold the working folder as the agent phase left it (a
+   * container's /app too large to copy out), once that phase ended; absent: it does.
+   */
+  readonly workspaceNotFinal?: string;
   /** Where agent-phase programs see `RunFolders.agentState` (read-write); undefined when the run gave none. */
   readonly stateDir: string | undefined;
   /** The other machine whose engine holds this session ("ci@build-2"); absent: this one. */

@@ -477,6 +477,10 @@ class ContainerSession implements BackendSession {
   #agentEnded = false;
   #agentEnding: Promise<void> | undefined;
   #verifyStarted = false;
+  #workspaceNotFinal: string | undefined;
+  get workspaceNotFinal(): string | undefined {
+    return this.#workspaceNotFinal;
+  }
   #closed = false;
   /** The phase's executor: the container's main process, over the attached session. */
   #executor: ChannelExecutor | undefined;
@@ -673,6 +677,7 @@ class ContainerSession implements BackendSession {
     // Stopping kills every process of the container at once (its PID namespace ends, setsid or
     // not); the executor's channel ends with it. The files stay as the agent left them.
     if (this.#lost) {
+      this.#workspaceNotFinal = 'the engine holding the container stopped answering';
       await this.#dropExecutor();
       return;
     }
@@ -680,6 +685,7 @@ class ContainerSession implements BackendSession {
     if (stopped.exitCode !== 0) {
       const said = failureText(stopped, 120_000);
       if (this.#bounds.remote && hostUnreachable(said, stopped.timedOut)) {
+        this.#workspaceNotFinal = 'the engine holding the container stopped answering';
         this.#hostLost(`the engine on ${this.#engine.remote!.host} stopped answering (${said.split('\n').filter((line) => line.trim() !== '').slice(-1)[0]?.slice(0, 300) ?? ''})`);
         await this.#dropExecutor();
         return;
@@ -700,6 +706,7 @@ class ContainerSession implements BackendSession {
     const written = Number(measured.stdout.text('').trim());
     if (!Number.isFinite(written) || written > this.#bounds.copyLimitBytes) {
       this.#spec.onNotice?.(`the container wrote ${Number.isFinite(written) ? `${Math.round(written / 1024 / 1024)} MB` : 'an unknown amount'}: its /app is not copied into the run's workspace (limit ${Math.round(this.#bounds.copyLimitBytes / 1024 / 1024)} MB)`);
+      this.#workspaceNotFinal = `the container's /app was not copied out (it wrote more than ${Math.round(this.#bounds.copyLimitBytes / 1024 / 1024)} MB)`;
       return;
     }
     const workspace = path.resolve(this.#spec.folders.workspace);

@@ -144,7 +144,10 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
         throw new RunFailure('harness_error', `the agent phase could not be ended: ${errorMessage(error)}`);
       });
       // What the agent left, kept with the run (a multi-step task's last step's is the one kept): what regrade grades.
-      if (!setupFailure) captured = await captureState(runDir, task, files.workspace, session.workdir, finalStateBounds(limits.diskBudgetBytes), note);
+      if (session.workspaceNotFinal !== undefined) {
+        captured = {};
+        note(`the final state could not be kept: ${session.workspaceNotFinal}`);
+      } else if (!setupFailure) captured = await captureState(runDir, task, files.workspace, session.workdir, finalStateBounds(limits.diskBudgetBytes), note);
 
       // The verify phase. Like the real harness, the tests run even when the agent failed: partial work can pass.
       verification = null;
