@@ -3,7 +3,7 @@
 // fresh container of that image whose /app holds the final state, without the agent's /tmp or
 // processes; a regrade grades that kept state again in another fresh container.
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { Backend } from '../../../src/runner/core/backends/backend.ts';
@@ -33,7 +33,7 @@ describe('container backend: final state and a separate verifier', { skip }, () 
       'task.toml': '[agent]\ntimeout_sec = 120\n[verifier]\ntimeout_sec = 60\nenvironment_mode = "separate"\n',
       'instruction.md': 'Write hello.txt.',
       'environment/Dockerfile': `FROM ${BASE_IMAGE}\nWORKDIR /app\nRUN echo image > /app/from-image.txt\n`,
-      'tests/test.sh': '#!/bin/sh\necho "in $(pwd): $(ls /app | tr "\\n" " ")"\n[ "$(cat /app/hello.txt)" = hi ] || exit 1\n[ ! -e /tmp/agent-marker ] || { echo "the agent\'s /tmp is here"; exit 1; }\n',
+      'tests/test.sh': '#!/bin/sh\necho "in $(pwd): $(ls /app | tr "\\n" " ")"\n[ "$(cat /app/hello.txt)" = hi ] || exit 1\n[ ! -e /tmp/agent-marker ] || { echo "the agent\'s /tmp is here"; exit 1; }\n[ ! -e /app/from-image.txt ] || { echo "the image\'s /app is here"; exit 1; }\n',
     });
     const task = await loadTask(dir);
     const jobDir = await createJob({ jobsDir: path.join(tmp.dir, 'jobs'), tasks: [task], settings: { agent: 'commands', protocol: 'sdk1', backend: 'container', attempts: 1, options: {} } });
@@ -63,6 +63,8 @@ describe('container backend: final state and a separate verifier', { skip }, () 
     assert.match(run.notes!.join('\n'), /the verifier ran in an environment of its own/);
     assert.equal(readFileSync(path.join(run.run_dir, 'final', 'workdir', 'hello.txt'), 'utf8'), 'hi\n');
     assert.deepEqual(run.final && [run.final.files, run.final.skipped], [1, []]);
+    // The verifier's container and its copy of the state are gone (a rootless container's files included).
+    assert.equal(existsSync(path.join(run.run_dir, 'verifier-env')), false);
     // A verifier that fails the kept state: one regrade in a fresh container, down.
     writeFileSync(path.join(dir, 'tests', 'test.sh'), '#!/bin/sh\n[ "$(cat /app/hello.txt)" = bye ]\n');
     const report = await regradeJob({ jobDir, backend: container });

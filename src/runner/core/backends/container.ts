@@ -348,6 +348,8 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
         ...stateMount,
         '--volume',
         `${executor}:${EXECUTOR_INSIDE}:ro`,
+        // A working folder given whole (a verifier's final state) is /app itself, not laid over the image's.
+        ...(spec.seedFromWorkspace ? ['--volume', `${path.resolve(folders.workspace)}:/app:rw`] : []),
       ];
   const created = await engine.run(
     [
@@ -399,7 +401,7 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
     remote,
   }, sockets, services);
   try {
-    if ((source.kind === 'base' || spec.seedFromWorkspace) && existsSync(folders.workspace)) {
+    if ((source.kind === 'base' || (spec.seedFromWorkspace && remote)) && existsSync(folders.workspace)) {
       await engine.check(['cp', `${path.resolve(folders.workspace)}/.`, `${name}:/app`], { timeoutMs: 300_000 });
     }
     if (remote) {
