@@ -77,6 +77,12 @@ Jobs (several attempts per task, pass@k):
   --resume DIR/<job-id>    go on with a job that was stopped or killed: finished trials are
                            kept, the others run (the job's own settings; --concurrency and
                            --env may be given again)
+  --regrade DIR/<job-id>   grade the job's trials again with each task's current verifier, on
+                           the final working folder each run kept, in a fresh environment: no
+                           agent, no key, no gateway (--backend, --engine and --json may be
+                           given); the new verification goes beside the old one
+                           (<run>/regrade/<time>/verification.json), result.json is untouched;
+                           prints per task what went up or down and a summary line
   -h, --help               show this help
 
 Exit status: 0 when every task passed, 1 when any failed, 2 for usage errors.
@@ -117,8 +123,19 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     'allow-public-network': { type: 'boolean' },
     attempts: { type: 'string' },
     resume: { type: 'string' },
+    regrade: { type: 'string' },
     ...LLM_FLAGS,
   });
+  if (values.regrade !== undefined) {
+    const given = Object.entries(values).filter(([key, value]) => !REGRADE_FLAGS.includes(key) && value !== undefined && !(Array.isArray(value) && value.length === 0)).map(([key]) => key);
+    if (positionals.length > 0) throw new UsageError(`no TASK_DIR with --regrade: the job's tasks are in its job.json`);
+    if (given.length > 0) throw new UsageError(`--${given[0]} cannot be given with --regrade: no agent runs and no model is called`);
+    if (values.backend !== undefined && !isBackendName(values.backend)) throw new UsageError(`--backend must be ${BACKEND_NAMES.join(' or ')} (got '${values.backend}')`);
+    if (values.engine !== undefined && values.engine !== 'podman' && values.engine !== 'docker') throw new UsageError(`--engine must be podman or docker (got '${values.engine}')`);
+    const { regradeCli } = await import('./runRegrade.ts');
+    const jobDir = path.basename(values.regrade) === 'job.json' ? path.dirname(existingFile(values.regrade, '--regrade', io.cwd)) : existingFolder(values.regrade, '--regrade', io.cwd);
+    return regradeCli({ jobDir, ...(values.backend !== undefined ? { backend: values.backend } : {}), ...(values.engine !== undefined ? { engine: values.engine } : {}), json: values.json === true }, io);
+  }
   if (values.resume !== undefined) {
     const given = Object.entries(values).filter(([key, value]) => !RESUME_FLAGS.includes(key) && value !== undefined && !(Array.isArray(value) && value.length === 0)).map(([key]) => key);
     if (positionals.length > 0) throw new UsageError(`no TASK_DIR with --resume: the job's tasks are in its job.json`);
@@ -302,6 +319,9 @@ export async function run(args: string[], io: CliIO): Promise<number> {
 function budgetNote(flags: LlmFlags): string {
   return flags.budgetUsd !== undefined || flags.budgetTokens !== undefined ? ` (budget ${budgetWords({ usd: flags.budgetUsd, tokens: flags.budgetTokens })} a run)` : '';
 }
+
+/** The flags a regrade takes: where the verifiers run, and how the result is printed. */
+const REGRADE_FLAGS = ['regrade', 'backend', 'engine', 'json'];
 
 /** The flags a resumed job takes; every other setting is the job's own. */
 const RESUME_FLAGS = ['resume', 'concurrency', 'env', 'json'];

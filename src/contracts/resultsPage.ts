@@ -128,6 +128,6 @@ export const toHostSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('open'), row: z.number().int().min(0), column: z.number().int().min(0) }),
   /** Compare the two runs of the comparison's task at this index. */
   z.object({ type: z.literal('compareRuns'), task: z.number().int().min(0) }),
-  z.object({ type: z.literal('command'), command: z.enum(['runJob', 'resumeJob', 'openJobFolder', 'openJobFile']) }),
+  z.object({ type: z.literal('command'), command: z.enum(['runJob', 'resumeJob', 'openJobFolder', 'openJobFile', 'regradeJob']) }),
 ]);
 export type ToHost = z.infer<typeof toHostSchema>;

@@ -20,6 +20,7 @@ import type { RunnerService } from './service.ts';
 import type { Terminals } from './terminal.ts';
 import type { TaskTests } from './testing.ts';
 import { resumeJobCommand, runJobCommand } from './jobs.ts';
+import { regradeJobCommand } from './regradeJob.ts';
 import type { ResultsActions, ResultsPanel } from './resultsPanel.ts';
 import type { TrajectoryPanels } from './trajectoryPanel.ts';
 import type { TaskNode, TasksTree } from './tree.ts';
@@ -80,6 +81,7 @@ export const runnerCommands = {
   openJobFolder: (parts, dir?: unknown) => openJobFolder(parts, dir),
   runJob: (parts, arg?: unknown) => runJobCommand(parts, arg),
   resumeJob: (parts, jobDir?: unknown) => resumeJobCommand(parts, jobDir),
+  regradeJob: (parts, jobDir?: unknown) => regradeJobCommand(parts, jobDir),
   chooseVscodeModel: (parts) => chooseVscodeModel(parts.ctx, parts.prompts),
 } satisfies Record<string, CommandHandler>;
 
@@ -198,6 +200,7 @@ export const resultsCommands: Record<Parameters<ResultsActions['command']>[0], (
   runJob: (parts) => runJobCommand(parts),
   resumeJob: (parts) => resumeJobCommand(parts),
   openJobFolder: (parts) => openJobFolder(parts, undefined),
+  regradeJob: (parts) => regradeJobCommand(parts),
 };
 
 /** Opens a chat terminal with a micro-agent (named, or picked). */

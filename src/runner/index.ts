@@ -37,6 +37,7 @@ const COMMANDS: Record<RunnerCommand, true> = {
   openJobFolder: true,
   runJob: true,
   resumeJob: true,
+  regradeJob: true,
   chooseVscodeModel: true,
 };
 

@@ -20,7 +20,7 @@ export interface ResultsActions {
   /** Opens a file read-only (a Harbor trial's ATIF trajectory, a job.json). */
   openFile(file: string): Promise<void>;
   compareRuns(runDirA: string, runDirB: string): Promise<void>;
-  command(name: 'runJob' | 'resumeJob' | 'openJobFolder'): Promise<void>;
+  command(name: 'runJob' | 'resumeJob' | 'openJobFolder' | 'regradeJob'): Promise<void>;
 }
 
 /** While a job shown runs, it is read again this often even when no file event came (Harbor writes in trial folders). */

@@ -208,6 +208,11 @@ export class RunnerService implements vscode.Disposable {
     return [...new Set(this.#folders().map((f) => this.#jobsDirOf(f)))];
   }
 
+  /** The backend runs use now (decided once, as for a run): regrades use it too. */
+  backend(): Promise<Backend> {
+    return this.#backend();
+  }
+
   /** The name of the backend runs use now (decided once, as for a run). */
   async backendName(): Promise<string> {
     return (await this.#backend()).name;

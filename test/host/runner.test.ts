@@ -530,6 +530,28 @@ suite('Belay runner', () => {
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
   });
 
+  test('Regrade on the job the Results view shows grades its trials again on their kept final states, beside the old records', async () => {
+    // The job Run Job made above: the newest in the jobs folder, shown in the Results view.
+    const jobsDir = path.join(workspace(), '.belay', 'jobs');
+    const jobDir = path.join(jobsDir, readdirSync(jobsDir).filter((n) => existsSync(path.join(jobsDir, n, 'job.json'))).sort().at(-1)!);
+    const job = JSON.parse(readFileSync(path.join(jobDir, 'job.json'), 'utf8')) as JobRecord;
+    await vscode.commands.executeCommand('belay.runner.openResults', jobDir);
+    assert.deepEqual(runner.results.shown, [jobDir]);
+    const results = job.trials.map((t) => readFileSync(path.join(jobDir, t.run_id!, 'result.json'), 'utf8'));
+    for (const t of job.trials) assert.ok(existsSync(path.join(jobDir, t.run_id!, 'final', 'workdir')), `${t.trial_id} kept its final state`);
+    // No argument: the job the Results view shows, as its Regrade button does.
+    const report = (await vscode.commands.executeCommand('belay.runner.regradeJob')) as { trials: { run_id: string; before: { passed: boolean }; after?: { passed: boolean }; file?: string }[]; changed: number };
+    assert.equal(report.trials.length, 4);
+    // The verifiers did not change: every trial grades as it did.
+    assert.equal(report.changed, 0);
+    for (const trial of report.trials) {
+      assert.deepEqual(trial.after?.passed, trial.before.passed, trial.run_id);
+      assert.ok(trial.file && existsSync(path.join(jobDir, trial.file)), `${trial.run_id}'s new verification is written`);
+    }
+    assert.deepEqual(job.trials.map((t) => readFileSync(path.join(jobDir, t.run_id!, 'result.json'), 'utf8')), results, 'result.json is never changed');
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+  });
+
   test('the Tasks view shows each task’s latest outcome from the job, and Compare Runs offers its trials by job and attempt', async () => {
     // The job Run Job made just above: the newest in the jobs folder.
     const jobsDir = path.join(workspace(), '.belay', 'jobs');

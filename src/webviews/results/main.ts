@@ -117,6 +117,9 @@ function toolbar(s: State): HTMLElement {
     button('Open Folder…', 'folder-opened', 'Open a job folder (Belay or Harbor)', () => host.post({ type: 'command', command: 'openJobFolder' })),
   );
   if (s.shown.length === 1 && !s.all) actions.append(button('job.json', 'json', 'Open the job’s own file', () => host.post({ type: 'command', command: 'openJobFile' })));
+  if (s.shown.length === 1 && !s.all && s.jobs.find((j) => j.dir === s.shown[0])?.detail === 'Belay job') {
+    actions.append(button('Regrade', 'refresh', 'Grade the job’s trials again with each task’s current verifier, on the final states kept (Belay: Regrade Job…)', () => host.post({ type: 'command', command: 'regradeJob' })));
+  }
   bar.append(actions);
   return bar;
 }

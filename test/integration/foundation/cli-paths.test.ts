@@ -68,6 +68,7 @@ const folderOptions: { name: string; args: (bad: string) => string[]; makes?: bo
   { name: 'belay run --out', args: (bad) => ['run', task, ...agent, '--out', bad], makes: true },
   { name: 'belay run --attempts --out', args: (bad) => ['run', task, ...agent, '--attempts', '2', '--out', bad], makes: true },
   { name: 'belay run --resume', args: (bad) => ['run', '--resume', bad] },
+  { name: 'belay run --regrade', args: (bad) => ['run', '--regrade', bad] },
   { name: 'belay blocks apply --workspace', args: (bad) => ['blocks', 'apply', '--workspace', bad, aFile] },
   { name: 'belay session start --root', args: (bad) => ['session', 'start', '--root', bad, '--task', 'x'], makes: true },
   { name: 'belay session list --root', args: (bad) => ['session', 'list', '--root', bad] },
@@ -126,7 +127,7 @@ describe('a bad path on a command line is one line, exit 2, and nothing is made'
   it('covers every path option the usage texts name', async () => {
     // The options that take a DIR or FILE in each usage text, against the table above.
     const named = cases.map((c) => c.name.split(':')[0]!);
-    for (const option of ['--agent-dir', '--out', '--resume', '--workspace', '--root', '--cwd', '--config', '--media', '--cache', '--attach', 'TASK_DIR', 'FILE']) {
+    for (const option of ['--agent-dir', '--out', '--resume', '--regrade', '--workspace', '--root', '--cwd', '--config', '--media', '--cache', '--attach', 'TASK_DIR', 'FILE']) {
       assert.ok(named.some((n) => n.includes(option)), `no case for ${option}`);
     }
     const usages = await Promise.all(['run', 'blocks', 'session', 'agent', 'nanobot', 'image', 'cues'].map((command) => runCli(belay, [command, '--help'], { cwd: tmp.dir })));

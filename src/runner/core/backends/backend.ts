@@ -47,6 +47,11 @@ export interface SessionSpec {
    * `BackendSession.serviceUrl(name)`; the verify phase and anything outside the run never do.
    */
   services?: readonly ServiceSpec[];
+  /**
+   * The working folder must start as `folders.workspace` holds it, whatever the task's image has
+   * at its working directory (a verifier's environment given the agent's final state).
+   */
+  seedFromWorkspace?: boolean;
   /** Progress worth showing while the environment is prepared (e.g. an image build). */
   onNotice?: (message: string) => void;
   /**
@@ -153,6 +158,11 @@ export interface BackendSession {
   /** The logs folder as seen inside (verify phase). */
   readonly logsDir: string;
   readonly phase: Phase;
+  /**
+   * Why `RunFolders.workspace` does not hold the working folder as the agent phase left it (a
+   * container's /app too large to copy out), once that phase ended; absent: it does.
+   */
+  readonly workspaceNotFinal?: string;
   /** Where agent-phase programs see `RunFolders.agentState` (read-write); undefined when the run gave none. */
   readonly stateDir: string | undefined;
   /** The other machine whose engine holds this session ("ci@build-2"); absent: this one. */

@@ -348,6 +348,8 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
         ...stateMount,
         '--volume',
         `${executor}:${EXECUTOR_INSIDE}:ro`,
+        // A working folder given whole (a verifier's final state) is /app itself, not laid over the image's.
+        ...(spec.seedFromWorkspace ? ['--volume', `${path.resolve(folders.workspace)}:/app:rw`] : []),
       ];
   const created = await engine.run(
     [
@@ -400,7 +402,7 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
   }, sockets, services);
   try {
     // A repository task's workspace is its checkout: /app holds it even in the task's own image.
-    if ((source.kind === 'base' || task.repo !== undefined) && existsSync(folders.workspace)) {
+    if ((source.kind === 'base' || task.repo !== undefined || (spec.seedFromWorkspace && remote)) && existsSync(folders.workspace)) {
       await engine.check(['cp', `${path.resolve(folders.workspace)}/.`, `${name}:/app`], { timeoutMs: 300_000 });
     }
     if (remote) {
@@ -478,6 +480,10 @@ class ContainerSession implements BackendSession {
   #agentEnded = false;
   #agentEnding: Promise<void> | undefined;
   #verifyStarted = false;
+  #workspaceNotFinal: string | undefined;
+  get workspaceNotFinal(): string | undefined {
+    return this.#workspaceNotFinal;
+  }
   #closed = false;
   /** The phase's executor: the container's main process, over the attached session. */
   #executor: ChannelExecutor | undefined;
@@ -674,6 +680,7 @@ class ContainerSession implements BackendSession {
     // Stopping kills every process of the container at once (its PID namespace ends, setsid or
     // not); the executor's channel ends with it. The files stay as the agent left them.
     if (this.#lost) {
+      this.#workspaceNotFinal = 'the engine holding the container stopped answering';
       await this.#dropExecutor();
       return;
     }
@@ -681,6 +688,7 @@ class ContainerSession implements BackendSession {
     if (stopped.exitCode !== 0) {
       const said = failureText(stopped, 120_000);
       if (this.#bounds.remote && hostUnreachable(said, stopped.timedOut)) {
+        this.#workspaceNotFinal = 'the engine holding the container stopped answering';
         this.#hostLost(`the engine on ${this.#engine.remote!.host} stopped answering (${said.split('\n').filter((line) => line.trim() !== '').slice(-1)[0]?.slice(0, 300) ?? ''})`);
         await this.#dropExecutor();
         return;
@@ -701,6 +709,7 @@ class ContainerSession implements BackendSession {
     const written = Number(measured.stdout.text('').trim());
     if (!Number.isFinite(written) || written > this.#bounds.copyLimitBytes) {
       this.#spec.onNotice?.(`the container wrote ${Number.isFinite(written) ? `${Math.round(written / 1024 / 1024)} MB` : 'an unknown amount'}: its /app is not copied into the run's workspace (limit ${Math.round(this.#bounds.copyLimitBytes / 1024 / 1024)} MB)`);
+      this.#workspaceNotFinal = `the container's /app was not copied out (it wrote more than ${Math.round(this.#bounds.copyLimitBytes / 1024 / 1024)} MB)`;
       return;
     }
     const workspace = path.resolve(this.#spec.folders.workspace);

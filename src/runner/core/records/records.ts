@@ -118,6 +118,16 @@ export const TaskStepResultSchema = z.object({
 });
 export type TaskStepResult = z.infer<typeof TaskStepResultSchema>;
 
+/** What a bounded copy out of the environment kept (the final state, the artifacts): where, how much, what it left out and why. */
+export const CapturedFilesSchema = z.object({
+  /** Relative to the run folder. */
+  dir: z.string(),
+  files: z.number(),
+  bytes: z.number(),
+  skipped: z.array(z.string()),
+});
+export type CapturedFiles = z.infer<typeof CapturedFilesSchema>;
+
 export const RunResultSchema = z.object({
   run_id: z.string(),
   task_name: z.string(),
@@ -155,6 +165,10 @@ export const RunResultSchema = z.object({
   /** Reward-hacking signals (records/signals.ts): what the agent did that a grader should look at twice; [] when nothing, absent when not looked for. */
   signals: z.array(SignalSchema).optional(),
   run_dir: z.string(),
+  /** The working folder as the agent left it (final/workdir), what regrade grades; absent in runs recorded before it was kept. */
+  final: CapturedFilesSchema.optional(),
+  /** task.toml's `artifacts`, collected after the agent phase. */
+  artifacts: CapturedFilesSchema.optional(),
 });
 export type RunResult = z.infer<typeof RunResultSchema>;
 

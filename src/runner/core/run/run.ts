@@ -18,10 +18,15 @@ import { LLM_REQUESTS_FILE, LLM_SERVICE, RunLlm, type RunLlmOptions } from './ru
 import { mergeStepWorkdir, runParts, stepSetup, StepRecords, type RunPart } from './runSteps.ts';
 import { seedWorkspace, stageTests, type Task } from '../tasks/task.ts';
 import { removeVerifierLeftovers, verify } from './verify.ts';
+import { captureState, FINAL_WORKDIR, finalStateBounds, type CapturedState } from './finalState.ts';
+import { openVerifierEnvironment, removeVerifierEnvironment } from './verifierEnvironment.ts';
 import { rewardWords } from '../records/format.ts';
 import type { Resolver } from '../network/proxy.ts';
 import { EGRESS_SERVICE, openRunNetwork, withTaskEnv, type RunNetwork } from './taskEnvironment.ts';
 import { isRepoTask, repoFiles, RepoRun } from './repoGrade.ts';
+
+/** Where a run's verifier environment keeps its folders while it is open (removed after). */
+const VERIFIER_ENV_DIR = 'verifier-env';
 
 export interface RunTaskOptions {
   task: Task;
@@ -103,6 +108,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
   let network: RunNetwork | undefined;
   let repoRun: RepoRun | undefined;
   const inputs = new VerifierInputs(task, files.workspace);
+  let captured: CapturedState = {};
   try {
     await fs.mkdir(files.steps, { recursive: true });
     emit({ type: 'run-started', runId, task: task.name, protocol: options.protocol.name, backend: backend.label, isolated: backend.isolated, runDir });
@@ -173,6 +179,11 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
         throw new RunFailure('harness_error', `the agent phase could not be ended: ${errorMessage(error)}`);
       });
       await inputs.after();
+      // What the agent left, kept with the run (a multi-step task's last step's is the one kept): what regrade grades.
+      if (session.workspaceNotFinal !== undefined) {
+        captured = {};
+        note(`the final state could not be kept: ${session.workspaceNotFinal}`);
+      } else if (!setupFailure) captured = await captureState(runDir, task, files.workspace, session.workdir, finalStateBounds(limits.diskBudgetBytes), note);
 
       // The verify phase. Like the real harness, the tests run even when the agent failed: partial work can pass.
       verification = null;
@@ -190,6 +201,28 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
         emit({ type: 'verification-started' });
         for (const leftover of await removeVerifierLeftovers(files.logs)) note(`removed ${leftover}, left by the agent phase: only the verify phase writes the verifier's files`);
         await stageTests(task, files.tests, part.step);
+        if (task.verifierEnvironment && !part.step) {
+          // The verifier's own environment: a fresh one holding the final state, nothing else of the agent's.
+          if (!captured.final) throw new RunFailure('harness_error', `the task runs its verifier in an environment of its own, and the final state could not be kept for it`);
+          await session.close();
+          // The task's [environment.env] reaches the verifier's own environment too.
+          session = withTaskEnv(await openVerifierEnvironment({
+            backend,
+            task,
+            runId: `${runId}-verifier`,
+            finalDir: path.join(runDir, ...FINAL_WORKDIR.split('/')),
+            envDir: path.join(runDir, VERIFIER_ENV_DIR),
+            tests: files.tests,
+            logs: files.logs,
+            hidden: [options.task.dir, path.resolve(options.runsDir), ...(options.hidden ?? [])],
+            diskBudgetBytes: limits.diskBudgetBytes,
+            onNotice: note,
+            signal: bounds.signal,
+          }).catch((error: unknown) => {
+            throw new RunFailure('harness_error', `the verifier's environment could not be opened: ${errorMessage(error)}`);
+          }), task.env);
+          note(`the verifier ran in an environment of its own (${backend.label}), holding only the final working folder`);
+        }
         await session.startVerifyPhase();
         verification = await verify({ task: part.task, session, runDir, testOutputFile: part.testOutputFile, timeoutMs: part.testTimeoutMs, maxLogBytes: limits.maxLogBytes, signal: bounds.signal });
         emit({ type: 'verification-ended', verification });
@@ -216,11 +249,12 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
     llm?.close();
     await network?.close().catch((error: unknown) => note(`the network proxy could not be closed: ${errorMessage(error)}`));
     await session?.close().catch((error: unknown) => note(`the environment could not be closed: ${errorMessage(error)}`));
+    if (task.verifierEnvironment) await removeVerifierEnvironment(path.join(runDir, VERIFIER_ENV_DIR)).catch(() => undefined);
   }
   // A stopped run ends with the reason it was stopped for, whatever the protocol made of it.
   failure = bounds.failure ?? failure;
   if (failure?.failure === 'aborted' || failure?.failure === 'disk_budget' || failure?.failure === 'budget_exceeded' || failure?.failure === 'host_lost') verification = null;
-  const result = summarize(options, { runId, runDir, started, outcome, failure, verification, notes, steps: steps.summary(), llm: llm?.usage(), host });
+  const result = summarize(options, { runId, runDir, started, outcome, failure, verification, notes, steps: steps.summary(), llm: llm?.usage(), host, captured });
   result.signals = await runSignals(task, runDir, trajectory, inputs).catch((error: unknown) => {
     note(`the reward-hacking signals could not be looked for: ${errorMessage(error)}`);
     return undefined;
@@ -299,6 +333,8 @@ interface RunFacts {
   llm: LlmUsage | undefined;
   /** The other machine whose engine ran it, when one did. */
   host: string | undefined;
+  /** The final state and artifacts kept after the agent phase. */
+  captured: CapturedState;
 }
 
 function summarize(options: RunTaskOptions, facts: RunFacts): RunResult {
@@ -336,5 +372,7 @@ function summarize(options: RunTaskOptions, facts: RunFacts): RunResult {
     notes: facts.notes,
     ...(facts.llm ? { llm: facts.llm } : {}),
     run_dir: facts.runDir,
+    ...(facts.captured.final ? { final: facts.captured.final } : {}),
+    ...(facts.captured.artifacts ? { artifacts: facts.captured.artifacts } : {}),
   };
 }

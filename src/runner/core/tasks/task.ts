@@ -10,6 +10,12 @@ import { loadSteps, StepsTomlSchema, type StepsConfig, type TaskStep } from './t
 import { PhaseNetworkFields, TaskEnvSchema, taskNetwork, type TaskNetwork } from '../network/policy.ts';
 import { commandTests, listTestFiles, REPO_TIMEOUTS, repoSpec, WorkspaceYamlSchema, type RepoSpec } from './repoTask.ts';
 
+/** One artifact of task.toml: a path in the environment and where it goes under the run's artifacts/. */
+export interface ArtifactSpec {
+  source: string;
+  destination?: string;
+}
+
 export class TaskError extends Error {
   override name = 'TaskError';
   readonly file: string;
@@ -25,12 +31,30 @@ export function brokenTaskLabel(error: TaskError): string {
 }
 
 const seconds = z.number().positive();
+const ArtifactPath = z.string().min(1).max(1000).refine((v) => !v.split('/').includes('..'), { message: "an artifact's path must not contain '..'" });
+const ArtifactDestination = z
+  .string()
+  .min(1)
+  .max(1000)
+  .refine((v) => !v.startsWith('/') && !v.includes('\\') && !v.split('/').includes('..'), { message: "an artifact's destination must be a relative path without '..'" });
 
 export const TaskTomlSchema = z.looseObject({
   version: z.union([z.string(), z.number()]).optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
   agent: z.looseObject({ timeout_sec: seconds.optional(), ...PhaseNetworkFields }).optional(),
-  verifier: z.looseObject({ timeout_sec: seconds.optional(), reward_metric: z.string().min(1).max(200).optional(), ...PhaseNetworkFields }).optional(),
+  verifier: z
+    .looseObject({
+      timeout_sec: seconds.optional(),
+      reward_metric: z.string().min(1).max(200).optional(),
+      ...PhaseNetworkFields,
+      /** Harbor 1.4: 'separate' runs the verifier in a fresh environment holding only the agent's final working folder. */
+      environment_mode: z.enum(['shared', 'separate']).optional(),
+      environment: z.looseObject({ cpus: z.number().positive().optional(), memory_mb: z.number().positive().optional(), storage_mb: z.number().positive().optional() }).optional(),
+    })
+    .refine((v) => !(v.environment_mode === 'shared' && v.environment !== undefined), { message: "environment_mode 'shared' cannot have a [verifier.environment]" })
+    .optional(),
+  /** Harbor 1.4: paths in the environment collected into the run after the agent phase. */
+  artifacts: z.array(z.union([ArtifactPath, z.looseObject({ source: ArtifactPath, destination: ArtifactDestination.optional() })])).max(100).optional(),
   environment: z
     .looseObject({
       cpus: z.number().positive().optional(),
@@ -87,6 +111,10 @@ export interface Task {
   env?: Record<string, string>;
   /** A Term Challenge repository task (workspace.yaml): the repository, its base commit, install, tests/*.sh. */
   repo?: RepoSpec;
+  /** Paths in the environment collected into the run's artifacts/ after the agent phase (task.toml `artifacts`). */
+  artifacts?: ArtifactSpec[];
+  /** The verifier runs in a fresh environment of its own (task.toml `[verifier] environment_mode = "separate"`), bounded as given. */
+  verifierEnvironment?: Pick<TaskEnvironment, 'cpus' | 'memoryMb' | 'storageMb'>;
 }
 
 /** How the task's environment is built and bounded (task.toml's [environment], the Docker files). */
@@ -196,6 +224,10 @@ async function loadCurrent(dir: string, name: string, file: string): Promise<Tas
     ...(config.verifier?.reward_metric !== undefined ? { rewardMetric: config.verifier.reward_metric } : {}),
     network: taskNetwork(config),
     ...(config.environment?.env && Object.keys(config.environment.env).length > 0 ? { env: config.environment.env } : {}),
+    ...(config.artifacts?.length ? { artifacts: config.artifacts.map((a) => (typeof a === 'string' ? { source: a } : { source: a.source, ...(a.destination !== undefined ? { destination: a.destination } : {}) })) } : {}),
+    ...(config.verifier?.environment_mode === 'separate' || (config.verifier?.environment !== undefined && config.verifier.environment_mode === undefined)
+      ? { verifierEnvironment: { cpus: config.verifier.environment?.cpus, memoryMb: config.verifier.environment?.memory_mb, storageMb: config.verifier.environment?.storage_mb } }
+      : {}),
   };
 }
 

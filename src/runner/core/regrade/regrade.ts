@@ -1,0 +1,197 @@
+// Regrade (Harbor's `job regrade`): each finished trial of a job is graded again by its task's
+// *current* verifier, on the final state its run kept (final/workdir), in a fresh environment.
+// No agent starts, no key is read, no gateway opens. The new verification is written beside the
+// old one (<run>/regrade/<stamp>/verification.json, with the tests' logs and output); result.json
+// is never touched. A run recorded before final states were kept cannot be regraded, and says why.
+import { existsSync, promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import * as z from 'zod';
+import { writeFileAtomic } from '../../../shared/atomic.ts';
+import { errorMessage } from '../../../shared/errors.ts';
+import type { Backend, BackendSession } from '../backends/backend.ts';
+import { readJob } from '../jobs/schema.ts';
+import { readResult, runFiles, VerificationSchema, type RunResult, type Verification } from '../records/records.ts';
+import { FINAL_WORKDIR } from '../run/finalState.ts';
+import { openVerifierEnvironment, removeVerifierEnvironment } from '../run/verifierEnvironment.ts';
+import { removeVerifierLeftovers, verify } from '../run/verify.ts';
+import { loadTask, stageTests } from '../tasks/task.ts';
+
+/** Inside a run folder: one folder per regrade, named by its time. */
+export const REGRADE_DIR = 'regrade';
+export const REGRADE_FILE = 'verification.json';
+
+export const RegradeRecordSchema = z.object({
+  kind: z.literal('belay.regrade'),
+  regraded_at: z.string(),
+  run_id: z.string(),
+  task_name: z.string(),
+  task_dir: z.string(),
+  backend: z.string(),
+  before: z.object({ reward: z.number().nullable(), passed: z.boolean() }),
+  after: z.object({ reward: z.number().nullable(), passed: z.boolean() }),
+  verification: VerificationSchema,
+});
+export type RegradeRecord = z.infer<typeof RegradeRecordSchema>;
+
+/** One trial's regrade: its grades before and after, or why it could not be regraded. */
+export interface TrialRegrade {
+  task_name: string;
+  attempt: number;
+  run_id: string;
+  before: { reward: number | null; passed: boolean };
+  after?: { reward: number | null; passed: boolean };
+  /** Where the new verification is, relative to the job folder. */
+  file?: string;
+  /** Why it was not regraded (one line). */
+  skipped?: string;
+}
+
+export interface RegradeReport {
+  job_id: string;
+  job_dir: string;
+  regraded_at: string;
+  trials: TrialRegrade[];
+  changed: number;
+  up: number;
+  down: number;
+  /** Means over the trials regraded (a trial with no single reward counts its pass as 1 or 0). */
+  mean_before: number | null;
+  mean_after: number | null;
+}
+
+export interface RegradeOptions {
+  jobDir: string;
+  backend: Backend;
+  /** Host paths never shown to the verifier's environment beyond the task folders (the job's folder is always hidden). */
+  hidden?: readonly string[];
+  /** Told as each trial is regraded (one line each). */
+  onTrial?: (trial: TrialRegrade) => void;
+  onNotice?: (message: string) => void;
+  signal?: AbortSignal;
+}
+
+/** A grade as one number: the reward, or the pass where the tests gave no single reward. */
+export function score(grade: { reward: number | null; passed: boolean }): number {
+  return grade.reward ?? (grade.passed ? 1 : 0);
+}
+
+export async function regradeJob(options: RegradeOptions): Promise<RegradeReport> {
+  const jobDir = path.resolve(options.jobDir);
+  const job = await readJob(jobDir);
+  const now = new Date();
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.(\d+)Z$/, '.$1Z');
+  const trials: TrialRegrade[] = [];
+  for (const trial of job.trials) {
+    if (options.signal?.aborted) break;
+    if (trial.status !== 'finished' || trial.run_id === null) continue;
+    const runDir = path.join(jobDir, trial.run_id);
+    const before = { reward: trial.reward, passed: trial.passed === true };
+    const base = { task_name: trial.task_name, attempt: trial.attempt, run_id: trial.run_id, before };
+    let outcome: TrialRegrade;
+    try {
+      outcome = { ...base, ...(await regradeRun(runDir, stamp, jobDir, options)) };
+    } catch (error) {
+      outcome = { ...base, skipped: `regrade failed: ${errorMessage(error)}` };
+    }
+    trials.push(outcome);
+    options.onTrial?.(outcome);
+  }
+  const regraded = trials.filter((t) => t.after !== undefined);
+  const up = regraded.filter((t) => score(t.after!) > score(t.before)).length;
+  const down = regraded.filter((t) => score(t.after!) < score(t.before)).length;
+  const mean = (values: number[]) => (values.length === 0 ? null : values.reduce((a, b) => a + b, 0) / values.length);
+  return {
+    job_id: job.job_id,
+    job_dir: jobDir,
+    regraded_at: now.toISOString(),
+    trials,
+    changed: up + down,
+    up,
+    down,
+    mean_before: mean(regraded.map((t) => score(t.before))),
+    mean_after: mean(regraded.map((t) => score(t.after!))),
+  };
+}
+
+/** Regrades one run folder; returns the new grade and its file, or why it cannot be regraded. */
+async function regradeRun(runDir: string, stamp: string, jobDir: string, options: RegradeOptions): Promise<Pick<TrialRegrade, 'after' | 'file' | 'skipped'>> {
+  let result: RunResult;
+  try {
+    result = await readResult(runDir);
+  } catch (error) {
+    return { skipped: `its result.json cannot be read (${errorMessage(error).split('\n')[0]})` };
+  }
+  const finalDir = path.join(runDir, ...FINAL_WORKDIR.split('/'));
+  if (!result.final || !existsSync(finalDir)) return { skipped: `recorded before Belay kept final states (no ${FINAL_WORKDIR} in its run folder): nothing to grade without running the agent again` };
+  let task;
+  try {
+    task = await loadTask(result.task_dir);
+  } catch (error) {
+    return { skipped: `its task cannot be loaded: ${errorMessage(error)}` };
+  }
+  if (task.steps) return { skipped: 'a multi-step task: regrade grades single-step tasks only' };
+  const regradeDir = path.join(runDir, REGRADE_DIR, stamp);
+  await fs.mkdir(regradeDir, { recursive: true });
+  const files = runFiles(regradeDir);
+  const envDir = path.join(regradeDir, 'env');
+  let session: BackendSession | undefined;
+  let verification: Verification;
+  try {
+    await stageTests(task, files.tests);
+    await removeVerifierLeftovers(files.logs);
+    session = await openVerifierEnvironment({
+      backend: options.backend,
+      task,
+      runId: `${result.run_id}-regrade`,
+      finalDir,
+      envDir,
+      tests: files.tests,
+      logs: files.logs,
+      hidden: [task.dir, jobDir, ...(options.hidden ?? [])],
+      ...(options.onNotice ? { onNotice: options.onNotice } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    await session.startVerifyPhase();
+    verification = await verify({ task, session, runDir: regradeDir, timeoutMs: task.testTimeoutSec * 1000, maxLogBytes: 16 * 1024 * 1024, ...(options.signal ? { signal: options.signal } : {}) });
+  } finally {
+    await session?.close().catch((error: unknown) => options.onNotice?.(`the environment could not be closed: ${errorMessage(error)}`));
+    await removeVerifierEnvironment(envDir);
+    // The staged tests are the task's, not a record of the regrade.
+    await fs.rm(files.tests, { recursive: true, force: true });
+  }
+  const after = { reward: verification.reward, passed: verification.success };
+  const record: RegradeRecord = {
+    kind: 'belay.regrade',
+    regraded_at: new Date().toISOString(),
+    run_id: result.run_id,
+    task_name: result.task_name,
+    task_dir: result.task_dir,
+    backend: options.backend.name,
+    before: { reward: result.reward, passed: result.passed },
+    after,
+    verification,
+  };
+  const file = path.join(regradeDir, REGRADE_FILE);
+  await writeFileAtomic(file, JSON.stringify(record, null, 2) + '\n');
+  return { after, file: path.relative(jobDir, file) };
+}
+
+/** A grade in words: "1.000", or "passed"/"failed" when there is no single reward. */
+function gradeWords(grade: { reward: number | null; passed: boolean }): string {
+  return grade.reward === null ? (grade.passed ? 'passed' : 'failed') : grade.reward.toFixed(3);
+}
+
+/** One line per trial: what went up or down, or why it was not regraded. */
+export function regradeLine(trial: TrialRegrade): string {
+  const who = `${trial.task_name} (attempt ${trial.attempt})`;
+  if (!trial.after) return `${who}: cannot be regraded: ${trial.skipped ?? 'unknown reason'}`;
+  const change = score(trial.after) - score(trial.before);
+  return `${who}: ${gradeWords(trial.before)} → ${gradeWords(trial.after)}${change > 0 ? ' (up)' : change < 0 ? ' (down)' : ' (unchanged)'}`;
+}
+
+/** Harbor's summary line: "1 changed (0 up, 1 down), mean 1.000 → 0.500". */
+export function regradeSummary(report: RegradeReport): string {
+  const mean = (value: number | null) => (value === null ? '-' : value.toFixed(3));
+  const skipped = report.trials.filter((t) => !t.after).length;
+  return `${report.changed} changed (${report.up} up, ${report.down} down), mean ${mean(report.mean_before)} → ${mean(report.mean_after)}${skipped > 0 ? `; ${skipped} not regraded` : ''}`;
+}

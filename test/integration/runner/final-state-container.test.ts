@@ -1,0 +1,73 @@
+// The final state and the verifier's own environment on the container backend, with a task that
+// builds its own image: the agent's /app is kept (final/workdir), and the verifier runs in a
+// fresh container of that image whose /app holds the final state, without the agent's /tmp or
+// processes; a regrade grades that kept state again in another fresh container.
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { after, describe, it } from 'node:test';
+import type { Backend } from '../../../src/runner/core/backends/backend.ts';
+import { containerBackend } from '../../../src/runner/core/backends/container.ts';
+import { BASE_IMAGE } from '../../../src/runner/core/backends/image-base.ts';
+import { createJob, runJob } from '../../../src/runner/core/jobs/job.ts';
+import { protocolNamed } from '../../../src/runner/core/protocols/index.ts';
+import { regradeJob } from '../../../src/runner/core/regrade/regrade.ts';
+import { runTask } from '../../../src/runner/core/run/run.ts';
+import { loadTask } from '../../../src/runner/core/tasks/task.ts';
+import { engineWithBase, removeTestImages, uniqueName } from '../../support/runner/container-helpers.ts';
+import { agentFile, fastLimits, nodeDir, repoRoot, tempDir } from '../../support/runner/helpers.ts';
+
+const tmp = tempDir('belay-final-container-');
+const found = await engineWithBase();
+const skip = found instanceof Error ? found.message : false;
+const backend: Backend | Error = found instanceof Error ? found : await containerBackend({ engine: found.name }).catch((error: Error) => error);
+after(async () => {
+  if (!(found instanceof Error)) await removeTestImages(found);
+  tmp.remove();
+});
+
+describe('container backend: final state and a separate verifier', { skip }, () => {
+  it("keeps /app, verifies in a fresh container of the task's image holding only it, and regrades it there", async () => {
+    const container = backend as Backend;
+    const dir = tmp.writeTask(uniqueName('separate'), {
+      'task.toml': '[agent]\ntimeout_sec = 120\n[verifier]\ntimeout_sec = 60\nenvironment_mode = "separate"\n',
+      'instruction.md': 'Write hello.txt.',
+      'environment/Dockerfile': `FROM ${BASE_IMAGE}\nWORKDIR /app\nRUN echo image > /app/from-image.txt\n`,
+      'tests/test.sh': '#!/bin/sh\necho "in $(pwd): $(ls /app | tr "\\n" " ")"\n[ "$(cat /app/hello.txt)" = hi ] || exit 1\n[ ! -e /tmp/agent-marker ] || { echo "the agent\'s /tmp is here"; exit 1; }\n[ ! -e /app/from-image.txt ] || { echo "the image\'s /app is here"; exit 1; }\n',
+    });
+    const task = await loadTask(dir);
+    const jobDir = await createJob({ jobsDir: path.join(tmp.dir, 'jobs'), tasks: [task], settings: { agent: 'commands', protocol: 'sdk1', backend: 'container', attempts: 1, options: {} } });
+    let result;
+    await runJob({
+      jobDir,
+      tasks: [task],
+      concurrency: 1,
+      runTrial: async ({ task, runId, runsDir, signal, onEvent }) =>
+        (result = await runTask({
+          task,
+          agentCommand: `'${process.execPath}' '${agentFile('commands.mjs')}'`,
+          agentCwd: repoRoot,
+          agentFolders: [nodeDir],
+          protocol: protocolNamed('sdk1'),
+          backend: container,
+          runsDir,
+          runId,
+          limits: fastLimits,
+          env: { AGENT_COMMANDS: JSON.stringify(['echo hi > /app/hello.txt && touch /tmp/agent-marker && rm /app/from-image.txt']) },
+          signal,
+          onEvent,
+        })),
+    });
+    const run = result!;
+    assert.equal(run.passed, true, `${run.error ?? ''} ${run.verification?.output ?? ''}`);
+    assert.match(run.notes!.join('\n'), /the verifier ran in an environment of its own/);
+    assert.equal(readFileSync(path.join(run.run_dir, 'final', 'workdir', 'hello.txt'), 'utf8'), 'hi\n');
+    assert.deepEqual(run.final && [run.final.files, run.final.skipped], [1, []]);
+    // The verifier's container and its copy of the state are gone (a rootless container's files included).
+    assert.equal(existsSync(path.join(run.run_dir, 'verifier-env')), false);
+    // A verifier that fails the kept state: one regrade in a fresh container, down.
+    writeFileSync(path.join(dir, 'tests', 'test.sh'), '#!/bin/sh\n[ "$(cat /app/hello.txt)" = bye ]\n');
+    const report = await regradeJob({ jobDir, backend: container });
+    assert.deepEqual([report.changed, report.down, report.mean_before, report.mean_after], [1, 1, 1, 0], JSON.stringify(report.trials));
+  });
+});
