@@ -92,6 +92,10 @@
 #define WINDOW_INITIAL 262144u
 #define OUT_HIGH_WATER (1u << 20)
 #define ACCEPTED_BASE 0x80000000u
+/* A burst of connections waits in the kernel until accepted (the kernel caps it at net.core.somaxconn).
+ * A full queue drops the handshake's last ACK, and a connection the SYN cookies let through then
+ * exists only on the client's side: a client that waits for the server to speak first waits forever. */
+#define LISTEN_BACKLOG 4096
 
 static int chan_in = -1, chan_out = -1;
 
@@ -934,7 +938,7 @@ static void start_listen(uint32_t id, const unsigned char *p, size_t n) {
   loopback(&addr, port);
   socklen_t len = sizeof addr;
   if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 || bind(fd, (struct sockaddr *)&addr, sizeof addr) < 0 ||
-      listen(fd, 128) < 0 || getsockname(fd, (struct sockaddr *)&addr, &len) < 0) {
+      listen(fd, LISTEN_BACKLOG) < 0 || getsockname(fd, (struct sockaddr *)&addr, &len) < 0) {
     fail_line(FRAME_LISTEN_FAILED, id, "listen on", port, errno);
     if (fd >= 0) close(fd);
     return;
