@@ -118,9 +118,12 @@ for (const { name, backend } of available) {
           assert.notEqual(killed.code, 0);
         }
 
+        const agentPort = port(session);
         await session.endAgentPhase();
         await session.startVerifyPhase();
-        const refused = await run(session, ['/bin/bash', '-c', GET, port(session)]);
+        // The verify phase was given no service: none answers, and it has none to name.
+        assert.throws(() => session.serviceUrl(serviceName), /no service named/);
+        const refused = await run(session, ['/bin/bash', '-c', GET, agentPort]);
         assert.notEqual(refused.code, 0);
         assert.doesNotMatch(refused.out, /hello from the host/);
         if (name !== 'local') {
@@ -137,6 +140,40 @@ for (const { name, backend } of available) {
       assert.ok(closed);
       assert.deepEqual(processesWith(`/run/belay/${serviceName}.sock`), [], 'no forwarder or bridge is left');
       assert.deepEqual(processesWith('belay-forwarder-ready').filter((p) => p.includes(serviceName)), []);
+    });
+
+    it("the verify phase reaches only the services given to it, never the agent phase's", async () => {
+      const verifierSocket = path.join(deep, `${name}-verifier.sock`);
+      const verifierServer = http.createServer((req, res) => res.end(`hello from the verifier's service: ${req.method} ${req.url}`));
+      // Long like the agent's: listened on through a short link, reached through the long path.
+      const shortDir = await socketFolder();
+      await new Promise<void>((resolve) => verifierServer.listen(path.join(shortDir.path, 'verifier.sock'), resolve));
+      symlinkSync(path.join(shortDir.path, 'verifier.sock'), verifierSocket);
+      const verifierName = `verifier${process.pid}`;
+      const session = await be.open({ runId: `svc-verify-${name}-${process.pid}`, task, folders: folders(path.join(deep, `${name}-verify`)), agentFolders: [nodeDir], hidden: [], services: [{ name: serviceName, socketPath: serviceSocket }] });
+      try {
+        assert.throws(() => session.serviceUrl(verifierName), /no service named/);
+        const agentPort = port(session);
+        await session.endAgentPhase();
+        await session.startVerifyPhase([{ name: verifierName, socketPath: verifierSocket }]);
+        assert.throws(() => session.serviceUrl(serviceName), /no service named/);
+        const verifierPort = new URL(session.serviceUrl(verifierName)).port;
+        const got = await run(session, ['/bin/bash', '-c', GET, verifierPort]);
+        assert.equal(got.code, 0, got.err);
+        assert.match(got.out, /hello from the verifier's service: GET \/ping/);
+        if (agentPort !== verifierPort) {
+          // The local backend's ports differ between the phases: the agent phase's is closed.
+          const refused = await run(session, ['/bin/bash', '-c', GET, agentPort]);
+          assert.notEqual(refused.code, 0);
+        }
+        assert.doesNotMatch(got.out, /hello from the host/);
+      } finally {
+        await session.close();
+        verifierServer.close();
+        await shortDir.remove();
+      }
+      const left = readdirSync(socketRoot(), { recursive: true }).map(String).filter((entry) => entry.includes(verifierName));
+      assert.deepEqual(left, [], 'the session removes the verify phase\'s sockets at close');
     });
   });
 }

@@ -44,7 +44,8 @@ export interface SessionSpec {
   hidden: readonly string[];
   /**
    * Host Unix sockets (HTTP services such as the LLM gateway) the agent phase reaches over TCP at
-   * `BackendSession.serviceUrl(name)`; the verify phase and anything outside the run never do.
+   * `BackendSession.serviceUrl(name)`; the verify phase and anything outside the run never do (the
+   * verify phase gets its own, if any, from `startVerifyPhase`).
    */
   services?: readonly ServiceSpec[];
   /**
@@ -69,7 +70,7 @@ export interface SessionSpec {
   signal?: AbortSignal;
 }
 
-/** A host service shown to the agent phase: `name` is how the run asks for it. */
+/** A host service shown to one phase: `name` is how the run asks for it. */
 export interface ServiceSpec {
   /** Letters, digits, '-' and '_', starting with a letter; unique in a session. */
   name: string;
@@ -181,8 +182,9 @@ export interface BackendSession {
   /** A connection to `port` inside, for a command started with `exposePort: port` (SDK 2.0). */
   connect(port: number): Promise<Duplex>;
   /**
-   * The base URL (`http://127.0.0.1:<port>`, no trailing slash) at which agent-phase programs
-   * reach the service `name` of `SessionSpec.services`; throws for a name not given there.
+   * The base URL (`http://127.0.0.1:<port>`, no trailing slash) at which the current phase's
+   * programs reach its service `name` (the agent phase's `SessionSpec.services`, the verify
+   * phase's given to `startVerifyPhase`); throws for a name the phase was not given.
    */
   serviceUrl(name: string): string;
   /**
@@ -193,9 +195,11 @@ export interface BackendSession {
   /**
    * Starts the verify phase (after `endAgentPhase`, once the harness has staged the tests in
    * `folders.tests` and emptied `folders.logs`): from now on commands see the tests read-only at
-   * `testsDir` and write `logsDir` into `folders.logs`.
+   * `testsDir` and write `logsDir` into `folders.logs`. `services` are the verify phase's own host
+   * services (its egress proxy), reached like the agent phase's at `serviceUrl(name)` until
+   * `close`; none of the agent phase's is. Without them, the verify phase reaches no service.
    */
-  startVerifyPhase(): Promise<void>;
+  startVerifyPhase(services?: readonly ServiceSpec[]): Promise<void>;
   /** Ends everything the environment still runs and removes what it made (containers, mounts). Idempotent. */
   close(): Promise<void>;
 }

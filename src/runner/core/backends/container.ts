@@ -13,11 +13,12 @@
 // Belay dies, however it dies, the executor kills what it started and ends, and the container
 // stops; containers carry their owner (host, process, start time) in a label, and the next Belay
 // to start removes those whose owner is gone.
-// Host services (agent phase only): the executor listens on 127.0.0.1:<port> inside and hands
+// Host services, each phase its own: the executor listens on 127.0.0.1:<port> inside and hands
 // each connection over its channel, piped here to the service's socket. Ending the agent phase
 // stops the container (the listeners with it) and cuts those connections, so the verify phase
-// reaches none. The agent may take a port by being first (or kill the executor, which ends the
-// phase): it then only loses the service.
+// reaches none of them; it reaches only the services given to `startVerifyPhase` (its egress
+// proxy), which its fresh executor listens for. The agent may take a port by being first (or
+// kill the executor, which ends the phase): it then only loses the service.
 import { randomBytes } from 'node:crypto';
 import { existsSync, promises as fs, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import * as os from 'node:os';
@@ -497,7 +498,8 @@ class ContainerSession implements BackendSession {
   readonly #runtimes: string[];
   readonly #bounds: { storageBytes: number; storageCheckMs: number; copyLimitBytes: number; logsLocked: boolean; remote: boolean };
   readonly #sockets: SocketFolder;
-  readonly #services: readonly ServiceSpec[];
+  /** The current phase's services: the agent phase's, then the verify phase's. */
+  #services: readonly ServiceSpec[];
   #links: ServiceLinks | undefined;
 
   constructor(
@@ -571,7 +573,7 @@ class ContainerSession implements BackendSession {
     return this.#shell ?? null;
   }
 
-  /** The host services for the agent phase: the executor listens inside before this resolves (so before the agent starts). */
+  /** The current phase's host services: the executor listens inside before this resolves (so before the agent or the tests start). */
   async startServices(): Promise<void> {
     if (this.#services.length === 0 || !this.#executor) return;
     const links = (this.#links = await ServiceLinks.open(this.#services, this.#sockets.path));
@@ -726,11 +728,12 @@ class ContainerSession implements BackendSession {
     }
   }
 
-  async startVerifyPhase(): Promise<void> {
+  async startVerifyPhase(services?: readonly ServiceSpec[]): Promise<void> {
     if (this.#verifyStarted) return;
     await this.endAgentPhase();
     this.#verifyStarted = true;
     this.#phase = 'verify';
+    this.#services = checkServices(services);
     await this.#unlockLogs();
     if (this.#bounds.remote) {
       // On another machine: the staged tests and the run's logs folder go in by copy.
@@ -739,6 +742,7 @@ class ContainerSession implements BackendSession {
     }
     // Only a fresh executor comes back; the tests are in /tests through its read-only mount.
     await this.start();
+    await this.startServices();
   }
 
   /**

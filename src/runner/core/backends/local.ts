@@ -7,12 +7,13 @@
 // command's shepherd is a child subreaper). Elsewhere (or where the executor cannot start) the
 // commands are plain children, and the sweep kills what the agent phase left running (processes
 // are marked by a variable; a program that drops it escapes the sweep).
-// Host services are loopback TCP ports relayed to their sockets, open in the agent phase only:
-// any local program could reach them meanwhile, as it can reach anything of the user's here.
+// Host services are loopback TCP ports relayed to their sockets, each phase its own (the agent
+// phase's closed when it ends, the verify phase's given to `startVerifyPhase`): any local program
+// could reach them meanwhile, as it can reach anything of the user's here.
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import * as os from 'node:os';
-import { connectEndpoint, programEnvironment, spawnHost, type Backend, type CommandSpec, type HostCommand, type BaseEnvironment, type Phase } from './backend.ts';
+import { connectEndpoint, programEnvironment, spawnHost, type Backend, type CommandSpec, type HostCommand, type BaseEnvironment, type Phase, type SessionSpec } from './backend.ts';
 import { limitFileSize } from './file-size.ts';
 import { executorBinary } from '../../../shared/executor/binary.ts';
 import { startExecutor } from '../../../shared/executor/client.ts';
@@ -63,16 +64,18 @@ export function localBackend(): Backend {
       const token = randomBytes(12).toString('hex');
       const mark: ProcessMark = { file: 'environ', text: `${SESSION_VARIABLE}=${token}\0` };
       const base = localBaseEnvironment();
-      const services = checkServices(spec.services);
       let sockets: SocketFolder | undefined;
-      let relay: ServiceRelay | undefined;
-      if (services.length > 0) {
-        sockets = await socketFolder();
-        relay = await ServiceRelay.open(services, { kind: 'tcp' }, sockets.path).catch(async (error: unknown) => {
-          await sockets?.remove();
-          throw error;
-        });
-      }
+      /** The current phase's services: loopback ports, relayed. */
+      const openRelay = async (given: SessionSpec['services']): Promise<ServiceRelay | undefined> => {
+        const services = checkServices(given);
+        if (services.length === 0) return undefined;
+        sockets ??= await socketFolder();
+        return ServiceRelay.open(services, { kind: 'tcp' }, sockets.path);
+      };
+      let relay = await openRelay(spec.services).catch(async (error: unknown) => {
+        await sockets?.remove();
+        throw error;
+      });
       const executor = await hostExecutor();
       // An executor that ended early (an agent may kill it: it runs as the same user) took its
       // commands with it; what escaped it is left to the sweep.
@@ -118,8 +121,11 @@ export function localBackend(): Backend {
           await relay?.close();
           await sweep();
         },
-        async startVerifyPhase() {
+        async startVerifyPhase(services) {
+          if (phase === 'verify') return;
           phase = 'verify';
+          await relay?.close();
+          relay = await openRelay(services);
         },
         async close() {
           await relay?.close();

@@ -8,9 +8,11 @@
 // run records masked inside them. Ending the agent phase ends its sandbox (the executor kills
 // every process it started, then the PID namespace goes); the verify phase is a new sandbox with
 // /tests and /logs, which no agent-phase process ever saw.
-// Ways in and out, agent phase only, all over the executor's channel: an SDK 2.0 agent's port
-// (`connect`), and host services (the executor listens on 127.0.0.1:<port> inside and hands each
-// connection over, piped here to the service's socket). Nothing of the host is mounted for them.
+// Ways in and out, all over the executor's channel: in the agent phase an SDK 2.0 agent's port
+// (`connect`); in each phase its own host services (the executor listens on 127.0.0.1:<port>
+// inside and hands each connection over, piped here to the service's socket): the agent phase's
+// end with its sandbox, the verify phase's (its egress proxy) are given to `startVerifyPhase`.
+// Nothing of the host is mounted for them.
 import { randomBytes } from 'node:crypto';
 import { existsSync, lstatSync, readdirSync, readlinkSync, realpathSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
@@ -259,13 +261,19 @@ export async function sandboxBackend(options: SandboxOptions = {}): Promise<Back
       const home = path.join(privateRoot, 'home');
       for (const dir of [tmp, home, folders.control, folders.logs, folders.tests]) await mkdir(dir, { recursive: true });
       if (folders.agentState) await mkdir(folders.agentState, { recursive: true, mode: 0o700 });
-      const services = checkServices(spec.services);
+      // The current phase's services: the agent phase's now, the verify phase's once it starts.
+      let services = checkServices(spec.services);
       // The short links to long service sockets, in a private folder never shown to the run.
-      const sockets = services.length > 0 ? await socketFolder() : undefined;
-      const links = sockets ? await ServiceLinks.open(services, sockets.path).catch(async (error: unknown) => {
-        await sockets.remove();
+      let sockets = services.length > 0 ? await socketFolder() : undefined;
+      const openLinks = async (): Promise<ServiceLinks | undefined> => {
+        if (services.length === 0) return undefined;
+        sockets ??= await socketFolder();
+        return ServiceLinks.open(services, sockets.path);
+      };
+      let links = await openLinks().catch(async (error: unknown) => {
+        await sockets?.remove();
         throw error;
-      }) : undefined;
+      });
       const base = sandboxBaseEnvironment(system);
       const homeInside = base.HOME;
       const mark = { file: 'mountinfo' as const, text: token };
@@ -274,9 +282,10 @@ export async function sandboxBackend(options: SandboxOptions = {}): Promise<Back
       const startPhase = async (now: Phase): Promise<Executor> => {
         const layout: SandboxLayout = { phase: now, folders, tmp, home, homeInside, agentFolders, hidden, runtime: [], executor, cwd: '/app' };
         const started = await startExecutor({ argv: [bwrap, ...isolation, ...system.args, ...layoutArgs(layout), '--', EXECUTOR_INSIDE], cwd: '/', env: {} });
-        if (now === 'agent' && links) {
+        const [phaseLinks, phaseServices] = [links, services];
+        if (phaseLinks) {
           try {
-            for (const service of services) await started.listen(insidePort(services, service.name), (stream) => links.accept(service.name, stream));
+            for (const service of phaseServices) await started.listen(insidePort(phaseServices, service.name), (stream) => phaseLinks.accept(service.name, stream));
           } catch (error) {
             await started.close();
             throw new Error(`the host services could not be started in the sandbox: ${errorMessage(error)}`);
@@ -338,10 +347,13 @@ export async function sandboxBackend(options: SandboxOptions = {}): Promise<Back
         connect: async (port) => (await current).connect(port),
         serviceUrl: (name) => `http://127.0.0.1:${insidePort(services, name)}`,
         endAgentPhase,
-        async startVerifyPhase() {
+        async startVerifyPhase(verifyServices) {
           if (phase === 'verify') return;
           await endAgentPhase();
           phase = 'verify';
+          // The agent phase's services ended with its sandbox; the verify phase's own (if any) listen in the new one.
+          services = checkServices(verifyServices);
+          links = await openLinks();
           current = startPhase('verify');
           current.catch(() => undefined);
           await current;

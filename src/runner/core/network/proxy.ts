@@ -43,6 +43,8 @@ export interface EgressProxyOptions {
   logFile: string;
   /** Not a setting: tests map names to servers on 127.0.0.1. */
   resolve?: Resolver;
+  /** The lines already written to `logFile`, shared by the proxies of one run's phases (the cap is the file's). */
+  logLines?: { count: number };
   /** Connections open at once (tunnels included); more are closed as they come. */
   maxConnections?: number;
   /** How long a client may take to send a request's head. */
@@ -66,13 +68,14 @@ export class EgressProxy {
   readonly #server: http.Server;
   readonly #sockets = new Set<Duplex>();
   #log: Promise<void> = Promise.resolve();
-  #lines = 0;
+  readonly #lines: { count: number };
   #unlogged = 0;
   #closed = false;
 
   constructor(options: EgressProxyOptions) {
     if (options.policy.mode === 'no-network') throw new Error('a no-network phase has no proxy');
     this.#options = options;
+    this.#lines = options.logLines ?? { count: 0 };
     this.#rules = options.policy.mode === 'allowlist' ? options.policy.allowedHosts.map(parseHostRule) : [];
     const headerTimeout = options.headerTimeoutMs ?? 15_000;
     this.#server = http.createServer({ headersTimeout: headerTimeout, requestTimeout: 0, connectionsCheckingInterval: Math.max(50, Math.min(1000, headerTimeout / 4)) });
@@ -124,11 +127,11 @@ export class EgressProxy {
   }
 
   #record(host: string, port: number, allowed: boolean, reason?: string): void {
-    if (this.#lines >= MAX_LOG_LINES) {
+    if (this.#lines.count >= MAX_LOG_LINES) {
       this.#unlogged++;
       return;
     }
-    this.#lines++;
+    this.#lines.count++;
     const entry: NetworkLogEntry = { time: new Date().toISOString(), phase: this.#options.phase, host, port, allowed, ...(reason !== undefined ? { reason } : {}) };
     const line = JSON.stringify(entry) + '\n';
     this.#log = this.#log.then(() => appendFile(this.#options.logFile, line, { mode: 0o600 })).catch(() => undefined);

@@ -120,7 +120,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
     // A repository task: its repository checked out at the base commit is the workspace; its source stays hidden.
     if (isRepoTask(task)) repoRun = await RepoRun.prepare(task, runDir, { signal: bounds.signal });
     const openOptions = repoRun ? { ...options, hidden: [...(options.hidden ?? []), repoRun.source] } : options;
-    const services: ServiceSpec[] = [...(llm ? [llm.service] : []), ...(network.service ? [network.service] : [])];
+    const services: ServiceSpec[] = [...(llm ? [llm.service] : []), ...(network.agent.service ? [network.agent.service] : [])];
     for (const part of parts) {
       if (part.step) {
         steps.begin(part.step);
@@ -159,7 +159,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
           BELAY_WORKDIR: session.workdir,
           ...options.env,
           ...llm?.environment(session.serviceUrl(LLM_SERVICE)),
-          ...(network.service ? network.environment(session.serviceUrl(EGRESS_SERVICE)) : {}),
+          ...(network.agent.service ? network.agent.environment(session.serviceUrl(EGRESS_SERVICE)) : {}),
         },
         ...(llm ? { llm: { baseUrl: session.serviceUrl(LLM_SERVICE), token: llm.token, model: llm.model } } : {}),
         ...(options.protocol.keepsState ? { stateFolder: files.agentState } : {}),
@@ -223,8 +223,17 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
           }), task.env);
           note(`the verifier ran in an environment of its own (${backend.label}), holding only the final working folder`);
         }
-        await session.startVerifyPhase();
-        verification = await verify({ task: part.task, session, runDir, testOutputFile: part.testOutputFile, timeoutMs: part.testTimeoutMs, maxLogBytes: limits.maxLogBytes, signal: bounds.signal });
+        // The verify phase's own egress (its [verifier] policy), started now that nothing of the agent's is alive; never the gateway.
+        const verifierNetwork = await network.openVerifier().catch((error: unknown) => {
+          throw new RunFailure('harness_error', `the verify phase's network proxy could not be started: ${errorMessage(error)}`);
+        });
+        try {
+          await session.startVerifyPhase(verifierNetwork.service ? [verifierNetwork.service] : []);
+          const env = verifierNetwork.service ? verifierNetwork.environment(session.serviceUrl(EGRESS_SERVICE)) : {};
+          verification = await verify({ task: part.task, session, runDir, testOutputFile: part.testOutputFile, timeoutMs: part.testTimeoutMs, maxLogBytes: limits.maxLogBytes, env, signal: bounds.signal });
+        } finally {
+          await verifierNetwork.close().catch((error: unknown) => note(`the verify phase's network proxy could not be closed: ${errorMessage(error)}`));
+        }
         emit({ type: 'verification-ended', verification });
       }
       if (!part.step) break;

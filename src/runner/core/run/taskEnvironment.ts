@@ -1,12 +1,13 @@
 // What a task's own settings change in its run's environment: `[environment.env]`'s variables
 // under Belay's own in every program of both phases, and each phase's network (network_mode):
 // no network as always; `allowlist` (or `public`, when the person allows it) through Belay's
-// egress proxy, a host service shown to the agent phase like the LLM gateway.
+// egress proxy, a host service shown to the phase like the LLM gateway to the agent phase: the
+// agent phase and each verify phase have a proxy of their own, each with its phase's policy.
 import * as path from 'node:path';
-import type { BackendSession, SpawnSpec } from '../backends/backend.ts';
+import type { BackendSession, ServiceSpec, SpawnSpec } from '../backends/backend.ts';
 import { socketFolder, type SocketFolder } from '../backends/services.ts';
 import { describePolicy, NO_NETWORK, type PhasePolicy } from '../network/policy.ts';
-import { EgressProxy, type Resolver } from '../network/proxy.ts';
+import { EgressProxy, type LogPhase, type Resolver } from '../network/proxy.ts';
 import type { Task } from '../tasks/task.ts';
 
 /** The service name the egress proxy has inside a run. */
@@ -39,14 +40,28 @@ export interface RunNetworkOptions {
   resolve?: Resolver;
 }
 
-/** The agent phase's egress: the proxy and how programs find it; none for a no-network phase. */
-export interface RunNetwork {
-  /** The policy the agent phase runs under. */
-  agent: PhasePolicy;
-  /** The proxy's socket, shown to the agent phase as the service EGRESS_SERVICE. */
-  service: { name: string; socketPath: string } | undefined;
-  /** The proxy variables for agent-phase programs, given the service's URL inside. */
+/** One phase's egress: its proxy and how programs find it; no service for a no-network phase. */
+export interface PhaseNetwork {
+  /** The policy the phase runs under. */
+  policy: PhasePolicy;
+  /** The proxy's socket, shown to the phase as the service EGRESS_SERVICE. */
+  service: ServiceSpec | undefined;
+  /** The proxy variables for the phase's programs, given the service's URL inside. */
   environment(serviceUrl: string): Record<string, string>;
+  close(): Promise<void>;
+}
+
+/** A run's egress: the agent phase's proxy, open for the whole run, and each verify phase's own. */
+export interface RunNetwork {
+  agent: PhaseNetwork;
+  /** The policy every verify phase runs under. */
+  verifier: PhasePolicy;
+  /**
+   * Starts a verify phase's own proxy (nothing for a no-network verifier). Called once the agent
+   * phase is over, so no process of the agent's is alive to reach it; the caller closes it when
+   * the phase ends (`close` closes what is still open).
+   */
+  openVerifier(): Promise<PhaseNetwork>;
   close(): Promise<void>;
 }
 
@@ -57,35 +72,63 @@ export class NetworkRefused extends Error {
 
 /**
  * Reads the task's network for this run: refuses `public` unless allowed, says what the backend
- * cannot enforce, and starts the proxy an allowlist (or allowed public) agent phase goes through.
+ * cannot enforce, and starts the proxy an allowlist (or allowed public) agent phase goes through;
+ * a verify phase's own proxy starts when that phase does (`openVerifier`).
  */
 export async function openRunNetwork(options: RunNetworkOptions): Promise<RunNetwork> {
   const { task, note } = options;
   const network = task.network ?? NO_NETWORK;
   const config = task.layout === 'current' ? 'task.toml' : 'task.yaml';
-  let agent = network.agent;
-  for (const [phase, policy] of [['agent', network.agent], ['verifier', network.verifier]] as const) {
+  const policies = { agent: network.agent, verifier: network.verifier };
+  for (const phase of ['agent', 'verifier'] as const) {
+    const policy = network[phase];
     if (policy.mode !== 'public' || options.allowPublic) continue;
     if (!policy.legacy) {
       throw new NetworkRefused(`${path.join(task.dir, config)}: [${phase}] network_mode "public" needs the public network, which belay.runner.allowPublicNetwork (--allow-public-network) does not allow; the run did not start`);
     }
-    if (phase === 'agent') {
-      note(`the task says allow_internet = true, but belay.runner.allowPublicNetwork is off: the agent phase has no network`);
-      agent = { mode: 'no-network', allowedHosts: [] };
+    note(`the task says allow_internet = true, but belay.runner.allowPublicNetwork is off: the ${PHASE_WORDS[phase]} has no network`);
+    policies[phase] = { mode: 'no-network', allowedHosts: [] };
+  }
+  for (const phase of ['agent', 'verifier'] as const) {
+    const policy = policies[phase];
+    if (policy.mode === 'no-network') continue;
+    if (!options.isolated) {
+      note(`${PHASE_WORDS[phase]} network: ${describePolicy(policy)} — the local backend cannot enforce it: the ${phase === 'agent' ? "agent's" : "tests'"} own connections reach anything; only programs that honour HTTP_PROXY go through Belay's proxy and its log (use the sandbox or container backend to enforce it)`);
+    } else {
+      note(`${PHASE_WORDS[phase]} network: ${describePolicy(policy)}, through Belay's proxy (HTTP and HTTPS only; every attempt in ${NETWORK_LOG_FILE})`);
     }
   }
-  if (network.verifier.mode !== 'no-network' && !(network.verifier.mode === 'public' && network.verifier.legacy && !options.allowPublic)) {
-    note(`the task asks the verify phase for ${describePolicy(network.verifier)}; Belay's verify phase has no network: the tests run with none`);
-  }
-  if (agent.mode === 'no-network') return { agent, service: undefined, environment: () => ({}), close: async () => undefined };
-  if (!options.isolated) {
-    note(`agent phase network: ${describePolicy(agent)} — the local backend cannot enforce it: the agent's own connections reach anything; only programs that honour HTTP_PROXY go through Belay's proxy and its log (use the sandbox or container backend to enforce it)`);
-  } else {
-    note(`agent phase network: ${describePolicy(agent)}, through Belay's proxy (HTTP and HTTPS only; every attempt in ${NETWORK_LOG_FILE})`);
-  }
+  // One cap on the lines of network.jsonl, whichever phase's proxy writes them.
+  const logLines = { count: 0 };
+  const open = new Set<PhaseNetwork>();
+  const start = async (phase: 'agent' | 'verifier'): Promise<PhaseNetwork> => {
+    const opened = await phaseNetwork(phase, policies[phase], { ...options, logLines });
+    if (opened.service === undefined) return opened;
+    open.add(opened);
+    return { ...opened, close: () => opened.close().finally(() => open.delete(opened)) };
+  };
+  const agent = await start('agent');
+  return {
+    agent,
+    verifier: policies.verifier,
+    openVerifier: () => start('verifier'),
+    close: async () => {
+      const closing = await Promise.allSettled([...open].map((phase) => phase.close()));
+      open.clear();
+      const failed = closing.find((outcome) => outcome.status === 'rejected');
+      if (failed) throw failed.reason;
+    },
+  };
+}
+
+const PHASE_WORDS = { agent: 'agent phase', verifier: 'verify phase' } as const;
+
+/** A phase's proxy on a socket of its own, logging to the run's network.jsonl as `phase`. */
+async function phaseNetwork(phase: LogPhase, policy: PhasePolicy, options: RunNetworkOptions & { logLines: { count: number } }): Promise<PhaseNetwork> {
+  if (policy.mode === 'no-network') return { policy, service: undefined, environment: () => ({}), close: async () => undefined };
   const folder: SocketFolder = await socketFolder();
   const socketPath = path.join(folder.path, 'egress.sock');
-  const proxy = new EgressProxy({ phase: 'agent', policy: agent, logFile: path.join(options.runDir, NETWORK_LOG_FILE), ...(options.resolve ? { resolve: options.resolve } : {}) });
+  const proxy = new EgressProxy({ phase, policy, logFile: path.join(options.runDir, NETWORK_LOG_FILE), logLines: options.logLines, ...(options.resolve ? { resolve: options.resolve } : {}) });
   try {
     await proxy.listen(socketPath);
   } catch (error) {
@@ -94,7 +137,7 @@ export async function openRunNetwork(options: RunNetworkOptions): Promise<RunNet
   }
   let closed: Promise<void> | undefined;
   return {
-    agent,
+    policy,
     service: { name: EGRESS_SERVICE, socketPath },
     environment: (url) => {
       const noProxy = '127.0.0.1,localhost,::1';
@@ -103,7 +146,7 @@ export async function openRunNetwork(options: RunNetworkOptions): Promise<RunNet
     close: () => {
       closed ??= (async () => {
         await proxy.close();
-        if (proxy.unlogged > 0) note(`${proxy.unlogged} further network attempts were not written to ${NETWORK_LOG_FILE} (its line limit)`);
+        if (proxy.unlogged > 0) options.note(`${proxy.unlogged} further network attempts of the ${PHASE_WORDS[phase]} were not written to ${NETWORK_LOG_FILE} (its line limit)`);
         await folder.remove();
       })();
       return closed;

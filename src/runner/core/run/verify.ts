@@ -36,6 +36,8 @@ export interface VerifyOptions {
   testOutputFile?: string;
   timeoutMs: number;
   maxLogBytes: number;
+  /** Variables the tests get under Belay's own (the verify phase's proxy variables). */
+  env?: Record<string, string>;
   signal?: AbortSignal;
   onOutput?: (chunk: string) => void;
 }
@@ -63,7 +65,7 @@ export async function verify(options: VerifyOptions): Promise<Verification> {
   await fs.mkdir(path.dirname(testOutput), { recursive: true });
   const command: CommandSpec = {
     argv: [shellPath(), path.posix.join(session.testsDir, task.testScript)],
-    env: { TEST_DIR: session.testsDir, LOGS_DIR: session.logsDir, PYTHONUNBUFFERED: '1' },
+    env: { ...options.env, TEST_DIR: session.testsDir, LOGS_DIR: session.logsDir, PYTHONUNBUFFERED: '1' },
   };
   const log = new CappedLog(testOutput, options.maxLogBytes);
   let result;
