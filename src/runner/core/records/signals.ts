@@ -309,7 +309,8 @@ export async function networkSignals(runDir: string): Promise<Signal[]> {
       continue;
     }
     const entry = NetworkEntrySchema.safeParse(json);
-    if (!entry.success || entry.data.allowed) continue;
+    // Only the agent's refusals say something of the agent: the verifier's tests are the task's own.
+    if (!entry.success || entry.data.allowed || entry.data.phase !== 'agent') continue;
     // Hosts come from the agent: control characters are dropped from the detail.
     const where = `${entry.data.host.replace(/[\u0000-\u001f\u007f-\u009f]/g, '').slice(0, 200)}:${entry.data.port}`;
     const seen = denied.get(where) ?? { count: 0, reason: entry.data.reason, phase: entry.data.phase };
