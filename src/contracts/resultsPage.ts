@@ -15,6 +15,34 @@ export const querySchema = z.object({
 });
 export type Query = z.infer<typeof querySchema>;
 
+const gradeSchema = z.object({ reward: z.number().nullable(), passed: z.boolean() });
+
+/** How a regrade changed a trial's grade (a score: the reward, or the pass as 1 or 0); `skipped`: not regraded. */
+export const REGRADE_CHANGES = ['up', 'down', 'same', 'skipped'] as const;
+
+/** A trial's grade in the job's latest regrade, beside the one recorded. */
+export const cellRegradeSchema = z.object({
+  change: z.enum(REGRADE_CHANGES),
+  before: gradeSchema,
+  after: gradeSchema.nullable(),
+  /** Why it was not regraded (one line), for `skipped`. */
+  reason: z.string().nullable(),
+});
+export type CellRegrade = z.infer<typeof cellRegradeSchema>;
+
+/** The job's latest regrade, above the matrix. */
+export const regradeSchema = z.object({
+  /** When it ran (ISO 8601), null when only problems were found. */
+  at: z.string().nullable(),
+  /** Harbor's summary line: "2 changed (0 up, 2 down), mean 1.000 → 0.000". */
+  summary: z.string(),
+  /** Whether the cells show it (else the recorded results alone). */
+  shown: z.boolean(),
+  /** What could not be read, one line each. */
+  problems: z.array(z.string()),
+});
+export type Regrade = z.infer<typeof regradeSchema>;
+
 export const cellSchema = z.object({
   result: z.enum(['passed', 'failed', 'mixed', 'running', 'pending']),
   trials: z.number(),
@@ -34,6 +62,8 @@ export const cellSchema = z.object({
   opens: z.boolean(),
   /** Reward-hacking signals of the cell's trials, one line each ("read the tests: cat /tests/x"); empty when none. */
   signals: z.array(z.string()).default([]),
+  /** The trial's grade in the job's latest regrade, when it is shown (a cell of one trial). */
+  regrade: cellRegradeSchema.nullable().default(null),
 });
 export type Cell = z.infer<typeof cellSchema>;
 
@@ -107,6 +137,8 @@ export const stateSchema = z.object({
   order: z.array(z.number()),
   query: querySchema,
   comparison: comparisonSchema.nullable(),
+  /** The job's latest regrade (one Belay job shown), else null. */
+  regrade: regradeSchema.nullable().default(null),
   /** Said instead of the matrix (no job yet, a job that cannot be read). */
   notice: z.string().nullable(),
 });
@@ -128,6 +160,8 @@ export const toHostSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('open'), row: z.number().int().min(0), column: z.number().int().min(0) }),
   /** Compare the two runs of the comparison's task at this index. */
   z.object({ type: z.literal('compareRuns'), task: z.number().int().min(0) }),
+  /** Show the latest regrade beside the recorded results, or the recorded results alone. */
+  z.object({ type: z.literal('showRegrade'), show: z.boolean() }),
   z.object({ type: z.literal('command'), command: z.enum(['runJob', 'resumeJob', 'openJobFolder', 'openJobFile', 'regradeJob']) }),
 ]);
 export type ToHost = z.infer<typeof toHostSchema>;

@@ -1,7 +1,8 @@
 // "Belay: Regrade Job…" and the Results view's Regrade button: the job's trials graded again by
 // their tasks' current verifiers on the final states their runs kept (core/regrade/), with the
 // backend runs use now; no agent, no key, no gateway. The change is told per trial in the log
-// and as Harbor's summary line in a notification; the Results view is drawn again.
+// and as Harbor's summary line in a notification; the Results view shows it per cell (its
+// latest regrade, core/results/latestRegrade.ts), drawn again now.
 import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
 import type { RegradeReport } from './core/regrade/regrade.ts';

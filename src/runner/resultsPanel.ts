@@ -2,7 +2,8 @@
 // attempts or × agents, with pass@1 / pass@k, filters and sorts, a comparison with a second job,
 // and each cell opening its trial. Jobs are those under the jobs folders (the editor's and
 // `belay run --attempts`'s) and folders opened by hand (a Harbor job). It follows the jobs it
-// shows: job.json is rewritten as trials start and end, and the view is drawn again.
+// shows: job.json is rewritten as trials start and end, and the view is drawn again. One Belay job
+// shows its latest regrade beside the recorded results (the job's regrade.json changes at its end).
 import { existsSync, promises as fs, watch, type FSWatcher } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -10,9 +11,10 @@ import { errorMessage } from '../shared/errors.ts';
 import { WebviewHost, type PageMessage } from '../ui/webviewHost.ts';
 import { compareJobs, type JobComparison } from './core/results/compareJobs.ts';
 import { jobFolderKind, listJobFolders, readJobView, type JobFolder } from './core/results/discover.ts';
+import { readLatestRegrade, withRegrade, type LatestRegrade, type RegradeFileCache } from './core/results/latestRegrade.ts';
 import { buildMatrix, orderRows, type Matrix } from './core/results/matrix.ts';
 import type { JobView } from './core/results/model.ts';
-import { toHostSchema, type Query, type State, type ToHost, type ToWebview } from '../contracts/resultsPage.ts';
+import { toHostSchema, type Query, type Regrade, type State, type ToHost, type ToWebview } from '../contracts/resultsPage.ts';
 
 export interface ResultsActions {
   /** Opens a Belay run folder, or an ATIF trajectory file, in the trajectory view. */
@@ -48,6 +50,11 @@ export class ResultsPanel implements vscode.Disposable {
   #matrix: Matrix | undefined;
   #comparison: JobComparison | undefined;
   #last: State | undefined;
+  /** The regrade files read for the job shown (read again only when they change). */
+  #regradeFiles: { dir: string; cache: RegradeFileCache } = { dir: '', cache: new Map() };
+  /** The latest regrade of the job shown, and the jobs whose regrade of that stamp the person put away. */
+  #regrade: { dir: string; stamp: string | null } | undefined;
+  readonly #regradeHidden = new Map<string, string | null>();
   #watchers: FSWatcher[] = [];
   #watched = '';
   /** Folders to watch that do not exist yet. */
@@ -161,6 +168,13 @@ export class ResultsPanel implements vscode.Disposable {
         if (change?.runBefore && change.runAfter) await this.#actions.compareRuns(change.runBefore, change.runAfter);
         return;
       }
+      case 'showRegrade':
+        if (this.#regrade) {
+          if (message.show) this.#regradeHidden.delete(this.#regrade.dir);
+          else this.#regradeHidden.set(this.#regrade.dir, this.#regrade.stamp);
+        }
+        this.#host?.refresh();
+        return;
       case 'command':
         if (message.command === 'openJobFile') {
           const dir = this.#shown[0];
@@ -213,6 +227,25 @@ export class ResultsPanel implements vscode.Disposable {
         comparison = compareJobs(await this.#read(other), views[0]!);
       } catch (error) {
         problems.push(`${path.basename(other.dir)}: ${errorMessage(error)}`);
+      }
+    }
+    // One Belay job: its latest regrade beside the recorded results (its report, <job>/regrade.json, is in the folder watched).
+    let regrade: Regrade | null = null;
+    this.#regrade = undefined;
+    if (!this.#all && views.length === 1 && views[0]!.source === 'belay') {
+      const view = views[0]!;
+      if (this.#regradeFiles.dir !== view.dir) this.#regradeFiles = { dir: view.dir, cache: new Map() };
+      let latest: LatestRegrade | null;
+      try {
+        latest = await readLatestRegrade(view, this.#regradeFiles.cache);
+      } catch (error) {
+        latest = { stamp: null, regradedAt: null, trials: new Map(), summary: '', problems: [`the latest regrade cannot be read: ${errorMessage(error)}`] };
+      }
+      if (latest) {
+        const shown = latest.stamp !== null && this.#regradeHidden.get(view.dir) !== latest.stamp;
+        this.#regrade = { dir: view.dir, stamp: latest.stamp };
+        if (shown) views[0] = withRegrade(view, latest);
+        regrade = { at: latest.regradedAt, summary: latest.summary, shown, problems: latest.problems };
       }
     }
     this.#watch([...this.#roots(), ...shownFolders.map((f) => f.dir)]);
@@ -270,6 +303,7 @@ export class ResultsPanel implements vscode.Disposable {
             })),
           }
         : null,
+      regrade,
       notice,
     };
     this.#last = state;

@@ -4,7 +4,7 @@
 // answers with the rows' order); a cell opens its trial. Names from files are set as text only.
 import { connect } from '../shared/connect.ts';
 import { el } from '../shared/dom.ts';
-import { toWebviewSchema, type Cell, type Comparison, type State, type ToHost, type ToWebview } from '../../contracts/resultsPage.ts';
+import { toWebviewSchema, type Cell, type CellRegrade, type Comparison, type Regrade, type State, type ToHost, type ToWebview } from '../../contracts/resultsPage.ts';
 import './style.css';
 
 const ROW_HEIGHT = 30;
@@ -145,6 +145,7 @@ function cellText(cell: Cell, mode: State['mode']): HTMLElement[] {
   }
   if (mode === 'agents' || cell.trials > 1) parts.push(el('span', 'count', `${cell.passed}/${cell.finished}`));
   parts.push(cell.reward === null && cell.metrics ? el('span', 'reward metrics', metricsText(cell.metrics, true)) : el('span', 'reward', reward(cell.reward)));
+  if (cell.regrade) parts.push(regradeMark(cell.regrade));
   if (cell.steps !== null) {
     // Words, not abbreviations: "1 step", "2.5 steps" (a mean over attempts).
     const steps = Math.round(cell.steps * 10) / 10;
@@ -161,6 +162,26 @@ function cellText(cell: Cell, mode: State['mode']): HTMLElement[] {
   return parts;
 }
 
+/** A grade as the cells say it: the reward, or passed/failed when the tests gave none. */
+const gradeText = (g: CellRegrade['before']) => (g.reward === null ? (g.passed ? 'passed' : 'failed') : reward(g.reward));
+
+/** The mark of a change, in words and a sign, so that it never rests on colour alone. */
+const CHANGE_MARKS: Record<CellRegrade['change'], string> = { up: '▲ up', down: '▼ down', same: '= same', skipped: 'not regraded' };
+
+/** The regrade's grade beside the recorded one: "→ 0.00 ▼ down". */
+function regradeMark(r: CellRegrade): HTMLElement {
+  const mark = el('span', `regrade ${r.change}`);
+  if (r.after) mark.append(el('span', 'regrade-after', `→ ${gradeText(r.after)}`));
+  mark.append(el('span', 'regrade-change', CHANGE_MARKS[r.change]));
+  return mark;
+}
+
+/** "regraded: reward 1.00 → 0.00, down", or why it was not regraded. */
+function regradeWords(r: CellRegrade): string {
+  if (!r.after) return `not regraded${r.reason ? `: ${r.reason}` : ''}`;
+  return `regraded: ${gradeText(r.before)} → ${gradeText(r.after)}, ${r.change === 'same' ? 'unchanged' : r.change}`;
+}
+
 /** Metrics one by one ("correctness 0 · performance 1"): a cell without a single reward shows these, short. */
 function metricsText(metrics: Readonly<Record<string, number>>, short = false): string {
   const value = (v: number) => (short ? String(Math.round(v * 100) / 100) : reward(v));
@@ -173,6 +194,7 @@ function cellTitle(cell: Cell, column: string): string {
   if (cell.finished > 0 && cell.metrics) lines.push(`metrics: ${metricsText(cell.metrics)}${cell.finished > 1 ? ' (means)' : ''}`);
   if (cell.failureCause) lines.push(`cause: ${cell.failureCause}`);
   if (cell.hosts.length > 0) lines.push(`ran on ${cell.hosts.join(', ')}`);
+  if (cell.regrade) lines.push(regradeWords(cell.regrade));
   if (cell.signals.length > 0) lines.push(`reward-hacking signals:\n${cell.signals.map((line) => `  ${line}`).join('\n')}`);
   if (cell.opens) lines.push('Enter or click: open the trajectory');
   return lines.join('\n');
@@ -202,7 +224,7 @@ function rowElement(position: number): HTMLElement {
     if (cell) {
       td.append(...cellText(cell, s.mode));
       td.title = cellTitle(cell, s.columns[column]!.label);
-      td.setAttribute('aria-label', `${row.task}, ${s.columns[column]!.label}: ${WORDS[cell.result]}, reward ${reward(cell.reward)}${cell.signals.length > 0 ? ', flagged for reward hacking' : ''}`);
+      td.setAttribute('aria-label', `${row.task}, ${s.columns[column]!.label}: ${WORDS[cell.result]}, reward ${reward(cell.reward)}${cell.regrade ? `, ${regradeWords(cell.regrade)}` : ''}${cell.signals.length > 0 ? ', flagged for reward hacking' : ''}`);
       if (cell.opens) td.classList.add('opens');
     } else {
       td.append(el('span', 'muted', '–'));
@@ -290,12 +312,35 @@ function comparison(c: Comparison): HTMLElement {
   return section;
 }
 
+/** "2026-01-05 10:00:00 UTC" from an ISO time. */
+const timeText = (iso: string) => iso.replace('T', ' ').replace(/(\.\d+)?Z$/, ' UTC');
+
+/** The job's latest regrade above the matrix: its time, Harbor's summary line, and the way between it and the recorded results. */
+function regradeBanner(r: Regrade): HTMLElement {
+  const section = el('section', `regrade-banner${r.shown ? ' shown' : ''}`);
+  section.setAttribute('aria-label', 'Latest regrade');
+  if (r.at !== null) {
+    const line = el('p', 'regrade-summary');
+    line.append(el('span', 'codicon codicon-refresh'), el('span', 'regrade-time', `${r.shown ? 'Regraded' : 'Latest regrade'} ${timeText(r.at)}:`), el('span', 'regrade-counts', r.summary));
+    if (!r.shown) line.append(el('span', 'muted', '(the cells show the recorded results)'));
+    section.append(line);
+    section.append(
+      r.shown
+        ? button('Show recorded results', 'history', 'Show the results as their runs recorded them, without the regrade', () => host.post({ type: 'showRegrade', show: false }))
+        : button('Show regrade', 'diff', 'Show the latest regrade beside the recorded results', () => host.post({ type: 'showRegrade', show: true })),
+    );
+  }
+  for (const problem of r.problems) section.append(el('p', 'regrade-problem', `Regrade: ${problem}`));
+  return section;
+}
+
 function render(s: State): void {
   const root = document.getElementById('root');
   if (!root) return;
   const parts: HTMLElement[] = [toolbar(s)];
   parts.push(el('p', 'summary', s.summary));
   if (s.scores.length > 0) parts.push(scores(s));
+  if (s.regrade) parts.push(regradeBanner(s.regrade));
   if (s.comparison) parts.push(comparison(s.comparison));
   if (s.notice) parts.push(el('p', 'notice', s.notice));
   if (s.columns.length > 0) {

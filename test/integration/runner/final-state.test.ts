@@ -50,7 +50,7 @@ for (const { name, get } of backends) {
     it('keeps the working folder as the agent left it: links kept as links, never followed; a FIFO skipped and listed; the artifacts collected, those outside the folder or behind a link refused', async (t) => {
       const backend = await get();
       if (backend instanceof Error) return t.skip(backend.message);
-      const dir = helloTask(`kept-${name}`, 'artifacts = ["/app/out", { source = "report.txt", destination = "reports/r.txt" }, "/etc/passwd", "escape/passwd", "missing.txt"]');
+      const dir = helloTask(`kept-${name}`, 'artifacts = ["/app/out", { source = "report.txt", destination = "reports/r.txt" }, "/proc/self/environ", "escape/passwd", "missing.txt"]');
       const runsDir = path.join(tmp.dir, `runs-${name}`);
       const { result } = await runFixture(backend, runsDir, nodeAgent('commands.mjs'), {
         task: await loadTask(dir),
@@ -70,11 +70,11 @@ for (const { name, get } of backends) {
       }
       assert.equal(existsSync(path.join(final, 'pipe')), false);
       assert.deepEqual(result.final!.skipped, ['pipe: a FIFO, not a file: not copied']);
-      // The artifacts: the folder and the renamed file; /etc/passwd is outside, escape/ a link, missing.txt absent.
+      // The artifacts: the folder and the renamed file; /proc is no file of the environment's own, escape/ is a link, missing.txt absent.
       const artifacts = path.join(result.run_dir, 'artifacts');
       assert.deepEqual(tree(artifacts), ['out', 'out/deep', 'out/deep/a.txt', 'reports', 'reports/r.txt']);
       assert.equal(result.artifacts?.files, 2);
-      assert.match(result.artifacts!.skipped.join('\n'), /\/etc\/passwd: outside the working folder/);
+      assert.match(result.artifacts!.skipped.join('\n'), /^\/proc\/self\/environ: under \/proc, which is no file of the environment's own: refused$/m);
       assert.match(result.artifacts!.skipped.join('\n'), /escape\/passwd: escape is not a folder \(a link or a file\): not followed/);
       assert.match(result.artifacts!.skipped.join('\n'), /missing\.txt: not there after the agent phase/);
       const recorded = await readResult(result.run_dir);
@@ -106,6 +106,69 @@ for (const { name, get } of backends) {
       rmSync(marker, { force: true });
     });
   });
+}
+
+for (const { name, get } of backends) {
+  describe(`artifacts outside the working folder (${name})`, () => {
+    it('collects the report the agent wrote outside the working folder, keeps its link to /etc/passwd as a link, skips a FIFO and a huge file, each listed', async (t) => {
+      const backend = await get();
+      if (backend instanceof Error) return t.skip(backend.message);
+      // The sandbox's /tmp is its own; the local backend's is this machine's, shared with other tests.
+      const out = name === 'sandbox' ? '/tmp/out' : path.join(tmp.dir, `out-${name}`);
+      const dir = helloTask(`outside-${name}`, `artifacts = ["${out}/", { source = "${out}/report.txt", destination = "copies/report.txt" }, "${out}/missing.txt"]`);
+      const { result } = await runFixture(backend, path.join(tmp.dir, `runs-outside-${name}`), nodeAgent('commands.mjs'), {
+        task: await loadTask(dir),
+        env: commandsEnv([
+          `printf 'Hello, world!' > hello.txt && mkdir -p ${out} && echo all good > ${out}/report.txt && ln -s /etc/passwd ${out}/passwd && mkfifo ${out}/pipe && truncate -s 3G ${out}/huge.bin`,
+        ]),
+      });
+      assert.equal(result.passed, true, `${result.error ?? ''} ${result.notes?.join('\n') ?? ''}`);
+      const artifacts = path.join(result.run_dir, 'artifacts');
+      const where = out.slice(1);
+      assert.deepEqual(tree(artifacts), [...ancestors(where), where, `${where}/passwd`, `${where}/report.txt`, 'copies', 'copies/report.txt'].sort());
+      assert.equal(readFileSync(path.join(artifacts, where, 'report.txt'), 'utf8'), 'all good\n');
+      assert.equal(readFileSync(path.join(artifacts, 'copies', 'report.txt'), 'utf8'), 'all good\n');
+      // The link is kept as the link it is: its target is text, never read.
+      assert.ok(lstatSync(path.join(artifacts, where, 'passwd')).isSymbolicLink());
+      assert.equal(readlinkSync(path.join(artifacts, where, 'passwd')), '/etc/passwd');
+      const skipped = result.artifacts!.skipped.join('\n');
+      assert.match(skipped, new RegExp(`^${out}/pipe: a FIFO, not a file: not copied$`, 'm'));
+      assert.match(skipped, new RegExp(`^${out}/huge\\.bin: 3221225472 bytes, past the 268435456 bytes the run keeps$`, 'm'));
+      assert.match(skipped, new RegExp(`^${out}/missing\\.txt: not there after the agent phase$`, 'm'));
+      assert.equal(result.artifacts!.files, 3);
+      // No staging folder is left in the run folder.
+      assert.deepEqual(readdirSync(result.run_dir).filter((entry) => entry.startsWith('.artifact-staging-')), []);
+      if (name === 'local') rmSync(out, { recursive: true, force: true });
+    });
+
+    it('refuses a path through a link the agent made, and one under /proc or /sys, each in one line', async (t) => {
+      const backend = await get();
+      if (backend instanceof Error) return t.skip(backend.message);
+      const base = name === 'sandbox' ? '/tmp' : path.join(tmp.dir, `base-${name}`);
+      const dir = helloTask(`outside-refused-${name}`, `artifacts = ["${base}/escape/passwd", "/proc/1/root/etc/passwd", "/sys/kernel"]`);
+      const { result } = await runFixture(backend, path.join(tmp.dir, `runs-outside-refused-${name}`), nodeAgent('commands.mjs'), {
+        task: await loadTask(dir),
+        env: commandsEnv([`printf 'Hello, world!' > hello.txt && mkdir -p ${base} && ln -s /etc ${base}/escape`]),
+      });
+      assert.equal(result.passed, true, result.error ?? '');
+      assert.deepEqual(tree(path.join(result.run_dir, 'artifacts')), []);
+      const lines = result.artifacts!.skipped;
+      assert.equal(lines.length, 3, lines.join('\n'));
+      assert.match(lines.join('\n'), new RegExp(`^${base}/escape/passwd: ${base.slice(1)}/escape is not a folder \\(a link or a file\\): not followed$|^${base}/escape/passwd: escape is not a folder \\(a link or a file\\): not followed$`, 'm'));
+      assert.match(lines.join('\n'), /^\/proc\/1\/root\/etc\/passwd: under \/proc, which is no file of the environment's own: refused$/m);
+      assert.match(lines.join('\n'), /^\/sys\/kernel: under \/sys, which is no file of the environment's own: refused$/m);
+      // A path through '..' is refused with the task itself, in one line, before anything runs.
+      writeFileSync(path.join(dir, 'task.toml'), 'version = "1.0"\nartifacts = ["/tmp/../etc/passwd"]\n[verifier]\ntimeout_sec = 30.0\n[agent]\ntimeout_sec = 60.0\n');
+      await assert.rejects(loadTask(dir), /task\.toml: field 'artifacts\.0': an artifact's path must not contain '\.\.'$/);
+      if (name === 'local') rmSync(base, { recursive: true, force: true });
+    });
+  });
+}
+
+/** `a`, `a/b` for `a/b/c`: the folders an artifact's path makes on the way. */
+function ancestors(relative: string): string[] {
+  const parts = relative.split('/');
+  return parts.slice(0, -1).map((_, i) => parts.slice(0, i + 1).join('/'));
 }
 
 describe('a hostile final state', () => {

@@ -202,7 +202,19 @@ export interface BackendSession {
   startVerifyPhase(services?: readonly ServiceSpec[]): Promise<void>;
   /** Ends everything the environment still runs and removes what it made (containers, mounts). Idempotent. */
   close(): Promise<void>;
+  /**
+   * Where the host reads an artifact outside the working folder, once the agent phase has ended:
+   * `inside` is an absolute path with no `..`, as the agent phase's programs saw it. The answer is
+   * a host folder Belay made or trusts (`root`) and the path's parts below it, which the agent may
+   * have made (a link among them is never followed); or why it cannot be collected (one line).
+   * The container's engine copies it into `staging` (an empty host folder of the run's only) first.
+   * Absent: such artifacts are not collected.
+   */
+  artifactOutside?(inside: string, staging: string): Promise<ArtifactPlace>;
 }
+
+/** Where an artifact outside the working folder is read on the host, or why it is not. */
+export type ArtifactPlace = { root: string; parts: string[] } | { refused: string };
 
 export interface Backend {
   readonly name: string;

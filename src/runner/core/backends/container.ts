@@ -28,7 +28,7 @@ import { errorMessage } from '../../../shared/errors.ts';
 import { executorBinary, hostArch } from '../../../shared/executor/binary.ts';
 import { startExecutor, type ChannelExecutor } from '../../../shared/executor/client.ts';
 import type { RunningChild } from '../../../shared/process.ts';
-import { BackendUnavailableError, programEnvironment, type Backend, type BackendSession, type Phase, type ServiceSpec, type SessionSpec, type SpawnSpec } from './backend.ts';
+import { BackendUnavailableError, programEnvironment, type ArtifactPlace, type Backend, type BackendSession, type Phase, type ServiceSpec, type SessionSpec, type SpawnSpec } from './backend.ts';
 import { formatBytes } from '../records/logs.ts';
 import type { TaskEnvironment } from '../tasks/task.ts';
 import { detectEngine, EngineUnavailableError, failureText, type Engine, type EngineName } from './engine.ts';
@@ -783,6 +783,24 @@ class ContainerSession implements BackendSession {
     if (removed.exitCode !== 0 && !/no such container|no container with name/i.test(failureText(removed, 120_000))) {
       throw new Error(`${this.#engine.name} rm ${this.#name}: ${failureText(removed, 120_000)}`);
     }
+  }
+
+  /**
+   * An artifact outside /app, from the stopped container: the engine copies it (resolving the path
+   * within the container's own files, never the host's) into the run's staging folder, and only
+   * when what the container wrote was within the limit its /app was copied out under.
+   */
+  async artifactOutside(inside: string, staging: string): Promise<ArtifactPlace> {
+    if (!this.#agentEnded || this.#closed) return { refused: 'the container is not there to copy it from' };
+    await this.#agentEnding?.catch(() => undefined);
+    if (this.#workspaceNotFinal !== undefined) return { refused: `not copied out of the container: ${this.#workspaceNotFinal}` };
+    const copied = await this.#engine.run(['cp', `${this.#name}:${inside}`, path.join(staging, 'artifact')], { timeoutMs: 300_000 });
+    if (copied.exitCode !== 0) {
+      const said = failureText(copied, 300_000);
+      if (/no such file|could not find|not found|does not exist/i.test(said)) return { refused: 'not there after the agent phase' };
+      return { refused: `${this.#engine.name} cp could not copy it: ${said.split('\n').find((line) => line.trim() !== '')?.slice(0, 300) ?? ''}` };
+    }
+    return { root: staging, parts: ['artifact'] };
   }
 }
 

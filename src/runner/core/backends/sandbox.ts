@@ -364,6 +364,18 @@ export async function sandboxBackend(options: SandboxOptions = {}): Promise<Back
           await rm(privateRoot, { recursive: true, force: true });
           await sockets?.remove();
         },
+        // Only the folders the sandbox let its programs write are the agent's: /tmp (also /var/tmp,
+        // bubblewrap's link to it) and the home, each a private folder of this session on the host.
+        async artifactOutside(artifact) {
+          const writable = [
+            { inside: '/tmp', host: tmp },
+            { inside: '/var/tmp', host: tmp },
+            { inside: homeInside, host: home },
+          ];
+          const place = writable.find((w) => inside(artifact, w.inside));
+          if (!place) return { refused: `not in a folder the sandbox's programs could write (/app, /tmp, ${homeInside}): the rest is this machine's system, shown read-only, not collected` };
+          return { root: place.host, parts: path.posix.relative(place.inside, artifact).split('/').filter((part) => part !== '') };
+        },
       };
     },
   };

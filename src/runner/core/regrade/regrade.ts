@@ -3,35 +3,21 @@
 // No agent starts, no key is read, no gateway opens. The new verification is written beside the
 // old one (<run>/regrade/<stamp>/verification.json, with the tests' logs and output); result.json
 // is never touched. A run recorded before final states were kept cannot be regraded, and says why.
+// The job's report goes to <job>/regrade.json (regradeRecord.ts), replacing the previous one.
 import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import * as z from 'zod';
 import { writeFileAtomic } from '../../../shared/atomic.ts';
 import { errorMessage } from '../../../shared/errors.ts';
 import type { Backend, BackendSession } from '../backends/backend.ts';
 import { readJob } from '../jobs/schema.ts';
-import { readResult, runFiles, VerificationSchema, type RunResult, type Verification } from '../records/records.ts';
+import { readResult, runFiles, type RunResult, type Verification } from '../records/records.ts';
 import { FINAL_WORKDIR } from '../run/finalState.ts';
 import { openVerifierEnvironment, removeVerifierEnvironment } from '../run/verifierEnvironment.ts';
 import { removeVerifierLeftovers, verify } from '../run/verify.ts';
 import { loadTask, stageTests } from '../tasks/task.ts';
+import { changeOf, JOB_REGRADE_FILE, REGRADE_DIR, REGRADE_FILE, regradeStamp, tally, tallyLine, type JobRegrade, type RegradeRecord } from './regradeRecord.ts';
 
-/** Inside a run folder: one folder per regrade, named by its time. */
-export const REGRADE_DIR = 'regrade';
-export const REGRADE_FILE = 'verification.json';
-
-export const RegradeRecordSchema = z.object({
-  kind: z.literal('belay.regrade'),
-  regraded_at: z.string(),
-  run_id: z.string(),
-  task_name: z.string(),
-  task_dir: z.string(),
-  backend: z.string(),
-  before: z.object({ reward: z.number().nullable(), passed: z.boolean() }),
-  after: z.object({ reward: z.number().nullable(), passed: z.boolean() }),
-  verification: VerificationSchema,
-});
-export type RegradeRecord = z.infer<typeof RegradeRecordSchema>;
+export { REGRADE_DIR, REGRADE_FILE, RegradeRecordSchema, type RegradeRecord } from './regradeRecord.ts';
 
 /** One trial's regrade: its grades before and after, or why it could not be regraded. */
 export interface TrialRegrade {
@@ -70,16 +56,11 @@ export interface RegradeOptions {
   signal?: AbortSignal;
 }
 
-/** A grade as one number: the reward, or the pass where the tests gave no single reward. */
-export function score(grade: { reward: number | null; passed: boolean }): number {
-  return grade.reward ?? (grade.passed ? 1 : 0);
-}
-
 export async function regradeJob(options: RegradeOptions): Promise<RegradeReport> {
   const jobDir = path.resolve(options.jobDir);
   const job = await readJob(jobDir);
   const now = new Date();
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.(\d+)Z$/, '.$1Z');
+  const stamp = regradeStamp(now);
   const trials: TrialRegrade[] = [];
   for (const trial of job.trials) {
     if (options.signal?.aborted) break;
@@ -96,21 +77,12 @@ export async function regradeJob(options: RegradeOptions): Promise<RegradeReport
     trials.push(outcome);
     options.onTrial?.(outcome);
   }
-  const regraded = trials.filter((t) => t.after !== undefined);
-  const up = regraded.filter((t) => score(t.after!) > score(t.before)).length;
-  const down = regraded.filter((t) => score(t.after!) < score(t.before)).length;
-  const mean = (values: number[]) => (values.length === 0 ? null : values.reduce((a, b) => a + b, 0) / values.length);
-  return {
-    job_id: job.job_id,
-    job_dir: jobDir,
-    regraded_at: now.toISOString(),
-    trials,
-    changed: up + down,
-    up,
-    down,
-    mean_before: mean(regraded.map((t) => score(t.before))),
-    mean_after: mean(regraded.map((t) => score(t.after!))),
-  };
+  const { changed, up, down, mean_before, mean_after } = tally(trials);
+  const report: RegradeReport = { job_id: job.job_id, job_dir: jobDir, regraded_at: now.toISOString(), trials, changed, up, down, mean_before, mean_after };
+  // The job's latest regrade, beside job.json: the trials not regraded and why, and a change the Results view sees.
+  const record: JobRegrade & Omit<RegradeReport, 'trials'> = { kind: 'belay.job-regrade', stamp, ...report };
+  await writeFileAtomic(path.join(jobDir, JOB_REGRADE_FILE), JSON.stringify(record, null, 2) + '\n');
+  return report;
 }
 
 /** Regrades one run folder; returns the new grade and its file, or why it cannot be regraded. */
@@ -181,17 +153,16 @@ function gradeWords(grade: { reward: number | null; passed: boolean }): string {
   return grade.reward === null ? (grade.passed ? 'passed' : 'failed') : grade.reward.toFixed(3);
 }
 
+const CHANGE_WORDS = { up: ' (up)', down: ' (down)', same: ' (unchanged)' } as const;
+
 /** One line per trial: what went up or down, or why it was not regraded. */
 export function regradeLine(trial: TrialRegrade): string {
   const who = `${trial.task_name} (attempt ${trial.attempt})`;
   if (!trial.after) return `${who}: cannot be regraded: ${trial.skipped ?? 'unknown reason'}`;
-  const change = score(trial.after) - score(trial.before);
-  return `${who}: ${gradeWords(trial.before)} → ${gradeWords(trial.after)}${change > 0 ? ' (up)' : change < 0 ? ' (down)' : ' (unchanged)'}`;
+  return `${who}: ${gradeWords(trial.before)} → ${gradeWords(trial.after)}${CHANGE_WORDS[changeOf(trial.before, trial.after)]}`;
 }
 
 /** Harbor's summary line: "1 changed (0 up, 1 down), mean 1.000 → 0.500". */
 export function regradeSummary(report: RegradeReport): string {
-  const mean = (value: number | null) => (value === null ? '-' : value.toFixed(3));
-  const skipped = report.trials.filter((t) => !t.after).length;
-  return `${report.changed} changed (${report.up} up, ${report.down} down), mean ${mean(report.mean_before)} → ${mean(report.mean_after)}${skipped > 0 ? `; ${skipped} not regraded` : ''}`;
+  return tallyLine(tally(report.trials));
 }

@@ -86,6 +86,8 @@ export function cellOf(trials: readonly TrialView[]): MatrixCell {
     failureCause: failedTrial?.failureCause ?? null,
     hosts: [...new Set(trials.flatMap((t) => (t.host ? [t.host] : [])))],
     signals: [...new Set(trials.flatMap((t) => signalLines(t.signals)))].slice(0, 20),
+    // A regrade is shown per trial: in a cell of one.
+    regrade: trials.length === 1 ? (trials[0]!.regrade ?? null) : null,
     open: failedTrial ?? finished[0] ?? trials.find((t) => t.state === 'running') ?? null,
   };
 }

@@ -4,6 +4,7 @@
 import * as path from 'node:path';
 import type { JobRecord } from '../jobs/schema.ts';
 import type { Signal } from '../records/signals.ts';
+import type { CellRegrade } from '../../../contracts/resultsPage.ts';
 
 export type TrialState = 'pending' | 'running' | 'finished';
 
@@ -34,6 +35,8 @@ export interface TrialView {
   trajectoryFile: string | null;
   /** Reward-hacking signals: recorded by the run (Belay), or found in the ATIF trajectory's tool calls (Harbor). */
   signals: Signal[];
+  /** Its grade in the job's latest regrade, when the view shows it (latestRegrade.ts). */
+  regrade?: CellRegrade | null;
 }
 
 export interface AgentScore {

@@ -1,6 +1,7 @@
 // The agent's final state, kept with the run: after the agent phase (everything it started is
 // dead) the task's working folder is copied into <runDir>/final/workdir/, and the task's
-// `artifacts` into <runDir>/artifacts/. What the agent left there is hostile: nothing is followed
+// `artifacts` into <runDir>/artifacts/ (those outside the working folder from where the backend
+// says the host reads them, before the environment is closed). What the agent left there is hostile: nothing is followed
 // (a link is copied as the link it is, never read through), only regular files are read (a FIFO,
 // a socket or a device is skipped and listed), and the copy is bounded in bytes and in entries
 // (a 10 GiB sparse file or a folder of 100,000 files is cut and said so, never read whole).
@@ -8,6 +9,7 @@ import { constants as fsConstants, promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { errorMessage } from '../../../shared/errors.ts';
 import type { CapturedFiles } from '../records/records.ts';
+import type { ArtifactPlace } from '../backends/backend.ts';
 import type { ArtifactSpec, Task } from '../tasks/task.ts';
 
 /** Where the final state and the artifacts go in a run folder. */
@@ -165,49 +167,100 @@ export async function copyTreeBounded(source: string, target: string, bounds: Co
   return copier.finish();
 }
 
+/** Where the environment's programs could reach through an artifact's path that is no file of its own. */
+const NOT_ITS_FILES = ['/proc', '/sys', '/dev'];
+
 /**
- * Collects the artifacts from the working folder (`workspace` on the host, `workdir` inside):
- * a source is a path inside (absolute under the working folder, or relative to it). Each goes to
- * `<target>/<destination or its path>`; every component of its path is checked to be a folder
- * (never a link) on the way, so no link the agent made leads out. One bounded budget for all.
+ * Collects the artifacts: a source in the working folder (`workspace` on the host, `workdir`
+ * inside; absolute under it, or relative to it) is read from the workspace; one elsewhere (an
+ * absolute path such as /tmp/out/) where `outside` says the host reads it (the backend's
+ * `artifactOutside`), never through /proc, /sys, /dev or `..`. Each goes to `<target>/<destination
+ * or its path>` (an outside one's path without its leading /); every component of its path is
+ * checked to be a folder (never a link) on the way, so no link the agent made leads out. One
+ * bounded budget for all.
  */
-export async function collectArtifacts(artifacts: readonly ArtifactSpec[], workspace: string, workdir: string, target: string, bounds: CopyBounds): Promise<CopyReport> {
+export async function collectArtifacts(
+  artifacts: readonly ArtifactSpec[],
+  workspace: string,
+  workdir: string,
+  target: string,
+  bounds: CopyBounds,
+  outside?: (inside: string, staging: string) => Promise<ArtifactPlace>,
+): Promise<CopyReport> {
   await fs.rm(target, { recursive: true, force: true });
   await fs.mkdir(target, { recursive: true });
   const copier = new Copier(bounds);
+  /** Copies `root/parts…` (no link on the way) to the destination, or says why not. */
+  const take = async (source: string, root: string, parts: readonly string[], destination: string): Promise<void> => {
+    const blocked = await linkOnTheWay(root, parts.slice(0, -1));
+    if (blocked !== undefined) {
+      copier.skip(source, `${blocked} is not a folder (a link or a file): not followed`);
+      return;
+    }
+    const from = path.join(root, ...parts);
+    try {
+      await fs.lstat(from);
+    } catch {
+      copier.skip(source, 'not there after the agent phase');
+      return;
+    }
+    const to = path.join(target, ...destination.split('/'));
+    await fs.mkdir(path.dirname(to), { recursive: true });
+    await fs.rm(to, { recursive: true, force: true });
+    await copier.copy(from, to, source);
+  };
   try {
     for (const artifact of artifacts) {
+      if (artifact.source.split('/').includes('..')) {
+        copier.skip(artifact.source, "names its path through '..': refused, an artifact is named by its own path");
+        continue;
+      }
+      const absolute = path.posix.isAbsolute(artifact.source);
+      const normal = path.posix.normalize(artifact.source).replace(/(.)\/+$/, '$1');
       // The task's own name for the working folder (/app) means it on every backend, the local one too.
-      const root = path.posix.isAbsolute(artifact.source) && !isWithin(artifact.source, workdir) && isWithin(artifact.source, TASK_WORKDIR) ? TASK_WORKDIR : workdir;
-      const inside = path.posix.isAbsolute(artifact.source) ? path.posix.relative(root, path.posix.normalize(artifact.source)) : path.posix.normalize(artifact.source);
+      const root = absolute && !isWithin(normal, workdir) && isWithin(normal, TASK_WORKDIR) ? TASK_WORKDIR : workdir;
+      if (absolute && !isWithin(normal, root)) {
+        const pseudo = NOT_ITS_FILES.find((dir) => isWithin(normal, dir));
+        if (pseudo !== undefined) copier.skip(artifact.source, `under ${pseudo}, which is no file of the environment's own: refused`);
+        else if (normal === '/') copier.skip(artifact.source, 'the whole filesystem: refused');
+        else if (!outside) copier.skip(artifact.source, `outside the working folder ${workdir}: this backend collects artifacts from the working folder only`);
+        else await collectOutside(artifact.source, normal, artifact.destination ?? normal.slice(1), path.dirname(target), outside, take, copier);
+        continue;
+      }
+      const inside = absolute ? path.posix.relative(root, normal) : normal;
       if (inside.startsWith('..') || path.posix.isAbsolute(inside)) {
-        copier.skip(artifact.source, `outside the working folder ${workdir}: Belay collects artifacts from the working folder only`);
+        copier.skip(artifact.source, `outside the working folder ${workdir}: not collected`);
         continue;
       }
       const parts = inside === '' || inside === '.' ? [] : inside.split('/');
-      const blocked = await linkOnTheWay(workspace, parts.slice(0, -1));
-      if (blocked !== undefined) {
-        copier.skip(artifact.source, `${blocked} is not a folder (a link or a file): not followed`);
-        continue;
-      }
       const destination = (artifact.destination ?? (inside === '' || inside === '.' ? path.posix.basename(workdir) : inside)).replace(/\/+$/, '');
-      const to = path.join(target, ...destination.split('/'));
-      await fs.mkdir(path.dirname(to), { recursive: true });
-      const from = path.join(workspace, ...parts);
-      try {
-        await fs.lstat(from);
-      } catch {
-        copier.skip(artifact.source, 'not there after the agent phase');
-        continue;
-      }
-      await fs.rm(to, { recursive: true, force: true });
-      await copier.copy(from, to, artifact.source);
+      await take(artifact.source, workspace, parts, destination);
     }
   } catch (error) {
     await fs.rm(target, { recursive: true, force: true });
     throw error;
   }
   return copier.finish();
+}
+
+/** An artifact outside the working folder: where the backend says the host reads it, through a private staging folder removed after. */
+async function collectOutside(
+  source: string,
+  inside: string,
+  destination: string,
+  runDir: string,
+  outside: (inside: string, staging: string) => Promise<ArtifactPlace>,
+  take: (source: string, root: string, parts: readonly string[], destination: string) => Promise<void>,
+  copier: Copier,
+): Promise<void> {
+  const staging = await fs.mkdtemp(path.join(runDir, '.artifact-staging-'));
+  try {
+    const place = await outside(inside, staging);
+    if ('refused' in place) copier.skip(source, place.refused);
+    else await take(source, place.root, place.parts, destination.replace(/\/+$/, ''));
+  } finally {
+    await fs.rm(staging, { recursive: true, force: true });
+  }
 }
 
 /** The working folder as tasks name it (Harbor's and Terminal-Bench's images). */
@@ -241,7 +294,15 @@ export interface CapturedState {
  * the task's artifacts into artifacts/, each bounded; what cannot be captured is a note, never
  * the run's failure.
  */
-export async function captureState(runDir: string, task: Task, workspace: string, workdir: string, bounds: CopyBounds, note: (message: string) => void): Promise<CapturedState> {
+export async function captureState(
+  runDir: string,
+  task: Task,
+  workspace: string,
+  workdir: string,
+  bounds: CopyBounds,
+  note: (message: string) => void,
+  outside?: (inside: string, staging: string) => Promise<ArtifactPlace>,
+): Promise<CapturedState> {
   const captured: CapturedState = {};
   try {
     const report = await copyTreeBounded(workspace, path.join(runDir, ...FINAL_WORKDIR.split('/')), bounds);
@@ -252,7 +313,7 @@ export async function captureState(runDir: string, task: Task, workspace: string
   }
   if (task.artifacts?.length) {
     try {
-      const report = await collectArtifacts(task.artifacts, workspace, workdir, path.join(runDir, ARTIFACTS_DIR), bounds);
+      const report = await collectArtifacts(task.artifacts, workspace, workdir, path.join(runDir, ARTIFACTS_DIR), bounds, outside);
       captured.artifacts = { dir: ARTIFACTS_DIR, ...report };
       for (const skipped of report.skipped.slice(0, 5)) note(`artifact ${skipped}`);
     } catch (error) {

@@ -183,7 +183,12 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
       if (session.workspaceNotFinal !== undefined) {
         captured = {};
         note(`the final state could not be kept: ${session.workspaceNotFinal}`);
-      } else if (!setupFailure) captured = await captureState(runDir, task, files.workspace, session.workdir, finalStateBounds(limits.diskBudgetBytes), note);
+      } else if (!setupFailure) {
+        // Artifacts outside the working folder are read where the backend says, before the environment is closed.
+        const open = session;
+        const outside = open.artifactOutside ? (inside: string, staging: string) => open.artifactOutside!(inside, staging) : undefined;
+        captured = await captureState(runDir, task, files.workspace, session.workdir, finalStateBounds(limits.diskBudgetBytes), note, outside);
+      }
 
       // The verify phase. Like the real harness, the tests run even when the agent failed: partial work can pass.
       verification = null;
