@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, lstatSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, symlinkSync, type Dirent } from 'node:fs';
 import * as http from 'node:http';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -60,6 +60,29 @@ async function run(session: BackendSession, argv: [string, ...string[]], env: Re
 
 const port = (session: BackendSession) => new URL(session.serviceUrl(serviceName)).port;
 
+
+/**
+ * Every path below `root`, relative to it. The folder is shared with the other sessions running
+ * beside this test: a folder one of them removes during the walk is passed over, not an error.
+ */
+function entriesUnder(root: string): string[] {
+  const found: string[] = [];
+  const walk = (dir: string) => {
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const entry of entries) {
+      const full = path.join(dir, entry.name);
+      found.push(path.relative(root, full));
+      if (entry.isDirectory()) walk(full);
+    }
+  };
+  walk(root);
+  return found;
+}
 describe('host services: the parts', () => {
   it('checks service names and gives each a fixed port inside, in order', () => {
     const services = checkServices([{ name: 'llm', socketPath: '/run/a.sock' }, { name: 'other-1', socketPath: '/run/b.sock' }]);
@@ -134,7 +157,7 @@ for (const { name, backend } of available) {
         await session.close();
         closed = true;
         // The service's name is this test process's own: no socket of it is left in Belay's socket folders.
-        const left = readdirSync(socketRoot(), { recursive: true }).map(String).filter((entry) => entry.includes(serviceName));
+        const left = entriesUnder(socketRoot()).filter((entry) => entry.includes(serviceName));
         assert.deepEqual(left, [], 'the session removes its sockets at close');
       }
       assert.ok(closed);
@@ -172,7 +195,7 @@ for (const { name, backend } of available) {
         verifierServer.close();
         await shortDir.remove();
       }
-      const left = readdirSync(socketRoot(), { recursive: true }).map(String).filter((entry) => entry.includes(verifierName));
+      const left = entriesUnder(socketRoot()).filter((entry) => entry.includes(verifierName));
       assert.deepEqual(left, [], 'the session removes the verify phase\'s sockets at close');
     });
   });
