@@ -4,46 +4,28 @@
 // refused without the setting; [environment.env] seen by both phases under Belay's own variables.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import * as http from 'node:http';
-import type * as net from 'node:net';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { NetworkLogEntry, Resolved } from '../../../src/runner/core/network/proxy.ts';
+import type { NetworkLogEntry } from '../../../src/runner/core/network/proxy.ts';
 import { runFiles } from '../../../src/runner/core/records/records.ts';
 import { loadTask } from '../../../src/runner/core/tasks/task.ts';
 import { containerOrReason } from '../../support/runner/container-helpers.ts';
 import { agentFile, backends, nodeAgent, runFixture, tempDir } from '../../support/runner/helpers.ts';
+import { namedHosts } from '../../support/runner/namedHosts.ts';
 
 const tmp = tempDir('belay-netrun-');
 const available = await Promise.all([...backends, { name: 'container', get: containerOrReason }].map(async (b) => ({ ...b, backend: await b.get() })));
-let web: http.Server;
-let webPort = 0;
-const seen: string[] = [];
+const hosts = namedHosts({ 'pkgs.test': '203.0.113.20', 'solutions.test': '203.0.113.21', 'rebind.test': '127.0.0.1' });
+const seen = hosts.seen;
+const resolveNetwork = (host: string) => hosts.resolve(host);
 
 before(async () => {
-  web = http.createServer((req, res) => {
-    seen.push(`${req.headers.host} ${req.url}`);
-    res.end(`answer from ${req.headers.host}\n`);
-  });
-  await new Promise<void>((resolve) => web.listen(0, '127.0.0.1', resolve));
-  webPort = (web.address() as net.AddressInfo).port;
+  await hosts.start();
 });
 after(async () => {
-  web.closeAllConnections();
-  await new Promise((resolve) => web.close(resolve));
+  await hosts.close();
   tmp.remove();
 });
-
-const resolveNetwork = async (host: string): Promise<Resolved[]> => {
-  const names: Record<string, Resolved[]> = {
-    'pkgs.test': [{ address: '203.0.113.20', connect: { host: '127.0.0.1', port: webPort } }],
-    'solutions.test': [{ address: '203.0.113.21', connect: { host: '127.0.0.1', port: webPort } }],
-    'rebind.test': [{ address: '127.0.0.1', connect: { host: '127.0.0.1', port: webPort } }],
-  };
-  const found = names[host];
-  if (!found) throw new Error('no such name');
-  return found;
-};
 
 let tasks = 0;
 async function networkTask(toml: string) {
@@ -70,7 +52,7 @@ describe('a task with an allowlist', () => {
         probe('sni', 'sni', 'pkgs.test:443=solutions.test'),
         probe('flood', 'flood', '120'),
         // Around the proxy: straight to the host's server.
-        probe(`direct-${name}`, 'direct', `127.0.0.1:${webPort}`),
+        probe(`direct-${name}`, 'direct', `127.0.0.1:${hosts.port}`),
         `echo "agent sees TASK_COLOUR=$TASK_COLOUR TERM_TASK_ID=$TERM_TASK_ID" >> net.txt`,
       ];
       const runsDir = path.join(tmp.dir, `runs-${name}`);

@@ -6,23 +6,22 @@
 // network: its tests see no proxy and reach nothing.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import * as http from 'node:http';
-import type * as net from 'node:net';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { NetworkLogEntry, Resolved } from '../../../src/runner/core/network/proxy.ts';
+import type { NetworkLogEntry } from '../../../src/runner/core/network/proxy.ts';
 import { hostGateway, type HostedGateway } from '../../../src/runner/core/run/runLlm.ts';
 import { runFiles } from '../../../src/runner/core/records/records.ts';
 import { loadTask } from '../../../src/runner/core/tasks/task.ts';
 import { containerOrReason } from '../../support/runner/container-helpers.ts';
 import { startUpstream, type FakeUpstream } from '../../support/runner/gateway-upstream.ts';
 import { agentFile, backends, nodeAgent, runFixture, tempDir } from '../../support/runner/helpers.ts';
+import { namedHosts } from '../../support/runner/namedHosts.ts';
 
 const tmp = tempDir('belay-netverify-');
 const available = await Promise.all([...backends, { name: 'container', get: containerOrReason }].map(async (b) => ({ ...b, backend: await b.get() })));
-let web: http.Server;
-let webPort = 0;
-const seen: string[] = [];
+const hosts = namedHosts({ 'pkgs.test': '203.0.113.20', 'solutions.test': '203.0.113.21', 'leftover.test': '203.0.113.22' });
+const seen = hosts.seen;
+const resolveNetwork = (host: string) => hosts.resolve(host);
 // A gateway in the run, so that there are a key and a gateway the verifier must not get.
 let upstream: FakeUpstream;
 let gateway: HostedGateway;
@@ -30,31 +29,15 @@ let gateway: HostedGateway;
 before(async () => {
   upstream = await startUpstream('/v1');
   gateway = await hostGateway();
-  web = http.createServer((req, res) => {
-    seen.push(`${req.headers.host} ${req.url}`);
-    res.end(`answer from ${req.headers.host}\n`);
-  });
-  await new Promise<void>((resolve) => web.listen(0, '127.0.0.1', resolve));
-  webPort = (web.address() as net.AddressInfo).port;
+  await hosts.start();
 });
 after(async () => {
   await gateway.close();
   await upstream.close();
-  web.closeAllConnections();
-  await new Promise((resolve) => web.close(resolve));
+  await hosts.close();
   tmp.remove();
 });
 
-const resolveNetwork = async (host: string): Promise<Resolved[]> => {
-  const names: Record<string, Resolved[]> = {
-    'pkgs.test': [{ address: '203.0.113.20', connect: { host: '127.0.0.1', port: webPort } }],
-    'solutions.test': [{ address: '203.0.113.21', connect: { host: '127.0.0.1', port: webPort } }],
-    'leftover.test': [{ address: '203.0.113.22', connect: { host: '127.0.0.1', port: webPort } }],
-  };
-  const found = names[host];
-  if (!found) throw new Error('no such name');
-  return found;
-};
 
 const PROBE = readFileSync(agentFile('net-probe.py'), 'utf8');
 
@@ -92,7 +75,7 @@ describe('a task whose verifier has an allowlist', () => {
         const task = await networkTask(VERIFIER_ALLOWLIST(separate), [
           testProbe('v-allowed', 'proxy', `http://pkgs.test/verifier-${label}`),
           testProbe('v-denied', 'proxy', 'http://solutions.test/solution.sh'),
-          testProbe(`v-direct-${label}`, 'direct', `127.0.0.1:${webPort}`),
+          testProbe(`v-direct-${label}`, 'direct', `127.0.0.1:${hosts.port}`),
           'echo "v-proxy ${HTTP_PROXY:+set} keys=${LLM_API_KEY:-none}${OPENAI_API_KEY:-}${ANTHROPIC_API_KEY:-} gateway=${OPENAI_BASE_URL:-none}" >> net.txt',
         ]);
         const commands = [
@@ -148,7 +131,7 @@ describe('a task whose agent phase has an allowlist and whose verifier has no ne
       const task = await networkTask('[agent]\nnetwork_mode = "allowlist"\nallowed_hosts = ["pkgs.test"]\n[verifier]\nnetwork_mode = "no-network"\n', [
         'echo "v-proxy-variables $(env | grep -ci proxy)" >> net.txt',
         testProbe('v-name', 'proxy', 'http://pkgs.test/verifier-none'),
-        testProbe(`v-direct-none-${name}`, 'direct', `127.0.0.1:${webPort}`),
+        testProbe(`v-direct-none-${name}`, 'direct', `127.0.0.1:${hosts.port}`),
         // Where the agent phase's proxy was, and where a verifier's would be: nothing listens (inside an isolated environment).
         ...(backend.isolated ? [`HTTPS_PROXY=http://127.0.0.1:4141 ${testProbe('v-port', 'tunnel', 'pkgs.test:443')}`] : []),
       ]);
