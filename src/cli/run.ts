@@ -79,8 +79,10 @@ Jobs (several attempts per task, pass@k):
                            --env may be given again)
   --regrade DIR/<job-id>   grade the job's trials again with each task's current verifier, on
                            the final working folder each run kept, in a fresh environment: no
-                           agent, no key, no gateway (--backend, --engine and --json may be
-                           given); the new verification goes beside the old one
+                           agent, no key, no gateway (--backend, --engine, --json and
+                           --allow-public-network may be given); the verifier has the task's
+                           current [verifier] network, its attempts in <run>/regrade/<time>/
+                           network.jsonl; the new verification goes beside the old one
                            (<run>/regrade/<time>/verification.json), result.json is untouched;
                            prints per task what went up or down and a summary line
   -h, --help               show this help
@@ -134,7 +136,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     if (values.engine !== undefined && values.engine !== 'podman' && values.engine !== 'docker') throw new UsageError(`--engine must be podman or docker (got '${values.engine}')`);
     const { regradeCli } = await import('./runRegrade.ts');
     const jobDir = path.basename(values.regrade) === 'job.json' ? path.dirname(existingFile(values.regrade, '--regrade', io.cwd)) : existingFolder(values.regrade, '--regrade', io.cwd);
-    return regradeCli({ jobDir, ...(values.backend !== undefined ? { backend: values.backend } : {}), ...(values.engine !== undefined ? { engine: values.engine } : {}), json: values.json === true }, io);
+    return regradeCli({ jobDir, ...(values.backend !== undefined ? { backend: values.backend } : {}), ...(values.engine !== undefined ? { engine: values.engine } : {}), json: values.json === true, allowPublicNetwork: values['allow-public-network'] === true }, io);
   }
   if (values.resume !== undefined) {
     const given = Object.entries(values).filter(([key, value]) => !RESUME_FLAGS.includes(key) && value !== undefined && !(Array.isArray(value) && value.length === 0)).map(([key]) => key);
@@ -321,7 +323,7 @@ function budgetNote(flags: LlmFlags): string {
 }
 
 /** The flags a regrade takes: where the verifiers run, and how the result is printed. */
-const REGRADE_FLAGS = ['regrade', 'backend', 'engine', 'json'];
+const REGRADE_FLAGS = ['regrade', 'backend', 'engine', 'json', 'allow-public-network'];
 
 /** The flags a resumed job takes; every other setting is the job's own. */
 const RESUME_FLAGS = ['resume', 'concurrency', 'env', 'json'];

@@ -14,6 +14,8 @@ export interface RegradeCliOptions {
   backend?: BackendName;
   engine?: 'podman' | 'docker';
   json: boolean;
+  /** --allow-public-network: a task whose verifier's network_mode is "public" is regraded (else it is not, in one line). */
+  allowPublicNetwork: boolean;
 }
 
 export async function regradeCli(options: RegradeCliOptions, io: CliIO): Promise<number> {
@@ -40,6 +42,7 @@ export async function regradeCli(options: RegradeCliOptions, io: CliIO): Promise
     const report = await regradeJob({
       jobDir: options.jobDir,
       backend,
+      allowPublicNetwork: options.allowPublicNetwork,
       signal: controller.signal,
       onNotice: (message) => io.stderr.write(`belay run: ${neutraliseControls(message)}\n`),
       onTrial: (trial) => {

@@ -30,6 +30,8 @@ export async function regradeJobCommand(parts: RegradeParts, arg?: unknown): Pro
     regradeJob({
       jobDir,
       backend,
+      // A task whose verifier asks for the public network is regraded only when the person allows it.
+      allowPublicNetwork: ctx.config.get('runner.allowPublicNetwork'),
       signal,
       onNotice: (message) => ctx.log.info(`regrade: ${message}`),
       onTrial: (trial) => {

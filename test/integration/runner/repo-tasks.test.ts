@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { runFiles, type RunResult } from '../../../src/runner/core/records/records.ts';
 import { repoFiles, RepoRun, type RepoTask } from '../../../src/runner/core/run/repoGrade.ts';
+import { openRunNetwork } from '../../../src/runner/core/run/taskEnvironment.ts';
 import { applyPatch, capturePatch, checkoutBase, fetchBase, GitError, layFiles } from '../../../src/runner/core/tasks/repoGit.ts';
 import { loadTask } from '../../../src/runner/core/tasks/task.ts';
 import { containerOrReason } from '../../support/runner/container-helpers.ts';
@@ -264,8 +265,10 @@ describe('Term Challenge repository tasks: where the repository comes from', () 
     assert.equal(result.reward, 1, result.error ?? '');
     const regrade = async (taskDir: string) => {
       const notes: string[] = [];
-      const repo = await RepoRun.recorded((await loadTask(taskDir)) as RepoTask, result.run_dir);
-      const verification = await repo.gradePatch({ backend: local, runId: `${result.run_id}-regrade`, hidden: [], testTimeoutMs: 30_000, maxLogBytes: 1 << 20, diskBudgetBytes: 1 << 30, signal: new AbortController().signal, note: (n) => notes.push(n) });
+      const task = (await loadTask(taskDir)) as RepoTask;
+      const repo = await RepoRun.recorded(task, result.run_dir);
+      const network = await openRunNetwork({ task, runDir: result.run_dir, allowPublic: false, isolated: local.isolated, note: (n) => notes.push(n), verifierOnly: { refused: 'not graded' } });
+      const verification = await repo.gradePatch({ backend: local, runId: `${result.run_id}-regrade`, hidden: [], network, testTimeoutMs: 30_000, maxLogBytes: 1 << 20, diskBudgetBytes: 1 << 30, signal: new AbortController().signal, note: (n) => notes.push(n) });
       return verification;
     };
     assert.equal((await regrade(fixTask)).reward, 1);

@@ -15,6 +15,8 @@ import { FINAL_WORKDIR } from '../run/finalState.ts';
 import { openVerifierEnvironment, removeVerifierEnvironment } from '../run/verifierEnvironment.ts';
 import { removeVerifierLeftovers, verify } from '../run/verify.ts';
 import { loadTask, stageTests } from '../tasks/task.ts';
+import type { Resolver } from '../network/proxy.ts';
+import { inVerifyPhase, NetworkRefused, openRunNetwork, withTaskEnv, type RunNetwork } from '../run/taskEnvironment.ts';
 import { changeOf, JOB_REGRADE_FILE, REGRADE_DIR, REGRADE_FILE, regradeStamp, tally, tallyLine, type JobRegrade, type RegradeRecord } from './regradeRecord.ts';
 
 export { REGRADE_DIR, REGRADE_FILE, RegradeRecordSchema, type RegradeRecord } from './regradeRecord.ts';
@@ -54,6 +56,10 @@ export interface RegradeOptions {
   onTrial?: (trial: TrialRegrade) => void;
   onNotice?: (message: string) => void;
   signal?: AbortSignal;
+  /** The person allows a task's `public` verifier network (belay.runner.allowPublicNetwork, --allow-public-network). */
+  allowPublicNetwork?: boolean;
+  /** Tests only: how the egress proxy finds the hosts a task names (local servers instead of DNS). */
+  resolveNetwork?: Resolver;
 }
 
 export async function regradeJob(options: RegradeOptions): Promise<RegradeReport> {
@@ -103,6 +109,16 @@ async function regradeRun(runDir: string, stamp: string, jobDir: string, options
   }
   if (task.steps) return { skipped: 'a multi-step task: regrade grades single-step tasks only' };
   const regradeDir = path.join(runDir, REGRADE_DIR, stamp);
+  // The verifier's network is the task's current [verifier] policy, as a run's verify phase has it;
+  // its attempts go to the regrade's own network.jsonl, never the run's. `public` needs the person's say.
+  const note = (message: string) => options.onNotice?.(message);
+  let network: RunNetwork;
+  try {
+    network = await openRunNetwork({ task, runDir: regradeDir, allowPublic: options.allowPublicNetwork === true, isolated: options.backend.isolated, note, verifierOnly: { refused: 'this trial is not regraded' }, ...(options.resolveNetwork ? { resolve: options.resolveNetwork } : {}) });
+  } catch (error) {
+    if (error instanceof NetworkRefused) return { skipped: error.message };
+    throw error;
+  }
   await fs.mkdir(regradeDir, { recursive: true });
   const files = runFiles(regradeDir);
   const envDir = path.join(regradeDir, 'env');
@@ -123,9 +139,11 @@ async function regradeRun(runDir: string, stamp: string, jobDir: string, options
       ...(options.onNotice ? { onNotice: options.onNotice } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     });
-    await session.startVerifyPhase();
-    verification = await verify({ task, session, runDir: regradeDir, timeoutMs: task.testTimeoutSec * 1000, maxLogBytes: 16 * 1024 * 1024, ...(options.signal ? { signal: options.signal } : {}) });
+    // The task's [environment.env] reaches the regrade's verifier too, under Belay's own variables.
+    const open = withTaskEnv(session, task.env);
+    verification = await inVerifyPhase(open, network, note, (env) => verify({ task, session: open, runDir: regradeDir, timeoutMs: task.testTimeoutSec * 1000, maxLogBytes: 16 * 1024 * 1024, env, ...(options.signal ? { signal: options.signal } : {}) }));
   } finally {
+    await network.close().catch((error: unknown) => note(`the network proxy could not be closed: ${errorMessage(error)}`));
     await session?.close().catch((error: unknown) => options.onNotice?.(`the environment could not be closed: ${errorMessage(error)}`));
     await removeVerifierEnvironment(envDir);
     // The staged tests are the task's, not a record of the regrade.

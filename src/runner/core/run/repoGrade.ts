@@ -18,6 +18,7 @@ import { applyPatch, capturePatch, checkoutBase, fetchBase, layFiles, resolveBas
 import { mirrorsFromEnvironment, repoSource, termVariables, type RepoSpec } from '../tasks/repoTask.ts';
 import { stageTests, type Task } from '../tasks/task.ts';
 import { LAYOUT_FILES } from '../tasks/layout.ts';
+import { startVerifyPhase, type VerifierNetworkSource, type VerifyPhaseNetwork } from './taskEnvironment.ts';
 
 /** The run's files of a repository task, beside runFiles(). */
 export function repoFiles(runDir: string) {
@@ -46,6 +47,8 @@ export interface GradeOptions {
   runId: string;
   /** The environment's hidden paths, as the agent's session had them. */
   hidden: readonly string[];
+  /** Where the tests' own network comes from: the task's verifier policy, as every verify phase has it. */
+  network: VerifierNetworkSource;
   testTimeoutMs: number;
   maxLogBytes: number;
   diskBudgetBytes: number;
@@ -216,11 +219,14 @@ export class RepoRun {
     } catch (error) {
       throw new RunFailure('harness_error', `the environment that grades the patch could not be opened: ${errorMessage(error)}`);
     }
+    let network: VerifyPhaseNetwork | undefined;
     try {
       await this.install(session, files.gradeInstallLog, options.maxLogBytes, options.signal, options.note);
       await session.endAgentPhase();
       await stageTests(this.task, folders.tests);
-      await session.startVerifyPhase();
+      // The tests run under the task's verifier policy (no network unless it says otherwise), like any verify phase.
+      network = await startVerifyPhase(session, options.network, options.note);
+      const networkEnv = network.env;
       await fs.mkdir(path.dirname(run.testOutput), { recursive: true });
       const log = new CappedLog(run.testOutput, options.maxLogBytes);
       const results: Verification['test_results'] = [];
@@ -232,7 +238,7 @@ export class RepoRun {
           if (options.signal.aborted) break;
           log.write(`=== ${script} ===\n`);
           const result = await runBounded({
-            start: (output) => session.spawn({ argv: [session.shell ?? shellPath(), path.posix.join(session.workdir, script)], cwd: session.workdir, env: { PYTHONUNBUFFERED: '1' }, ...output }),
+            start: (output) => session.spawn({ argv: [session.shell ?? shellPath(), path.posix.join(session.workdir, script)], cwd: session.workdir, env: { ...networkEnv, PYTHONUNBUFFERED: '1' }, ...output }),
             timeoutMs: options.testTimeoutMs,
             maxOutputChars: 2000,
             keepTailChars: 2000,
@@ -265,6 +271,7 @@ export class RepoRun {
         test_results: results,
       };
     } finally {
+      await network?.close();
       await session.close().catch((error: unknown) => options.note(`the grading environment could not be closed: ${errorMessage(error)}`));
     }
   }

@@ -22,7 +22,7 @@ import { captureState, FINAL_WORKDIR, finalStateBounds, type CapturedState } fro
 import { openVerifierEnvironment, removeVerifierEnvironment } from './verifierEnvironment.ts';
 import { rewardWords } from '../records/format.ts';
 import type { Resolver } from '../network/proxy.ts';
-import { EGRESS_SERVICE, openRunNetwork, withTaskEnv, type RunNetwork } from './taskEnvironment.ts';
+import { EGRESS_SERVICE, inVerifyPhase, openRunNetwork, withTaskEnv, type RunNetwork } from './taskEnvironment.ts';
 import { isRepoTask, repoFiles, RepoRun } from './repoGrade.ts';
 
 /** Where a run's verifier environment keeps its folders while it is open (removed after). */
@@ -199,7 +199,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
         await session.close();
         session = undefined;
         const { maxLogBytes, diskBudgetBytes } = limits;
-        verification = await repoRun.grade({ backend, runId, hidden: [options.task.dir, path.resolve(options.runsDir), repoRun.source, ...(options.hidden ?? [])], testTimeoutMs: part.testTimeoutMs, maxLogBytes, diskBudgetBytes, signal: bounds.signal, note, onLimit: (cause, message) => bounds.stop(new RunFailure(cause, message)) });
+        verification = await repoRun.grade({ backend, runId, network, hidden: [options.task.dir, path.resolve(options.runsDir), repoRun.source, ...(options.hidden ?? [])], testTimeoutMs: part.testTimeoutMs, maxLogBytes, diskBudgetBytes, signal: bounds.signal, note, onLimit: (cause, message) => bounds.stop(new RunFailure(cause, message)) });
         emit({ type: 'verification-ended', verification });
       } else if (!bounds.signal.aborted && !setupFailure) {
         bounds.enter('verify');
@@ -229,16 +229,10 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
           note(`the verifier ran in an environment of its own (${backend.label}), holding only the final working folder`);
         }
         // The verify phase's own egress (its [verifier] policy), started now that nothing of the agent's is alive; never the gateway.
-        const verifierNetwork = await network.openVerifier().catch((error: unknown) => {
-          throw new RunFailure('harness_error', `the verify phase's network proxy could not be started: ${errorMessage(error)}`);
-        });
-        try {
-          await session.startVerifyPhase(verifierNetwork.service ? [verifierNetwork.service] : []);
-          const env = verifierNetwork.service ? verifierNetwork.environment(session.serviceUrl(EGRESS_SERVICE)) : {};
-          verification = await verify({ task: part.task, session, runDir, testOutputFile: part.testOutputFile, timeoutMs: part.testTimeoutMs, maxLogBytes: limits.maxLogBytes, env, signal: bounds.signal });
-        } finally {
-          await verifierNetwork.close().catch((error: unknown) => note(`the verify phase's network proxy could not be closed: ${errorMessage(error)}`));
-        }
+        const open = session;
+        verification = await inVerifyPhase(open, network, note, (env) =>
+          verify({ task: part.task, session: open, runDir, testOutputFile: part.testOutputFile, timeoutMs: part.testTimeoutMs, maxLogBytes: limits.maxLogBytes, env, signal: bounds.signal }),
+        );
         emit({ type: 'verification-ended', verification });
       }
       if (!part.step) break;

@@ -4,10 +4,13 @@
 // egress proxy, a host service shown to the phase like the LLM gateway to the agent phase: the
 // agent phase and each verify phase have a proxy of their own, each with its phase's policy.
 import * as path from 'node:path';
+import { errorMessage } from '../../../shared/errors.ts';
 import type { BackendSession, ServiceSpec, SpawnSpec } from '../backends/backend.ts';
+import { RunFailure } from '../records/events.ts';
 import { socketFolder, type SocketFolder } from '../backends/services.ts';
 import { describePolicy, NO_NETWORK, type PhasePolicy } from '../network/policy.ts';
 import { EgressProxy, type LogPhase, type Resolver } from '../network/proxy.ts';
+import { configFileName } from '../tasks/layout.ts';
 import type { Task } from '../tasks/task.ts';
 
 /** The service name the egress proxy has inside a run. */
@@ -38,6 +41,11 @@ export interface RunNetworkOptions {
   note: (message: string) => void;
   /** Tests only: names mapped to local servers. */
   resolve?: Resolver;
+  /**
+   * A grading with no agent phase (a regrade): only the verifier's policy is read, and a refusal
+   * ends with these words instead of "the run did not start".
+   */
+  verifierOnly?: { refused: string };
 }
 
 /** One phase's egress: its proxy and how programs find it; no service for a no-network phase. */
@@ -78,13 +86,14 @@ export class NetworkRefused extends Error {
 export async function openRunNetwork(options: RunNetworkOptions): Promise<RunNetwork> {
   const { task, note } = options;
   const network = task.network ?? NO_NETWORK;
-  const config = task.layout === 'current' ? 'task.toml' : 'task.yaml';
-  const policies = { agent: network.agent, verifier: network.verifier };
+  const config = configFileName(task.layout);
+  const policies = { agent: options.verifierOnly ? NO_NETWORK.agent : network.agent, verifier: network.verifier };
   for (const phase of ['agent', 'verifier'] as const) {
-    const policy = network[phase];
+    const policy = policies[phase];
     if (policy.mode !== 'public' || options.allowPublic) continue;
     if (!policy.legacy) {
-      throw new NetworkRefused(`${path.join(task.dir, config)}: [${phase}] network_mode "public" needs the public network, which belay.runner.allowPublicNetwork (--allow-public-network) does not allow; the run did not start`);
+      const field = task.layout === 'repo' ? `the ${PHASE_WORDS[phase]}'s network_mode` : `[${phase}] network_mode`;
+      throw new NetworkRefused(`${path.join(task.dir, config)}: ${field} "public" needs the public network, which belay.runner.allowPublicNetwork (--allow-public-network) does not allow; ${options.verifierOnly?.refused ?? 'the run did not start'}`);
     }
     note(`the task says allow_internet = true, but belay.runner.allowPublicNetwork is off: the ${PHASE_WORDS[phase]} has no network`);
     policies[phase] = { mode: 'no-network', allowedHosts: [] };
@@ -119,6 +128,49 @@ export async function openRunNetwork(options: RunNetworkOptions): Promise<RunNet
       if (failed) throw failed.reason;
     },
   };
+}
+
+/** What opens a verify phase's own proxy (a run's network, or a regrade's). */
+export interface VerifierNetworkSource {
+  openVerifier(): Promise<PhaseNetwork>;
+}
+
+/** A verify phase's network once started: its programs' variables, and the end of its proxy. */
+export interface VerifyPhaseNetwork {
+  /** The proxy variables for the phase's programs (none for a no-network verifier). */
+  env: Record<string, string>;
+  /** Closes the phase's proxy; a failure is noted, never thrown. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the verify phase with its network, on every grading path (a run's verifier, a regrade's,
+ * a repository task's tests): the phase's own proxy started now that nothing of the agent's is
+ * alive (none for a no-network verifier), given to the session's verify phase as its only service
+ * (never the gateway). The caller closes it when the phase's programs are done.
+ */
+export async function startVerifyPhase(session: BackendSession, network: VerifierNetworkSource, note: (message: string) => void): Promise<VerifyPhaseNetwork> {
+  const phase = await network.openVerifier().catch((error: unknown) => {
+    throw new RunFailure('harness_error', `the verify phase's network proxy could not be started: ${errorMessage(error)}`);
+  });
+  const close = () => phase.close().catch((error: unknown) => note(`the verify phase's network proxy could not be closed: ${errorMessage(error)}`));
+  try {
+    await session.startVerifyPhase(phase.service ? [phase.service] : []);
+    return { env: phase.service ? phase.environment(session.serviceUrl(EGRESS_SERVICE)) : {}, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+/** `startVerifyPhase`, `body` run with the proxy's variables, and the proxy closed after. */
+export async function inVerifyPhase<T>(session: BackendSession, network: VerifierNetworkSource, note: (message: string) => void, body: (env: Record<string, string>) => Promise<T>): Promise<T> {
+  const phase = await startVerifyPhase(session, network, note);
+  try {
+    return await body(phase.env);
+  } finally {
+    await phase.close();
+  }
 }
 
 const PHASE_WORDS = { agent: 'agent phase', verifier: 'verify phase' } as const;

@@ -13,6 +13,7 @@
 import { existsSync, promises as fs, statSync } from 'node:fs';
 import * as path from 'node:path';
 import * as z from 'zod';
+import { AllowedHostsSchema, NetworkModeSchema, taskNetwork, type TaskNetwork } from '../network/policy.ts';
 
 /** What a repository task adds to a Task. */
 export interface RepoSpec {
@@ -65,6 +66,17 @@ export const WorkspaceYamlSchema = z.looseObject({
   /** SWE-bench / swe-forge: test commands, each a test when tests/ has no script. */
   fail_to_pass: z.array(z.string().min(1)).optional(),
   pass_to_pass: z.array(z.string().min(1)).optional(),
+  /**
+   * Belay's own, as task.toml's per-phase network: Term Challenge gives none, so both phases have
+   * no network unless these say otherwise (`network_mode`, `allowed_hosts` for both; the `agent_`
+   * and `verifier_` ones for one phase).
+   */
+  network_mode: NetworkModeSchema.optional(),
+  allowed_hosts: AllowedHostsSchema.optional(),
+  agent_network_mode: NetworkModeSchema.optional(),
+  agent_allowed_hosts: AllowedHostsSchema.optional(),
+  verifier_network_mode: NetworkModeSchema.optional(),
+  verifier_allowed_hosts: AllowedHostsSchema.optional(),
 });
 export type WorkspaceYaml = z.infer<typeof WorkspaceYamlSchema>;
 
@@ -194,4 +206,13 @@ export function termVariables(task: { name: string; instruction: string; repo: R
     TERM_TIMEOUT: String(Math.round(agentTimeoutSec)),
     ...(task.repo.difficulty !== undefined ? { TERM_DIFFICULTY: task.repo.difficulty } : {}),
   };
+}
+
+/** A repository task's network per phase (workspace.yaml's own fields, read as task.toml's tables are). */
+export function repoNetwork(config: WorkspaceYaml): TaskNetwork {
+  return taskNetwork({
+    environment: { network_mode: config.network_mode, allowed_hosts: config.allowed_hosts },
+    agent: { network_mode: config.agent_network_mode, allowed_hosts: config.agent_allowed_hosts },
+    verifier: { network_mode: config.verifier_network_mode, allowed_hosts: config.verifier_allowed_hosts },
+  });
 }
