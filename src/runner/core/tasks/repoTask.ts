@@ -13,7 +13,7 @@
 import { existsSync, promises as fs, statSync } from 'node:fs';
 import * as path from 'node:path';
 import * as z from 'zod';
-import { AllowedHostsSchema, NetworkModeSchema, taskNetwork, type TaskNetwork } from '../network/policy.ts';
+import { AllowedHostsSchema, NetworkModeSchema } from '../network/policy.ts';
 
 /** What a repository task adds to a Task. */
 export interface RepoSpec {
@@ -206,13 +206,4 @@ export function termVariables(task: { name: string; instruction: string; repo: R
     TERM_TIMEOUT: String(Math.round(agentTimeoutSec)),
     ...(task.repo.difficulty !== undefined ? { TERM_DIFFICULTY: task.repo.difficulty } : {}),
   };
-}
-
-/** A repository task's network per phase (workspace.yaml's own fields, read as task.toml's tables are). */
-export function repoNetwork(config: WorkspaceYaml): TaskNetwork {
-  return taskNetwork({
-    environment: { network_mode: config.network_mode, allowed_hosts: config.allowed_hosts },
-    agent: { network_mode: config.agent_network_mode, allowed_hosts: config.agent_allowed_hosts },
-    verifier: { network_mode: config.verifier_network_mode, allowed_hosts: config.verifier_allowed_hosts },
-  });
 }

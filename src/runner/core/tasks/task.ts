@@ -8,7 +8,7 @@ import { errorMessage } from '../../../shared/errors.ts';
 import { DOCKER_FILES, LAYOUT_FILES, type TaskLayout } from './layout.ts';
 import { loadSteps, StepsTomlSchema, type StepsConfig, type TaskStep } from './taskSteps.ts';
 import { PhaseNetworkFields, TaskEnvSchema, taskNetwork, type TaskNetwork } from '../network/policy.ts';
-import { commandTests, listTestFiles, REPO_TIMEOUTS, repoNetwork, repoSpec, WorkspaceYamlSchema, type RepoSpec } from './repoTask.ts';
+import { commandTests, listTestFiles, REPO_TIMEOUTS, repoSpec, WorkspaceYamlSchema, type RepoSpec } from './repoTask.ts';
 
 /** One artifact of task.toml: a path in the environment and where it goes under the run's artifacts/. */
 export interface ArtifactSpec {
@@ -289,7 +289,12 @@ async function loadRepo(dir: string, name: string, file: string): Promise<Task> 
     metadata: { repo: config.repo, ...(config.base_commit !== undefined ? { base_commit: config.base_commit } : {}), ...(config.difficulty !== undefined ? { difficulty: config.difficulty } : {}), ...(config.language !== undefined ? { language: config.language } : {}) },
     environment: taskEnvironment(path.join(dir, files.environment), undefined),
     repo: repoSpec(config, tests, generated),
-    network: repoNetwork(config),
+    // Term Challenge gives none: Belay's own fields, read as task.toml's tables are (no network unless said).
+    network: taskNetwork({
+      environment: { network_mode: config.network_mode, allowed_hosts: config.allowed_hosts },
+      agent: { network_mode: config.agent_network_mode, allowed_hosts: config.agent_allowed_hosts },
+      verifier: { network_mode: config.verifier_network_mode, allowed_hosts: config.verifier_allowed_hosts },
+    }),
   };
 }
 
