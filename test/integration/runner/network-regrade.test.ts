@@ -272,3 +272,54 @@ describe("a repository task's tests and the verifier's network", () => {
     await assert.rejects(loadTask(dir), (error: Error) => /workspace\.yaml.*verifier_allowed_hosts.*is not a host/.test(error.message) && !error.message.includes('\n'));
   });
 });
+
+describe("a repository task's regrade", () => {
+  const where = available.find((b) => b.name === 'sandbox' && !(b.backend instanceof Error)) ?? available[0]!;
+
+  it(`on ${where.name}: the recorded patch is graded again by the task's current tests, under its current verifier allowlist, everything written in the regrade's folder (its network.jsonl, its test output), the run's records untouched`, async (t) => {
+    if (where.backend instanceof Error) return t.skip(where.backend.message);
+    const backend = where.backend;
+    const taskDir = tmp.writeTask('repo-regrade', { 'workspace.yaml': 'repo: ../project\n', 'prompt.md': 'Add fixed.txt.\n', 'tests/test_fixed.sh': 'test -f fixed.txt\n' });
+    const task = await loadTask(taskDir);
+    const jobDir = await createJob({ jobsDir: path.join(tmp.dir, 'jobs-repo-regrade'), tasks: [task], settings: { agent: 'commands', protocol: 'sdk1', backend: where.name, attempts: 1, options: {} } });
+    const runs: RunResult[] = [];
+    await runJob({
+      jobDir,
+      tasks: [task],
+      concurrency: 1,
+      runTrial: async ({ task, runId, runsDir, signal, onEvent }) => {
+        // The agent's change: a new file, which its patch carries.
+        const { result } = await runFixture(backend, runsDir, nodeAgent('commands.mjs'), { task, runId, signal, onEvent, env: { AGENT_COMMANDS: JSON.stringify(['echo fixed > fixed.txt']) } });
+        runs.push(result);
+        return result;
+      },
+    });
+    const run = runs[0]!;
+    assert.equal(run.reward, 1, run.error ?? '');
+    const recorded = readFileSync(path.join(run.run_dir, 'verifier', 'test-output.log'), 'utf8');
+    // The task now also probes the network under a verifier allowlist, and needs it to pass.
+    writeFileSync(path.join(taskDir, 'workspace.yaml'), 'repo: ../project\nverifier_network_mode: allowlist\nverifier_allowed_hosts: [pkgs.test]\n');
+    const probe = (l: string, target: string) => `python3 ./net-probe.py ${l} proxy '${target}'`;
+    tmp.writeTask('repo-regrade', {
+      'tests/test_net.sh': [probe('v-allowed', 'http://pkgs.test/repo-regrade'), probe('v-denied', 'http://solutions.test/repo-regrade-solution'), 'cat net.txt', "grep -q '^v-allowed 200$' net.txt", ''].join('\n'),
+      'tests/net-probe.py': PROBE,
+    });
+    const report = await regradeJob({ jobDir, backend, resolveNetwork });
+    const trial = report.trials[0]!;
+    assert.equal(trial.skipped, undefined, trial.skipped);
+    assert.deepEqual(trial.after, { reward: 1, passed: true });
+    const folder = regradeFolder(run.run_dir);
+    const record = JSON.parse(readFileSync(path.join(folder, 'verification.json'), 'utf8')) as { verification: { test_results: { name: string; status: string }[]; output: string } };
+    // Both of the task's current tests ran, on the patch: as its run graded it.
+    assert.deepEqual(record.verification.test_results.map((r) => [r.name, r.status]), [['test_fixed.sh', 'passed'], ['test_net.sh', 'passed']]);
+    assert.match(record.verification.output, /^v-denied 403$/m);
+    assert.ok(seen.includes('pkgs.test /repo-regrade'), seen.join('\n'));
+    assert.deepEqual(networkLog(path.join(folder, 'network.jsonl')).map((e) => [e.phase, e.host, e.allowed]), [['verifier', 'pkgs.test', true], ['verifier', 'solutions.test', false]]);
+    assert.match(readFileSync(path.join(folder, 'verifier', 'test-output.log'), 'utf8'), /=== test_net\.sh ===/);
+    // The run's own records as they were; no checkout or staged tests kept in the regrade's folder.
+    assert.equal(existsSync(path.join(run.run_dir, 'network.jsonl')), false);
+    assert.equal(readFileSync(path.join(run.run_dir, 'verifier', 'test-output.log'), 'utf8'), recorded);
+    assert.equal(existsSync(path.join(folder, 'grade', 'app')), false);
+    assert.equal(existsSync(path.join(folder, 'grade', 'tests')), false);
+  });
+});

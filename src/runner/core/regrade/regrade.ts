@@ -12,6 +12,8 @@ import type { Backend, BackendSession } from '../backends/backend.ts';
 import { readJob } from '../jobs/schema.ts';
 import { readResult, runFiles, type RunResult, type Verification } from '../records/records.ts';
 import { FINAL_WORKDIR } from '../run/finalState.ts';
+import { isRepoTask, repoFiles, RepoRun, type RepoTask } from '../run/repoGrade.ts';
+import { DEFAULT_LIMITS } from '../protocols/agentProtocol.ts';
 import { openVerifierEnvironment, removeVerifierEnvironment } from '../run/verifierEnvironment.ts';
 import { removeVerifierLeftovers, verify } from '../run/verify.ts';
 import { loadTask, stageTests } from '../tasks/task.ts';
@@ -99,14 +101,16 @@ async function regradeRun(runDir: string, stamp: string, jobDir: string, options
   } catch (error) {
     return { skipped: `its result.json cannot be read (${errorMessage(error).split('\n')[0]})` };
   }
-  const finalDir = path.join(runDir, ...FINAL_WORKDIR.split('/'));
-  if (!result.final || !existsSync(finalDir)) return { skipped: `recorded before Belay kept final states (no ${FINAL_WORKDIR} in its run folder): nothing to grade without running the agent again` };
   let task;
   try {
     task = await loadTask(result.task_dir);
   } catch (error) {
     return { skipped: `its task cannot be loaded: ${errorMessage(error)}` };
   }
+  const finalDir = path.join(runDir, ...FINAL_WORKDIR.split('/'));
+  // A repository task grades the patch its run kept (final/patch.diff), any other the final working folder.
+  if (isRepoTask(task) && !existsSync(repoFiles(runDir).patch)) return { skipped: 'its run kept no patch (final/patch.diff): nothing to grade without running the agent again' };
+  if (!isRepoTask(task) && (!result.final || !existsSync(finalDir))) return { skipped: `recorded before Belay kept final states (no ${FINAL_WORKDIR} in its run folder): nothing to grade without running the agent again` };
   if (task.steps) return { skipped: 'a multi-step task: regrade grades single-step tasks only' };
   const regradeDir = path.join(runDir, REGRADE_DIR, stamp);
   // The verifier's network is the task's current [verifier] policy, as a run's verify phase has it;
@@ -120,6 +124,7 @@ async function regradeRun(runDir: string, stamp: string, jobDir: string, options
     throw error;
   }
   await fs.mkdir(regradeDir, { recursive: true });
+  if (isRepoTask(task)) return recordRegrade(result, regradeDir, jobDir, options, await regradePatch(task, result, regradeDir, jobDir, network, options));
   const files = runFiles(regradeDir);
   const envDir = path.join(regradeDir, 'env');
   let session: BackendSession | undefined;
@@ -149,6 +154,39 @@ async function regradeRun(runDir: string, stamp: string, jobDir: string, options
     // The staged tests are the task's, not a record of the regrade.
     await fs.rm(files.tests, { recursive: true, force: true });
   }
+  return recordRegrade(result, regradeDir, jobDir, options, verification);
+}
+
+/**
+ * A repository task's recorded patch graded again as its run graded it (a clean checkout at the
+ * base commit, the task's current tests laid over it, in a fresh environment, under the task's
+ * verifier network), everything written in the regrade's folder; the checkout is not kept.
+ */
+async function regradePatch(task: RepoTask, result: RunResult, regradeDir: string, jobDir: string, network: RunNetwork, options: RegradeOptions): Promise<Verification> {
+  const note = (message: string) => options.onNotice?.(message);
+  try {
+    const repo = await RepoRun.recorded(task, result.run_dir, regradeDir);
+    return await repo.gradePatch({
+      backend: options.backend,
+      runId: `${result.run_id}-regrade`,
+      hidden: [task.dir, jobDir, ...(options.hidden ?? [])],
+      network,
+      testTimeoutMs: task.testTimeoutSec * 1000,
+      maxLogBytes: 16 * 1024 * 1024,
+      diskBudgetBytes: DEFAULT_LIMITS.diskBudgetBytes,
+      signal: options.signal ?? new AbortController().signal,
+      note,
+    });
+  } finally {
+    await network.close().catch((error: unknown) => note(`the network proxy could not be closed: ${errorMessage(error)}`));
+    // The checkout and the staged tests are not records of the regrade; its logs and test output stay.
+    const grade = repoFiles(regradeDir).grade;
+    for (const folder of ['app', 'tests', 'scratch', 'control']) await fs.rm(path.join(grade, folder), { recursive: true, force: true });
+  }
+}
+
+/** Writes the regrade's record beside the run's (<run>/regrade/<stamp>/verification.json). */
+async function recordRegrade(result: RunResult, regradeDir: string, jobDir: string, options: RegradeOptions, verification: Verification): Promise<Pick<TrialRegrade, 'after' | 'file'>> {
   const after = { reward: verification.reward, passed: verification.success };
   const record: RegradeRecord = {
     kind: 'belay.regrade',

@@ -64,12 +64,15 @@ export class RepoRun {
   readonly source: string;
   /** The base commit, resolved. */
   readonly sha: string;
+  /** A regrade's folder: where grading writes instead of the run's grade/ (the patch and base repository stay the run's). */
+  readonly gradeDir: string | undefined;
 
-  private constructor(task: RepoTask, runDir: string, source: string, sha: string) {
+  private constructor(task: RepoTask, runDir: string, source: string, sha: string, gradeDir?: string) {
     this.task = task;
     this.runDir = runDir;
     this.source = source;
     this.sha = sha;
+    this.gradeDir = gradeDir;
   }
 
   /**
@@ -98,8 +101,9 @@ export class RepoRun {
   /**
    * A finished run of `task`, to grade its recorded patch again (a regrade: no agent, no
    * checkout of the agent's, no source needed): the base commit is the one its run fetched.
+   * With `gradeDir`, the grading's checkout, logs and test output go there, never into the run's.
    */
-  static async recorded(task: RepoTask, runDir: string): Promise<RepoRun> {
+  static async recorded(task: RepoTask, runDir: string, gradeDir?: string): Promise<RepoRun> {
     const files = repoFiles(runDir);
     let sha: string;
     try {
@@ -107,7 +111,7 @@ export class RepoRun {
     } catch (error) {
       throw new RunFailure('setup_error', `${runDir} holds no base commit of a repository task to grade against: ${errorMessage(error)}`);
     }
-    return new RepoRun(task, runDir, files.baseRepo, sha);
+    return new RepoRun(task, runDir, files.baseRepo, sha, gradeDir);
   }
 
   /** The TERM_* variables of the agent's environment. */
@@ -174,7 +178,7 @@ export class RepoRun {
    * this alone, with the task's current tests.
    */
   async gradePatch(options: GradeOptions): Promise<Verification> {
-    const files = repoFiles(this.runDir);
+    const files = this.#gradeFiles();
     const failed = (error: string): Verification => ({ success: false, reward: 0, output: '', error, timed_out: false, exit_code: null, test_results: [] });
     if (!existsSync(files.patch)) return failed(`the run recorded no patch (${path.relative(this.runDir, files.patch)})`);
     await fs.rm(files.checkout, { recursive: true, force: true });
@@ -190,9 +194,15 @@ export class RepoRun {
     return this.runTests(options);
   }
 
+  /** Where grading writes: the run's own grade/, or the regrade's (the patch and the base repository are the run's). */
+  #gradeFiles(): ReturnType<typeof repoFiles> {
+    const own = repoFiles(this.runDir);
+    return this.gradeDir === undefined ? own : { ...repoFiles(this.gradeDir), patch: own.patch, baseRepo: own.baseRepo };
+  }
+
   private async runTests(options: GradeOptions): Promise<Verification> {
-    const files = repoFiles(this.runDir);
-    const run = runFiles(this.runDir);
+    const files = this.#gradeFiles();
+    const run = runFiles(this.gradeDir ?? this.runDir);
     const folders = {
       workspace: files.checkout,
       tests: path.join(files.grade, 'tests'),
