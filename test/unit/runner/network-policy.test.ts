@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { isInternalAddress, matchRule, parseHostRule, taskNetwork } from '../../../src/runner/core/network/policy.ts';
 import { namedHost, parseAuthority } from '../../../src/runner/core/network/proxy.ts';
 import { clientHello } from '../../support/runner/tlsHello.ts';
 import { tempDir } from '../../support/temp.ts';
 import { loadTask, TaskError } from '../../../src/runner/core/tasks/task.ts';
+import { NetworkRefused, openRunNetwork } from '../../../src/runner/core/run/taskEnvironment.ts';
 
 describe('allowlist entries', () => {
   it('reads names, wildcards, ports and addresses', () => {
@@ -145,5 +148,46 @@ describe("task.toml's network and [environment.env]", () => {
       assert.match(error.message, reason);
       assert.equal(error.message.includes('\n'), false);
     }
+  });
+});
+
+describe('a grading with no agent phase (a regrade) reads only the verifier\'s network', () => {
+  const tmp = tempDir('belay-netregrade-unit-');
+  after(() => tmp.remove());
+  let count = 0;
+  const task = (toml: string) => loadTask(tmp.writeTask(`r${++count}`, { 'task.toml': toml, 'instruction.md': 'x', 'tests/test.sh': '' }));
+  const open = async (toml: string, allowPublic: boolean) => {
+    const loaded = await task(toml);
+    const notes: string[] = [];
+    const network = await openRunNetwork({ task: loaded, runDir: path.join(tmp.dir, `grading-${count}`), allowPublic, isolated: true, note: (n) => notes.push(n), verifierOnly: { refused: 'this trial is not regraded' } });
+    return { loaded, network, notes };
+  };
+
+  it("an agent phase's public network is not asked for, nor noted: only the verifier's policy counts", async () => {
+    const { network, notes } = await open('[agent]\nnetwork_mode = "public"\n[verifier]\nnetwork_mode = "allowlist"\nallowed_hosts = ["pypi.org"]\n', false);
+    assert.equal(network.agent.service, undefined);
+    assert.deepEqual(network.verifier, { mode: 'allowlist', allowedHosts: ['pypi.org'] });
+    assert.deepEqual(notes, ["verify phase network: allowlist (pypi.org), through Belay's proxy (HTTP and HTTPS only; every attempt in network.jsonl)"]);
+    // The verifier's proxy starts only when asked, and its socket goes when it closes.
+    const phase = await network.openVerifier();
+    assert.ok(phase.service && existsSync(phase.service.socketPath));
+    await phase.close();
+    assert.equal(existsSync(phase.service.socketPath), false);
+    await network.close();
+    // Nothing written where the grading's log would go: no attempt was made.
+    assert.equal(existsSync(path.join(tmp.dir, `grading-${count}`)), false);
+  });
+
+  it("a verifier's public network without the person's say is one line ending with the grading's words; with it, a proxy", async () => {
+    const toml = '[verifier]\nnetwork_mode = "public"\n';
+    const error = await open(toml, false).then(() => undefined, (e: unknown) => e as Error);
+    assert.ok(error instanceof NetworkRefused);
+    assert.match(error.message, /task\.toml: \[verifier\] network_mode "public" needs the public network, which belay\.runner\.allowPublicNetwork \(--allow-public-network\) does not allow; this trial is not regraded$/);
+    assert.ok(!error.message.includes('\n'));
+    const { network } = await open(toml, true);
+    const phase = await network.openVerifier();
+    assert.equal(phase.policy.mode, 'public');
+    assert.ok(phase.service);
+    await network.close();
   });
 });

@@ -84,6 +84,20 @@ describe('workspace.yaml tasks', () => {
     assert.match(errors[0]!.message, /broken\/workspace\.yaml: field 'repo': /);
   });
 
+  it("have no network in either phase unless workspace.yaml's own fields say otherwise, read as task.toml's tables are", async () => {
+    const none = await loadTask(write('net-none', 'repo: ./x\n'));
+    assert.deepEqual(none.network, { agent: { mode: 'no-network', allowedHosts: [] }, verifier: { mode: 'no-network', allowedHosts: [] } });
+    const verifier = await loadTask(write('net-verifier', 'repo: ./x\nverifier_network_mode: allowlist\nverifier_allowed_hosts: [pypi.org, "*.pythonhosted.org"]\n'));
+    assert.deepEqual(verifier.network, { agent: { mode: 'no-network', allowedHosts: [] }, verifier: { mode: 'allowlist', allowedHosts: ['pypi.org', '*.pythonhosted.org'] } });
+    // The baseline for both phases; a phase's own mode over it, and the baseline's hosts for an allowlist that names none.
+    const both = await loadTask(write('net-both', 'repo: ./x\nnetwork_mode: allowlist\nallowed_hosts: [pypi.org]\nagent_network_mode: no-network\n'));
+    assert.deepEqual(both.network, { agent: { mode: 'no-network', allowedHosts: [] }, verifier: { mode: 'allowlist', allowedHosts: ['pypi.org'] } });
+    const file = (name: string) => path.join(tmp.dir, name, 'workspace.yaml');
+    await assert.rejects(loadTask(write('net-mode', 'repo: ./x\nverifier_network_mode: internet\n')), refused(file('net-mode'), /field 'verifier_network_mode': must be one of "no-network", "allowlist", "public"/));
+    await assert.rejects(loadTask(write('net-url', 'repo: ./x\nallowed_hosts: ["http://pypi.org/simple"]\n')), refused(file('net-url'), /field 'allowed_hosts\.0': .*is not a host/));
+    await assert.rejects(loadTask(write('net-wild', 'repo: ./x\nagent_allowed_hosts: ["*.com"]\n')), refused(file('net-wild'), /field 'agent_allowed_hosts\.0': .*wildcard/));
+  });
+
   it('a bad workspace.yaml is one line naming the file and the field', async () => {
     const file = (name: string) => path.join(tmp.dir, name, 'workspace.yaml');
     await assert.rejects(loadTask(write('no-repo', 'base_commit: main\n')), refused(file('no-repo'), /field 'repo': /));
