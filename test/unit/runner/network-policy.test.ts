@@ -90,6 +90,19 @@ describe("a task's network per phase", () => {
     assert.deepEqual(network.verifier, { mode: 'allowlist', allowedHosts: ['b.example'] });
   });
 
+  it("takes the verifier's baseline from [verifier.environment] where it says, [verifier] overriding it, and [environment]'s elsewhere", () => {
+    // Its own environment's mode and hosts; the agent keeps the task's.
+    const own = taskNetwork({ environment: { network_mode: 'allowlist', allowed_hosts: ['a.example'] }, verifier: { environment: { network_mode: 'allowlist', allowed_hosts: ['pkgs.example'] } } });
+    assert.deepEqual(own, { agent: { mode: 'allowlist', allowedHosts: ['a.example'] }, verifier: { mode: 'allowlist', allowedHosts: ['pkgs.example'] } });
+    // [verifier] network_mode is the phase's override over its environment's.
+    assert.deepEqual(taskNetwork({ verifier: { network_mode: 'no-network', environment: { network_mode: 'public' } } }).verifier, { mode: 'no-network', allowedHosts: [] });
+    // A table that says no mode leaves [environment]'s (its hosts, when it names some, for an allowlist).
+    assert.deepEqual(taskNetwork({ environment: { network_mode: 'allowlist', allowed_hosts: ['a.example'] }, verifier: { environment: { cpus: 1 } } }).verifier, { mode: 'allowlist', allowedHosts: ['a.example'] });
+    assert.deepEqual(taskNetwork({ environment: { network_mode: 'allowlist', allowed_hosts: ['a.example'] }, verifier: { environment: { allowed_hosts: ['b.example'] } } }).verifier, { mode: 'allowlist', allowedHosts: ['b.example'] });
+    // Nothing said anywhere: none, as always.
+    assert.deepEqual(taskNetwork({ verifier: { environment: { memory_mb: 512 } } }).verifier, { mode: 'no-network', allowedHosts: [] });
+  });
+
   it('reads the older allow_internet = true as public, marked as such', () => {
     const network = taskNetwork({ environment: { allow_internet: true }, verifier: { network_mode: 'no-network' } });
     assert.deepEqual(network.agent, { mode: 'public', allowedHosts: [], legacy: true });
@@ -130,8 +143,15 @@ describe("task.toml's network and [environment.env]", () => {
     assert.deepEqual(loaded.env, { GREETING: 'hi', LEVEL: '3' });
   });
 
+  it("reads [verifier.environment]'s network for the verifier", async () => {
+    const loaded = await task('[environment]\nnetwork_mode = "no-network"\n[verifier.environment]\nnetwork_mode = "allowlist"\nallowed_hosts = ["pkgs.example"]\ncpus = 1\n');
+    assert.deepEqual(loaded.network, { agent: { mode: 'no-network', allowedHosts: [] }, verifier: { mode: 'allowlist', allowedHosts: ['pkgs.example'] } });
+  });
+
   it('names the file and the field of a bad value, in one line', async () => {
     for (const [toml, field, reason] of [
+      ['[verifier.environment]\nnetwork_mode = "internet"\n', 'verifier.environment.network_mode', /must be one of "no-network", "allowlist", "public"/],
+      ['[verifier.environment]\nallowed_hosts = ["*.org"]\n', 'verifier.environment.allowed_hosts.0', /wildcard/],
       ['[agent]\nnetwork_mode = "internet"\n', 'agent.network_mode', /must be one of "no-network", "allowlist", "public"/],
       ['[verifier]\nallowed_hosts = ["https://x.org"]\n', 'verifier.allowed_hosts.0', /not a host/],
       ['[environment.env]\nTERM_TASK_ID = "mine"\n', 'environment.env.TERM_TASK_ID', /Belay's own variable/],

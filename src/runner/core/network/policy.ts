@@ -91,6 +91,20 @@ interface PhaseFields {
   allowed_hosts?: string[] | undefined;
 }
 
+const PhaseTableSchema = z.looseObject(PhaseNetworkFields);
+
+/**
+ * `[verifier.environment]`'s network fields (Harbor 1.4: the verifier's own environment has its own
+ * baseline): checked where task.toml is read, each bad value an issue naming its field.
+ */
+export function checkVerifierEnvironmentNetwork(config: { verifier?: { environment?: unknown } | undefined }, ctx: z.RefinementCtx): void {
+  const table = config.verifier?.environment;
+  if (table === undefined) return;
+  const checked = PhaseTableSchema.safeParse(table);
+  if (checked.success) return;
+  for (const issue of checked.error.issues) ctx.addIssue({ code: 'custom', path: ['verifier', 'environment', ...issue.path.map((part) => (typeof part === 'symbol' ? String(part) : part))], message: issue.message });
+}
+
 /** One phase's network, as the run applies it. */
 export interface PhasePolicy {
   mode: NetworkMode;
@@ -109,12 +123,14 @@ export const NO_NETWORK: TaskNetwork = { agent: { mode: 'no-network', allowedHos
 
 /**
  * Each phase's policy: its own table's `network_mode` over the baseline's; an allowlist's hosts
- * are the phase's own `allowed_hosts`, else the baseline's. Nothing said: no network (Belay's default).
+ * are the phase's own `allowed_hosts`, else the baseline's. The verifier's baseline is its own
+ * environment's (`[verifier.environment]`'s `network_mode`, `allowed_hosts`) where that table says,
+ * else `[environment]`'s. Nothing said: no network (Belay's default).
  */
 export function taskNetwork(config: {
   environment?: (PhaseFields & { allow_internet?: boolean | undefined }) | undefined;
   agent?: PhaseFields | undefined;
-  verifier?: PhaseFields | undefined;
+  verifier?: (PhaseFields & { environment?: unknown }) | undefined;
 }): TaskNetwork {
   const environment = config.environment;
   const baseline: PhasePolicy = environment?.network_mode
@@ -122,12 +138,17 @@ export function taskNetwork(config: {
     : environment?.allow_internet === true
       ? { mode: 'public', allowedHosts: [], legacy: true }
       : { mode: 'no-network', allowedHosts: environment?.allowed_hosts ?? [] };
-  const phase = (own: PhaseFields | undefined): PhasePolicy => {
-    const mode = own?.network_mode ?? baseline.mode;
-    const allowedHosts = mode === 'allowlist' ? (own?.allowed_hosts ?? baseline.allowedHosts) : [];
-    return { mode, allowedHosts, ...(own?.network_mode === undefined && baseline.legacy ? { legacy: true } : {}) };
+  const phase = (own: PhaseFields | undefined, base: PhasePolicy): PhasePolicy => {
+    const mode = own?.network_mode ?? base.mode;
+    const allowedHosts = mode === 'allowlist' ? (own?.allowed_hosts ?? base.allowedHosts) : [];
+    return { mode, allowedHosts, ...(own?.network_mode === undefined && base.legacy ? { legacy: true } : {}) };
   };
-  return { agent: phase(config.agent), verifier: phase(config.verifier) };
+  // Checked when task.toml was read (checkVerifierEnvironmentNetwork); what is not a table of them counts for nothing.
+  const table = config.verifier?.environment === undefined ? undefined : PhaseTableSchema.safeParse(config.verifier.environment).data;
+  const verifierBaseline: PhasePolicy = table?.network_mode
+    ? { mode: table.network_mode, allowedHosts: table.allowed_hosts ?? [] }
+    : { ...baseline, allowedHosts: table?.allowed_hosts ?? baseline.allowedHosts };
+  return { agent: phase(config.agent, baseline), verifier: phase(config.verifier, verifierBaseline) };
 }
 
 /** How a phase's policy reads in notes and errors: `allowlist (pypi.org, *.github.com)`. */

@@ -5,6 +5,7 @@ import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import * as z from 'zod';
 import { errorMessage } from '../../../shared/errors.ts';
+import { checkVerifierEnvironmentNetwork } from '../network/policy.ts';
 import { DOCKER_FILES, LAYOUT_FILES, type TaskLayout } from './layout.ts';
 import { loadSteps, StepsTomlSchema, type StepsConfig, type TaskStep } from './taskSteps.ts';
 import { PhaseNetworkFields, TaskEnvSchema, taskNetwork, type TaskNetwork } from '../network/policy.ts';
@@ -69,7 +70,7 @@ export const TaskTomlSchema = z.looseObject({
     })
     .optional(),
   ...StepsTomlSchema,
-});
+}).superRefine(checkVerifierEnvironmentNetwork);
 
 export const TaskYamlSchema = z.looseObject({
   instruction: z.string().min(1),
