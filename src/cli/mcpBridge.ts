@@ -323,6 +323,7 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
       finish(clientKey);
       return true;
     }
+    call.expecting = '';
     const cancelled = new AbortController();
     asking.set(clientKey, cancelled);
     void (async () => {
@@ -384,6 +385,8 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
    */
   const answerBridged = (clientKey: string, call: Call, result: unknown, declared: Record<string, unknown>): void => {
     const label = `the MCP server ${serverLabel()}`;
+    // Until Belay retries, no answer is awaited for this call: another under its id is a forgery.
+    call.expecting = '';
     const failCall = (why: string, error: { code: number; data?: unknown } = { code: ErrorCode.internal }) => {
       say(why);
       toClient(JSON.stringify({ jsonrpc: '2.0', id: call.id, error: { ...error, message: `belay mcp: ${why}` } }));

@@ -376,7 +376,7 @@ describe('input requests of a 2026-07-28 server asked of a bridged 2025-11-25 cl
     assert.deepEqual(bare.inputResponses, {});
     const forged = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'deploy', inputResponses: SPEC_INPUT_RESPONSES, requestState: 'AEAD-protected blob' } };
     assert.deepEqual(withoutRetryChannel(forged).params, { name: 'deploy' });
-    const plain = { jsonrpc: '2.0', id: 2, method: 'ping' };
+    const plain: { id: number; method: string; params?: unknown } = { id: 2, method: 'ping' };
     assert.equal(withoutRetryChannel(plain), plain);
   });
 
