@@ -74,9 +74,9 @@ export const START_TIMEOUT_MS = 60_000;
 export function startTimeoutMs(env: NodeJS.ProcessEnv): number {
   const raw = env.BELAY_MCP_START_TIMEOUT_SECONDS?.trim();
   if (!raw) return START_TIMEOUT_MS;
-  const seconds = Number(raw);
-  if (!Number.isFinite(seconds) || seconds <= 0) throw new UsageError(`BELAY_MCP_START_TIMEOUT_SECONDS must be a positive number of seconds, got ${JSON.stringify(raw.slice(0, 40))}`);
-  return Math.round(seconds * 1000);
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0) throw new UsageError(`BELAY_MCP_START_TIMEOUT_SECONDS must be a positive number of seconds, got ${JSON.stringify(raw.slice(0, 40))}`);
+  return Math.round(value * 1000);
 }
 
 /** A duration in an error line: "2 s", "0.5 s". */
@@ -671,6 +671,8 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
 
   const end = await child.ended;
   clearTimeout(probing?.timer);
+  // The server is gone: what Belay still asks for it (of the client, or as cues) is withdrawn.
+  for (const ended of [...asking.values()]) ended.abort();
   stop.dispose();
   parentGone?.dispose();
   io.stdin.off('data', onData);

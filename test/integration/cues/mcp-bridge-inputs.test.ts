@@ -229,6 +229,20 @@ describe('belay mcp --wrap: a 2026-07-28 server\'s sampling and roots asked of a
     }
   });
 
+  it('raw lines: a server that exits while Belay waits on the client\'s sampling answer ends the bridge (and Belay\'s request) at once, not after the cue timeout', async () => {
+    const peer = raw();
+    try {
+      await initialize(peer, { sampling: {} });
+      peer.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'ask_and_exit', arguments: {} } });
+      const asked = await peer.next((m) => m.method === 'sampling/createMessage', 'the sampling request');
+      assert.equal(await peer.exited, 0, 'the bridge ended with its server');
+      const withdrawn = peer.messages.find((m) => m.method === 'notifications/cancelled');
+      assert.deepEqual(withdrawn?.params, { requestId: asked.id, reason: 'the call it was asked for ended' });
+    } finally {
+      peer.child.kill();
+    }
+  });
+
   const silent: Array<[string, string[], string]> = [
     ['never answers anything', ['--silent'], 'initialize'],
     ['refuses initialize and never answers server/discover', ['--discover=never'], 'server/discover'],
