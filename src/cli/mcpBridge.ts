@@ -593,6 +593,8 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
       // The client's answer to an input request Belay passed on: Belay's, not the server's.
       const ours = waiting.get(JSON.stringify(message.id));
       if (ours) return ours.answered(message);
+      // A second answer to a request of Belay's, or one it withdrew: the server never asked it.
+      if (typeof message.id === 'string' && message.id.startsWith(belayId)) return;
     }
     if (bridged && message?.method !== undefined) {
       // The stateless revision has no session: what only a session meant is not forwarded.

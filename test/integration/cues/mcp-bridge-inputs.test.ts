@@ -215,8 +215,12 @@ describe('belay mcp --wrap: a 2026-07-28 server\'s sampling and roots asked of a
       peer.notify('notifications/cancelled', { requestId: 4, reason: 'the user gave up' });
       const withdrawn = await peer.next((m) => m.method === 'notifications/cancelled' && m.params?.requestId === request.id, 'Belay cancelling its request');
       assert.equal(withdrawn.params!.reason, 'the call it was asked for ended');
+      // A late answer to the withdrawn request, and a second one to an answered request, go nowhere.
+      peer.send({ jsonrpc: '2.0', id: request.id, result: SPEC_SAMPLED });
+      peer.send({ jsonrpc: '2.0', id: asked.id, result: SPEC_SAMPLED });
       assert.deepEqual((await peer.request('ping', undefined, 'p')).result, {});
       assert.equal(peer.messages.some((m) => m.id === 4), false, 'a cancelled call gets no answer');
+      assert.doesNotMatch(peer.stderr, /modern-deploy got a response/, 'the server never saw those answers');
 
       // Closing its input while asked: the call ends at once, and so does everything.
       at = peer.messages.length;
