@@ -552,13 +552,6 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
       }
       if (message && message.id !== undefined && message.method === undefined) {
         const id = JSON.stringify(message.id);
-        if (id === initializeId) {
-          const result = InitializeResult.safeParse(message.result);
-          if (result.success && result.data.serverInfo) serverInfo = result.data.serverInfo;
-        }
-        const meta = ResultMeta.safeParse(message.result);
-        const info = meta.success ? meta.data._meta?.[SERVER_INFO_KEY] : undefined;
-        if (info) serverInfo = info;
         // A retry's answer is the answer to the client's own call, under the client's id.
         const clientKey = retries.get(id) ?? id;
         retries.delete(id);
@@ -570,6 +563,13 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
           staleSaid = true;
           return;
         }
+        if (id === initializeId) {
+          const result = InitializeResult.safeParse(message.result);
+          if (result.success && result.data.serverInfo) serverInfo = result.data.serverInfo;
+        }
+        const meta = ResultMeta.safeParse(message.result);
+        const info = meta.success ? meta.data._meta?.[SERVER_INFO_KEY] : undefined;
+        if (info) serverInfo = info;
         if (call && bridged && isInputRequired(message.result)) return answerBridged(clientKey, call, message.result, bridged.declared);
         const asked = InputRequiredResult.safeParse(message.result);
         if (!bridged && asked.success && answerInputs(clientKey, asked.data)) return;
