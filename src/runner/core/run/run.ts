@@ -233,7 +233,8 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
             onNotice: note,
             signal: bounds.signal,
           }).catch((error: unknown) => {
-            throw new RunFailure('harness_error', `the verifier's environment could not be opened: ${errorMessage(error)}`);
+            // Its image could not be had (a tests/Dockerfile that fails, a docker_image not there): the task's environment, as the agent's.
+            throw new RunFailure('setup_error', `the verifier's environment could not be opened: ${errorMessage(error)}`);
           }), task.env);
           const image = verifierSpec.image && backend.images ? `, of ${verifierImageWords(verifierSpec.image, task.dir)}` : '';
           note(`${part.step ? `step '${part.step.name}': ` : ''}the verifier ran in an environment of its own (${backend.label}${image}), holding only the final working folder`);
