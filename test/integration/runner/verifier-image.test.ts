@@ -7,7 +7,7 @@
 // final state (the step's own environment first), which the next step never sees. The sandbox has
 // no images: it says so in one line and verifies in the task's environment.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { Backend } from '../../../src/runner/core/backends/backend.ts';
@@ -17,6 +17,8 @@ import { createJob, runJob } from '../../../src/runner/core/jobs/job.ts';
 import { regradeJob, RegradeRecordSchema } from '../../../src/runner/core/regrade/regrade.ts';
 import type { RunResult } from '../../../src/runner/core/records/records.ts';
 import { loadTask } from '../../../src/runner/core/tasks/task.ts';
+import { openVerifierEnvironment } from '../../../src/runner/core/run/verifierEnvironment.ts';
+import type { Engine } from '../../../src/runner/core/backends/engine.ts';
 import { engineWithBase, removeTestImages, uniqueName } from '../../support/runner/container-helpers.ts';
 import { nodeAgent, nodeDir, repoRoot, runFixture, sandboxOrReason, tempDir } from '../../support/runner/helpers.ts';
 
@@ -95,49 +97,64 @@ describe("container backend: the verifier's own image", { skip }, () => {
     assert.equal((await imagesNamed(`belay-task-${name}-verifier:`)).length, 2);
   });
 
-  it('refuses, in one line and before any agent step is graded, a build that tries the network, a link out of tests/, a docker_image the engine does not hold', async () => {
-    const container = backend as Backend;
+  it("ends the run with setup_error in one line when the verifier's build tries the network, keeping the agent's work and leaving nothing of the verifier", async () => {
+    const name = uniqueName('vnet');
+    const dir = tmp.writeTask(name, {
+      'task.toml': '[agent]\ntimeout_sec = 120\n[verifier]\ntimeout_sec = 60\nenvironment_mode = "separate"\n',
+      'instruction.md': 'Write hello.txt.',
+      'tests/test.sh': 'exit 0\n',
+      'tests/Dockerfile': `FROM ${BASE_IMAGE}\nRUN getent hosts deb.debian.org || exit 7\n`,
+    });
+    const { result } = await runFixture(backend as Backend, path.join(tmp.dir, 'runs-refused'), nodeAgent('commands.mjs'), {
+      task: await loadTask(dir),
+      env: { AGENT_COMMANDS: JSON.stringify(['echo hi > /app/hello.txt']) },
+    });
+    assert.equal(result.failure_cause, 'setup_error', result.error ?? '');
+    assert.match(result.error ?? '', /^the verifier's environment could not be opened: tests\/Dockerfile:2: RUN getent hosts deb\.debian\.org \|\| exit 7: the image build failed: .*exit status 7.* \(build log: .*verifier-environment\.log\)$/);
+    assert.ok(!(result.error ?? '').includes('\n'));
+    assert.equal(result.verification, null);
+    // The agent's work is kept (a regrade may grade it once the verifier's image is fixed); nothing of the verifier is left.
+    assert.equal(readFileSync(path.join(result.run_dir, 'final', 'workdir', 'hello.txt'), 'utf8'), 'hi\n');
+    assert.equal(existsSync(path.join(result.run_dir, 'verifier-env')), false);
+    assert.deepEqual(await imagesNamed(`belay-task-${name}-verifier:`), []);
+  });
+
+  it('refuses, in one line and before the engine builds or creates anything, a link out of tests/, a build context of too many entries, a docker_image the engine does not hold', async () => {
     const cases: [string, Record<string, string>, (dir: string) => void, RegExp][] = [
+      ['vlink', { 'tests/Dockerfile': `FROM ${BASE_IMAGE}\nCOPY . /tests/\n` }, (dir) => symlinkSync('/etc', path.join(dir, 'tests', 'host-etc')), /^tests\/host-etc: a symlink in the build context: refused \(its files must be the task's own\)$/],
       [
-        'vnet',
-        { 'tests/Dockerfile': `FROM ${BASE_IMAGE}\nRUN getent hosts deb.debian.org || exit 7\n` },
-        () => undefined,
-        /^the verifier's environment could not be opened: tests\/Dockerfile:2: RUN getent hosts deb\.debian\.org \|\| exit 7: the image build failed: .*exit status 7.* \(build log: .*verifier-environment\.log\)$/,
-      ],
-      [
-        'vlink',
+        'vhuge',
         { 'tests/Dockerfile': `FROM ${BASE_IMAGE}\nCOPY . /tests/\n` },
-        (dir) => symlinkSync('/etc', path.join(dir, 'tests', 'host-etc')),
-        /^the verifier's environment could not be opened: tests\/host-etc: a symlink in the build context: refused \(its files must be the task's own\)$/,
+        (dir) => {
+          mkdirSync(path.join(dir, 'tests', 'data'));
+          for (let i = 0; i <= 20_000; i++) writeFileSync(path.join(dir, 'tests', 'data', `f${i}`), '');
+        },
+        /^tests: more than 20000 entries in the build context: refused$/,
       ],
       [
         'vpull',
-        { 'task.toml': '[agent]\ntimeout_sec = 120\n[verifier]\ntimeout_sec = 60\n[verifier.environment]\ndocker_image = "localhost/belay-never-built:none"\n' },
+        { 'task.toml': '[verifier.environment]\ndocker_image = "localhost/belay-never-built:none"\n' },
         () => undefined,
-        /^the verifier's environment could not be opened: task\.toml: the image localhost\/belay-never-built:none is not in (podman|docker)'s storage, and Belay does not pull images: pull it first/,
+        /^task\.toml: the image localhost\/belay-never-built:none is not in (podman|docker)'s storage, and Belay does not pull images: pull it first/,
       ],
     ];
     for (const [prefix, files, prepare, says] of cases) {
       const name = uniqueName(prefix);
-      const dir = tmp.writeTask(name, {
-        'task.toml': '[agent]\ntimeout_sec = 120\n[verifier]\ntimeout_sec = 60\nenvironment_mode = "separate"\n',
-        'instruction.md': 'Write hello.txt.',
-        'tests/test.sh': 'exit 0\n',
-        ...files,
-      });
+      const dir = tmp.writeTask(name, { 'task.toml': '[verifier]\nenvironment_mode = "separate"\n', 'instruction.md': 'Write hello.txt.', 'tests/test.sh': 'exit 0\n', ...files });
       prepare(dir);
-      const { result } = await runFixture(container, path.join(tmp.dir, 'runs-refused'), nodeAgent('commands.mjs'), {
-        task: await loadTask(dir),
-        env: { AGENT_COMMANDS: JSON.stringify(['echo hi > /app/hello.txt']) },
-      });
-      assert.equal(result.failure_cause, 'setup_error', `${prefix}: ${result.error ?? ''}`);
-      assert.match(result.error ?? '', says, prefix);
-      assert.ok(!(result.error ?? '').includes('\n'), prefix);
-      assert.equal(result.verification, null, prefix);
-      // The agent's work is kept (a regrade may grade it once the verifier's image is fixed); nothing of the verifier is left.
-      assert.equal(readFileSync(path.join(result.run_dir, 'final', 'workdir', 'hello.txt'), 'utf8'), 'hi\n', prefix);
-      assert.equal(existsSync(path.join(result.run_dir, 'verifier-env')), false, prefix);
+      const task = await loadTask(dir);
+      const work = path.join(tmp.dir, 'refused', name);
+      mkdirSync(path.join(work, 'final'), { recursive: true });
+      writeFileSync(path.join(work, 'final', 'hello.txt'), 'hi\n');
+      const runId = `refused-${name}`;
+      await assert.rejects(
+        openVerifierEnvironment({ backend: backend as Backend, task, runId, finalDir: path.join(work, 'final'), envDir: path.join(work, 'env'), tests: path.join(work, 'tests'), logs: path.join(work, 'logs'), hidden: [dir] }),
+        (e: unknown) => e instanceof Error && says.test(e.message) && !e.message.includes('\n'),
+        prefix,
+      );
       assert.deepEqual(await imagesNamed(`belay-task-${name}-verifier:`), [], prefix);
+      const containers = await (found as Engine).run(['ps', '--all', '--filter', `label=belay.run=${runId}`, '--format', '{{.Names}}'], { timeoutMs: 60_000 });
+      assert.equal(containers.stdout.text('').trim(), '', prefix);
     }
   });
 });
