@@ -7,6 +7,7 @@
 // final state (the step's own environment first), which the next step never sees. The sandbox has
 // no images: it says so in one line and verifies in the task's environment.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -119,9 +120,10 @@ describe("container backend: the verifier's own image", { skip }, () => {
     assert.deepEqual(await imagesNamed(`belay-task-${name}-verifier:`), []);
   });
 
-  it('refuses, in one line and before the engine builds or creates anything, a link out of tests/, a build context of too many entries, a docker_image the engine does not hold', async () => {
+  it('refuses, in one line and before the engine builds or creates anything, a link out of tests/, a FIFO, a build context of too many entries, a docker_image the engine does not hold', async () => {
     const cases: [string, Record<string, string>, (dir: string) => void, RegExp][] = [
       ['vlink', { 'tests/Dockerfile': `FROM ${BASE_IMAGE}\nCOPY . /tests/\n` }, (dir) => symlinkSync('/etc', path.join(dir, 'tests', 'host-etc')), /^tests\/host-etc: a symlink in the build context: refused \(its files must be the task's own\)$/],
+      ['vfifo', { 'tests/Dockerfile': `FROM ${BASE_IMAGE}\nCOPY . /tests/\n` }, (dir) => execFileSync('mkfifo', [path.join(dir, 'tests', 'pipe')]), /^tests\/pipe: neither a file nor a folder in the build context: refused$/],
       [
         'vhuge',
         { 'tests/Dockerfile': `FROM ${BASE_IMAGE}\nCOPY . /tests/\n` },
