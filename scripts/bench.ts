@@ -44,7 +44,7 @@ async function activation(belayVsix: string, runs: number): Promise<Figure> {
     const browser = await launchBrowser();
     try {
       const page = await browser.context.newPage();
-      await page.goto(host.url(workspace));
+      await page.goto(host.url(workspace), { timeout: 180_000 });
       await waitForWorkbench(page);
       const times = await runningExtensionTimes(page, ['Belay', 'empty', 'empty-api']);
       belay.push(times.Belay!);

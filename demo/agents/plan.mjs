@@ -14,6 +14,12 @@ export function plan(instruction, mode = process.env.DEMO_MODE ?? 'right') {
       { text: 'Checking what I wrote.', command: 'cat count.txt' },
     ];
   }
+  if (/lines\.txt/.test(instruction)) {
+    return [
+      { text: 'Counting the lines of poem.txt with wc -l.', command: 'wc -l < poem.txt | tr -d " " > lines.txt' },
+      { text: 'Writing the report where the task collects it.', command: 'mkdir -p /tmp/report && printf "%s\\n\\nCounted the lines of poem.txt with wc -l into lines.txt.\\n" "$REPORT_TITLE" > /tmp/report/summary.txt && cat /tmp/report/summary.txt' },
+    ];
+  }
   if (/hello\.txt/.test(instruction)) {
     const greeting = mode === 'wrong' ? 'Hello, moon!' : 'Hello, world!';
     return [

@@ -83,7 +83,8 @@ export async function runExtensionTests(
       ['extensionTestsPath', host.remoteUri(options.testsPath)],
       ...(options.enableProposedApi ? [['enableProposedApi', ''] as [string, string]] : []),
     ]);
-    await page.goto(url);
+    // A loaded machine (the suites run side by side) can take well past the default 30 s to serve the workbench.
+    await page.goto(url, { timeout: 180_000 });
     const timeoutMs = options.timeoutMs ?? 300_000;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<number>((_, reject) => {

@@ -27,8 +27,10 @@ export const usage = `Usage:
       answer, or it timed out). A URL elicitation is a confirm cue naming the host;
       the page opens in the browser only after the person agrees (http and https
       only). A form asking for a secret is refused: URL mode is for that. A 2026-07-28
-      server's InputRequiredResult is answered so and the call retried. Every other
-      message passes through unchanged.
+      server's InputRequiredResult is answered so and the call retried. In front of a
+      2025-11-25 client, its sampling and roots requests go to the client when it
+      declared them; Belay waits BELAY_MCP_START_TIMEOUT_SECONDS (60) for the
+      server's first answer. Every other message passes through unchanged.
 
 The mailbox is ~/.cue/cue.db (%USERPROFILE%\\.cue on Windows); CUE_HOME moves it.
 A cue gives up after 600 s (CUEME_TIMEOUT_SECONDS changes that); pause waits without limit.

@@ -11,11 +11,16 @@
 // JSON-RPC, MCP's stdio framing); requests Belay cannot answer (sampling, roots, schemas it
 // cannot show) go on to the client as they came. A 2025-11-25 client (it starts with `initialize`)
 // in front of a 2026-07-28 server (which refuses it) is bridged: Belay asks the server
-// `server/discover`, answers `initialize` from it, adds the `_meta` envelope to each request and
-// gives results back without `resultType` (the translations are in mcpModern.ts).
+// `server/discover` (bounded in time), answers `initialize` from it, adds the `_meta` envelope to
+// each request and gives results back without `resultType`; the input requests such a client
+// cannot see (sampling, roots, a form Belay cannot show) go to it as the 2025-11-25 requests they
+// were, when it declared the capability, and the call is retried with its answers (the
+// translations are in mcpModern.ts).
+import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import * as z from 'zod';
+import { UsageError } from '../shared/args.ts';
 import { errorMessage } from '../shared/errors.ts';
 import { startChild } from '../shared/process.ts';
 import { cueAndWait, join } from '../cues/core/hap.ts';
@@ -27,39 +32,84 @@ import { LineReader, MAX_LINE_CHARS, parseLine, RequestId, type Message } from '
 import { MailboxLink } from './mcpMailbox.ts';
 import {
   CLIENT_CAPABILITIES_KEY,
+  clientDeclares,
   DROPPED_CLIENT_NOTIFICATIONS,
   envelopeMeta,
+  ErrorCode,
   errorSummary,
   initializeFromDiscover,
+  INPUT_CAPABILITY,
   INPUT_REQUIRED_METHODS,
   InputRequiredResult,
   isModernRequest,
   legacyResult,
+  legacyServerRequest,
+  notSupportedError,
+  quoted,
   readDiscover,
+  readInputRequests,
+  readInputResponse,
   refusesInitialize,
+  retryParams,
   SERVER_INFO_KEY,
   withElicitation,
   withEnvelope,
+  withoutRetryChannel,
+  type InputRead,
 } from './mcpModern.ts';
 import { openUrl, secretField, secretRefusal, urlCue, urlElicitation } from './mcpUrl.ts';
 
 export { MAX_LINE_CHARS };
 /** Answers that do not fit the form are asked again this many times in all, then the elicitation is cancelled. */
 export const MAX_ATTEMPTS = 3;
-/** A 2026-07-28 call retried this many times with answers and still asking goes on to the client as it is. */
+/**
+ * A 2026-07-28 call retried this many times with answers and still asking goes on to the client as
+ * it is (a 2026-07-28 client), or ends with one error (a bridged 2025-11-25 client).
+ */
 export const MAX_ROUNDS = 8;
+/** How long a bridge waits for the server's answer to `initialize` (and `server/discover`) unless BELAY_MCP_START_TIMEOUT_SECONDS says otherwise. */
+export const START_TIMEOUT_MS = 60_000;
+
+/** The wait for a wrapped server's first answers: BELAY_MCP_START_TIMEOUT_SECONDS (decimals allowed) or 60 s. */
+export function startTimeoutMs(env: NodeJS.ProcessEnv): number {
+  const raw = env.BELAY_MCP_START_TIMEOUT_SECONDS?.trim();
+  if (!raw) return START_TIMEOUT_MS;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0) throw new UsageError(`BELAY_MCP_START_TIMEOUT_SECONDS must be a positive number of seconds, got ${JSON.stringify(raw.slice(0, 40))}`);
+  return Math.round(value * 1000);
+}
+
+/** A duration in an error line: "2 s", "0.5 s". */
+const seconds = (ms: number) => `${Number((ms / 1000).toFixed(3))} s`;
+
+/** The wrapped server's command line as an error line names it: the program's base name and its arguments, at most 200 characters. */
+export function commandLabel(command: readonly string[]): string {
+  const words = [path.basename(command[0] ?? ''), ...command.slice(1)].map((word) => word.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?'));
+  const text = words.map((word) => (word === '' || /[\s'"`]/.test(word) ? JSON.stringify(word) : word)).join(' ');
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}
 
 const InitializeParams = z.looseObject({
   protocolVersion: z.unknown().optional(),
   clientInfo: z.unknown().optional(),
   capabilities: z.looseObject({ elicitation: z.record(z.string(), z.unknown()).optional() }).optional(),
 });
-/** The id of the one `server/discover` Belay asks a server that refused `initialize`. */
-const DISCOVER_ID = 'belay-discover-1';
 const ServerInfo = z.looseObject({ name: z.string().optional(), title: z.string().optional() });
 const InitializeResult = z.looseObject({ serverInfo: ServerInfo.optional() });
 const ResultMeta = z.looseObject({ _meta: z.looseObject({ [SERVER_INFO_KEY]: ServerInfo.optional() }).optional() });
 const CancelledParams = z.looseObject({ requestId: RequestId });
+
+/** A 2026-07-28 call that may come back asking for input (see `calls` in runBridge). */
+interface Call {
+  id: RequestId;
+  method: string;
+  params: Record<string, unknown>;
+  rounds: number;
+  expecting: string;
+}
+
+/** Whether a result says it is an `InputRequiredResult`, whatever else it holds. */
+const isInputRequired = (result: unknown): boolean => typeof result === 'object' && result !== null && (result as { resultType?: unknown }).resultType === 'input_required';
 
 export interface ElicitResult {
   action: 'accept' | 'decline' | 'cancel';
@@ -124,7 +174,17 @@ async function askHuman(link: MailboxLink, form: ElicitationForm, options: { age
 export async function runBridge(command: [string, ...string[]], io: CliIO): Promise<number> {
   silenceSqliteExperimentalWarning();
   const timeoutMs = cueTimeoutForCommandLine(io.env);
+  const startTimeout = startTimeoutMs(io.env);
   const link = new MailboxLink(io.env);
+  /**
+   * What starts the ids of Belay's own requests (its discover and retries to the server, its
+   * input requests to the client): no id a client or server picks collides with them by chance,
+   * and neither side can guess one.
+   */
+  const belayId = `belay-${randomBytes(6).toString('hex')}`;
+  const discoverId = `${belayId}-discover`;
+  /** Set when Belay stopped the server itself (it did not answer in time): the exit code is 1, the line said. */
+  let stopped = false;
   let failure: string | undefined;
   const fail = (message: string) => {
     failure ??= message;
@@ -140,8 +200,11 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
 
   /** The client's requests the server has not answered yet, by JSON of their id. */
   const open = new Set<string>();
-  /** 2026-07-28 calls that may come back asking for input: the client's id and what it sent. */
-  const calls = new Map<string, { id: RequestId; method: string; params: Record<string, unknown>; rounds: number }>();
+  /**
+   * 2026-07-28 calls that may come back asking for input: the client's id and what it sent, and
+   * the JSON of the id whose answer is awaited (the client's own, then Belay's latest retry).
+   */
+  const calls = new Map<string, Call>();
   /** Belay's retries of those calls, by JSON of the retry's id: the call each belongs to. */
   const retries = new Map<string, string>();
   let retryCount = 0;
@@ -150,9 +213,18 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
    * The server's era, found out when the client starts with `initialize`: until the server has
    * answered it (or, having refused it, `server/discover`), Belay holds the client's other lines.
    */
-  let probing: { id: RequestId; version: unknown; capabilities: Record<string, unknown>; clientInfo: unknown; held: string[]; refusal?: unknown } | undefined;
-  /** Set when a 2025-11-25 client is bridged to a 2026-07-28 server: the `_meta` each of its requests gets. */
-  let bridged: { meta: Record<string, unknown> } | undefined;
+  let probing:
+    | { id: RequestId; version: unknown; capabilities: Record<string, unknown>; declared: Record<string, unknown>; clientInfo: unknown; held: string[]; refusal?: unknown; timer: NodeJS.Timeout }
+    | undefined;
+  /**
+   * Set when a 2025-11-25 client is bridged to a 2026-07-28 server: the `_meta` each of its
+   * requests gets, and the capabilities it declared itself (before Belay added elicitation).
+   */
+  let bridged: { meta: Record<string, unknown>; declared: Record<string, unknown> } | undefined;
+  /** Belay's own requests to a bridged client (input requests it passes on), by JSON of their id. */
+  const waiting = new Map<string, { answered: (message: Message) => void; gone: () => void }>();
+  let inputCount = 0;
+  let staleSaid = false;
   let firstMessage = true;
   const endInputWhenDone = () => {
     if (clientLeft && asking.size === 0 && open.size === 0) child.endInput();
@@ -222,9 +294,20 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
     }
   };
 
+  /** Sends a call's retry to the server: its params with `responses` and the `requestState` echoed. */
+  const retry = (clientKey: string, call: Call, responses: ReadonlyArray<readonly [string, unknown]>, requestState: string | undefined) => {
+    const retryId = `${belayId}-retry-${++retryCount}`;
+    const retryKey = JSON.stringify(retryId);
+    retries.set(retryKey, clientKey);
+    call.rounds++;
+    call.expecting = retryKey;
+    child.write(`${JSON.stringify({ jsonrpc: '2.0', id: retryId, method: call.method, params: retryParams(call.params, responses, requestState) })}\n`);
+  };
+
   /**
-   * A 2026-07-28 server's `InputRequiredResult` for the client's call `clientKey`: Belay answers
-   * its elicitations and retries the call; true when it took the result on (false: the client gets it).
+   * A 2026-07-28 server's `InputRequiredResult` for a 2026-07-28 client's call `clientKey`: Belay
+   * answers its elicitations and retries the call; true when it took the result on (false: the
+   * client gets it, and answers what Belay cannot: sampling, roots, a form Belay cannot show).
    */
   const answerInputs = (clientKey: string, result: InputRequiredResult): boolean => {
     const call = calls.get(clientKey);
@@ -240,23 +323,19 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
       finish(clientKey);
       return true;
     }
+    call.expecting = '';
     const cancelled = new AbortController();
     asking.set(clientKey, cancelled);
     void (async () => {
-      const inputResponses: Record<string, ElicitResult> = {};
+      const inputResponses: Array<[string, ElicitResult]> = [];
       try {
         for (const [key, how] of plans) {
           if (!('ask' in how)) continue;
           const answer = await how.ask(cancelled.signal);
           if (!answer) return finish(clientKey);
-          inputResponses[key] = answer;
+          inputResponses.push([key, answer]);
         }
-        const retryId = `belay-retry-${++retryCount}`;
-        retries.set(JSON.stringify(retryId), clientKey);
-        call.rounds++;
-        const params = { ...call.params, inputResponses, ...(result.requestState !== undefined ? { requestState: result.requestState } : {}) };
-        if (result.requestState === undefined) delete params.requestState;
-        child.write(`${JSON.stringify({ jsonrpc: '2.0', id: retryId, method: call.method, params })}\n`);
+        retry(clientKey, call, inputResponses, result.requestState);
       } catch (error) {
         say(`cannot ask through the cue mailbox (${errorMessage(error)})`);
         toClient(JSON.stringify({ jsonrpc: '2.0', id: call.id, error: { code: -32603, message: `belay mcp: the server asked for input and the cue mailbox cannot be used: ${errorMessage(error)}` } }));
@@ -269,14 +348,128 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
     return true;
   };
 
+  type ClientOutcome = { message: Message } | { timedOut: true } | { gone: true } | { aborted: true };
+  /**
+   * Asks a bridged client one input request as the 2025-11-25 server-to-client request it was,
+   * under an id of Belay's: its answer; or it did not come within the cue timeout, or the client
+   * closed its input, or `signal` ended the call first (the request is cancelled at the client).
+   */
+  const askClient = (input: InputRead, signal: AbortSignal): Promise<ClientOutcome> =>
+    new Promise((resolve) => {
+      if (signal.aborted) return resolve({ aborted: true });
+      if (clientLeft) return resolve({ gone: true });
+      const id = `${belayId}-input-${++inputCount}`;
+      const key = JSON.stringify(id);
+      const cancel = (reason: string) => toClient(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } }));
+      const end = (outcome: ClientOutcome) => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        waiting.delete(key);
+        resolve(outcome);
+      };
+      const onAbort = () => (cancel('the call it was asked for ended'), end({ aborted: true }));
+      const timer = setTimeout(() => (cancel(`no answer within ${seconds(timeoutMs)}`), end({ timedOut: true })), timeoutMs);
+      signal.addEventListener('abort', onAbort, { once: true });
+      waiting.set(key, { answered: (message) => end({ message }), gone: () => end({ gone: true }) });
+      toClient(JSON.stringify(legacyServerRequest(id, input)));
+    });
+
+  /**
+   * A 2026-07-28 server's `InputRequiredResult` for a bridged 2025-11-25 client's call: each input
+   * request goes to the person (an elicitation Belay can show: a cue, as for any client) or to the
+   * client as the 2025-11-25 request it was (sampling, roots, a form Belay cannot show), when the
+   * client declared the capability; all are answered, then the call is retried, round after round
+   * while the server asks, up to MAX_ROUNDS. Anything else ends the call with one error: an input
+   * request the client has no capability for (the 2025-11-25 spec's error, as the client would
+   * have given it), a flood or an oversized request, the client's error or silence.
+   */
+  const answerBridged = (clientKey: string, call: Call, result: unknown, declared: Record<string, unknown>): void => {
+    const label = `the MCP server ${serverLabel()}`;
+    // Until Belay retries, no answer is awaited for this call: another under its id is a forgery.
+    call.expecting = '';
+    const failCall = (why: string, error: { code: number; data?: unknown } = { code: ErrorCode.internal }) => {
+      say(why);
+      toClient(JSON.stringify({ jsonrpc: '2.0', id: call.id, error: { ...error, message: `belay mcp: ${why}` } }));
+      finish(clientKey);
+    };
+    if (call.rounds >= MAX_ROUNDS) return failCall(`${label} still asked for input after ${MAX_ROUNDS} retries of ${call.method} with answers; Belay stopped the call`);
+    const read = readInputRequests(result);
+    if ('problem' in read) return failCall(`${label} answered ${call.method} with an InputRequiredResult Belay cannot answer: ${read.problem}`);
+    const human: Array<{ input: InputRead; ask: (signal: AbortSignal) => Promise<ElicitResult | undefined> }> = [];
+    const client: InputRead[] = [];
+    for (const input of read.inputs) {
+      if (input.method === 'elicitation/create') {
+        const how = plan(input.params);
+        if ('refuse' in how) return failCall(how.refuse);
+        if ('ask' in how) {
+          human.push({ input, ask: how.ask });
+          continue;
+        }
+      }
+      if (!clientDeclares(declared, input.method)) {
+        const error = notSupportedError(input.method);
+        const what = input.method === 'elicitation/create' ? 'a form Belay cannot show as a cue' : input.method;
+        return failCall(`${label} asked for ${what} (input request ${quoted(input.key)}), and the client did not declare the ${INPUT_CAPABILITY[input.method]} capability: ${error.message}`, { code: error.code, data: error.data });
+      }
+      client.push(input);
+    }
+    if (human.length + client.length === 0) return retry(clientKey, call, [], read.requestState);
+
+    const ended = new AbortController();
+    asking.set(clientKey, ended);
+    let failure: { why: string; error?: { code: number } } | undefined;
+    const stop = (why: string, error?: { code: number }) => {
+      failure ??= { why, ...(error ? { error } : {}) };
+      ended.abort();
+    };
+    const responses = new Map<InputRead, unknown>();
+    const askPerson = async () => {
+      for (const { input, ask } of human) {
+        let answer: ElicitResult | undefined;
+        try {
+          answer = await ask(ended.signal);
+        } catch (error) {
+          return stop(`${label} asked for input and the cue mailbox cannot be used: ${errorMessage(error)}`);
+        }
+        if (!answer) return;
+        responses.set(input, answer);
+      }
+    };
+    const askTheClient = async (input: InputRead) => {
+      const outcome = await askClient(input, ended.signal);
+      const request = `${label}'s ${input.method} request ${quoted(input.key)}`;
+      if ('aborted' in outcome) return;
+      if ('timedOut' in outcome) return stop(`the client did not answer ${request} within ${seconds(timeoutMs)}; Belay cancelled it and the call`);
+      if ('gone' in outcome) return stop(`the client closed its input before answering ${request}`);
+      const { message } = outcome;
+      if (message.error !== undefined) {
+        const code = (message.error as { code?: unknown }).code;
+        return stop(`the client answered ${request} with the error ${errorSummary(message.error)}; the call was not retried`, { code: typeof code === 'number' ? code : ErrorCode.internal });
+      }
+      const response = readInputResponse(input.method, message.result);
+      if ('problem' in response) return stop(`the client's answer to ${request} cannot be passed on: ${response.problem}`);
+      responses.set(input, response.response);
+    };
+    void (async () => {
+      try {
+        await Promise.all([askPerson(), ...client.map(askTheClient)]);
+        if (failure) return failCall(failure.why, failure.error);
+        // The client cancelled its call: no answer is owed.
+        if (ended.signal.aborted) return finish(clientKey);
+        retry(clientKey, call, read.inputs.map((input) => [input.key, responses.get(input)] as const), read.requestState);
+      } finally {
+        asking.delete(clientKey);
+        endInputWhenDone();
+      }
+    })();
+  };
+
   /** A server's answer to a bridged client's request, as a 2025-11-25 client reads it; undefined: unchanged. */
   const forLegacyClient = (message: Message): string | undefined => {
     const legacy = legacyResult(message.result);
     if (legacy) return JSON.stringify({ ...message, result: legacy });
-    const asked = InputRequiredResult.safeParse(message.result);
-    if (!asked.success || message.id === undefined) return undefined;
-    const methods = [...new Set(Object.values(asked.data.inputRequests ?? {}).map((request) => request.method))].join(', ') || 'nothing named';
-    const why = `the MCP server ${serverLabel()} asked for input Belay does not answer (${methods.slice(0, 200)}), and a 2025-11-25 client cannot be asked it through the bridge`;
+    if (!isInputRequired(message.result) || message.id === undefined) return undefined;
+    const why = `the MCP server ${serverLabel()} answered a request that cannot ask for input (only ${[...INPUT_REQUIRED_METHODS].join(', ')} can) with an InputRequiredResult`;
     say(why);
     return JSON.stringify({ jsonrpc: '2.0', id: message.id, error: { code: -32603, message: `belay mcp: ${why}` } });
   };
@@ -284,6 +477,7 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
   /** The end of finding out the server's era: the held lines go on, as the client sent them. */
   const endProbe = () => {
     const held = probing?.held ?? [];
+    clearTimeout(probing?.timer);
     probing = undefined;
     for (const line of held) onClientLine(line);
   };
@@ -302,10 +496,10 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
         return false;
       }
       probing.refusal = message.error;
-      child.write(`${JSON.stringify({ jsonrpc: '2.0', id: DISCOVER_ID, method: 'server/discover', params: { _meta: envelopeMeta(probing.capabilities, probing.clientInfo) } })}\n`);
+      child.write(`${JSON.stringify({ jsonrpc: '2.0', id: discoverId, method: 'server/discover', params: { _meta: envelopeMeta(probing.capabilities, probing.clientInfo) } })}\n`);
       return true;
     }
-    if (id !== JSON.stringify(DISCOVER_ID) || probing.refusal === undefined) return false;
+    if (id !== JSON.stringify(discoverId) || probing.refusal === undefined) return false;
     const read =
       message.error !== undefined
         ? { problem: `it answered with the error ${errorSummary(message.error)}` }
@@ -318,12 +512,29 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
       toClient(JSON.stringify({ jsonrpc: '2.0', id: probing.id, error: { code: -32603, message: `belay mcp: ${why}` } }));
     } else {
       if (read.discovered.serverInfo) serverInfo = read.discovered.serverInfo;
-      bridged = { meta: envelopeMeta(probing.capabilities, probing.clientInfo) };
+      bridged = { meta: envelopeMeta(probing.capabilities, probing.clientInfo), declared: probing.declared };
       toClient(JSON.stringify({ jsonrpc: '2.0', id: probing.id, result: initializeFromDiscover(read.discovered, probing.version, path.basename(command[0])) }));
     }
     finish(initializeId!);
     endProbe();
     return true;
+  };
+
+  /**
+   * The server has not answered `initialize` (or, having refused it, `server/discover`) within
+   * the start timeout: the client's `initialize` gets one error naming the command and what was
+   * awaited, and the server is stopped; the client's held lines are dropped.
+   */
+  const probeTimedOut = () => {
+    if (!probing) return;
+    const what = probing.refusal === undefined ? 'initialize' : 'server/discover';
+    const why = `the MCP server \`${commandLabel(command)}\` did not answer ${what} within ${seconds(startTimeout)}; Belay stopped it`;
+    say(why);
+    toClient(JSON.stringify({ jsonrpc: '2.0', id: probing.id, error: { code: ErrorCode.internal, message: `belay mcp: ${why}` } }));
+    probing = undefined;
+    stopped = true;
+    child.endInput();
+    child.kill();
   };
 
   const fromServer = new LineReader(
@@ -333,12 +544,25 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
       if (message?.method === 'elicitation/create' && message.id !== undefined) return void elicit(message.id, message.params, line);
       if (message?.method === 'notifications/cancelled') {
         const params = CancelledParams.safeParse(message.params);
-        const ours = params.success ? asking.get(JSON.stringify(params.data.requestId)) : undefined;
+        const key = params.success ? JSON.stringify(params.data.requestId) : undefined;
+        // Only the server's own requests are its to cancel: a client's call it names is not.
+        const ours = key !== undefined && !calls.has(key) ? asking.get(key) : undefined;
         // The client never saw the request: the cancellation is Belay's to act on, not to pass on.
         if (ours) return ours.abort();
       }
       if (message && message.id !== undefined && message.method === undefined) {
         const id = JSON.stringify(message.id);
+        // A retry's answer is the answer to the client's own call, under the client's id.
+        const clientKey = retries.get(id) ?? id;
+        retries.delete(id);
+        const call = calls.get(clientKey);
+        // A second answer to a call already answered (under the client's id or an earlier retry's),
+        // or one to an id of Belay's it no longer awaits: nobody asked for it.
+        if ((call && call.expecting !== id) || (!call && typeof message.id === 'string' && message.id.startsWith(belayId))) {
+          if (!staleSaid) say(`the MCP server ${serverLabel()} answered a request it had already answered (id ${quoted(String(message.id))}); such answers are dropped`);
+          staleSaid = true;
+          return;
+        }
         if (id === initializeId) {
           const result = InitializeResult.safeParse(message.result);
           if (result.success && result.data.serverInfo) serverInfo = result.data.serverInfo;
@@ -346,12 +570,9 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
         const meta = ResultMeta.safeParse(message.result);
         const info = meta.success ? meta.data._meta?.[SERVER_INFO_KEY] : undefined;
         if (info) serverInfo = info;
-        // A retry's answer is the answer to the client's own call, under the client's id.
-        const clientKey = retries.get(id) ?? id;
-        retries.delete(id);
+        if (call && bridged && isInputRequired(message.result)) return answerBridged(clientKey, call, message.result, bridged.declared);
         const asked = InputRequiredResult.safeParse(message.result);
-        if (asked.success && answerInputs(clientKey, asked.data)) return;
-        const call = calls.get(clientKey);
+        if (!bridged && asked.success && answerInputs(clientKey, asked.data)) return;
         finish(clientKey);
         const answer = call && clientKey !== id ? { ...message, id: call.id } : undefined;
         const legacy = bridged ? forLegacyClient(answer ?? message) : undefined;
@@ -368,11 +589,18 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
     let message = parseLine(line);
     const first = firstMessage && message !== undefined;
     if (message) firstMessage = false;
+    if (message && message.method === undefined && message.id !== undefined) {
+      // The client's answer to an input request Belay passed on: Belay's, not the server's.
+      const ours = waiting.get(JSON.stringify(message.id));
+      if (ours) return ours.answered(message);
+      // A second answer to a request of Belay's, or one it withdrew: the server never asked it.
+      if (typeof message.id === 'string' && message.id.startsWith(belayId)) return;
+    }
     if (bridged && message?.method !== undefined) {
       // The stateless revision has no session: what only a session meant is not forwarded.
       if (message.id === undefined && DROPPED_CLIENT_NOTIFICATIONS.has(message.method)) return;
       if (message.id !== undefined) {
-        message = withEnvelope(message, bridged.meta);
+        message = withEnvelope(withoutRetryChannel(message), bridged.meta);
         line = JSON.stringify(message);
       }
     }
@@ -383,14 +611,24 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
       if (first) {
         const params = InitializeParams.safeParse((changed ?? message).params ?? {});
         const read = params.success ? params.data : {};
-        probing = { id: message.id, version: read.protocolVersion, capabilities: read.capabilities ?? {}, clientInfo: read.clientInfo, held: [] };
+        const declared = InitializeParams.safeParse(message.params ?? {});
+        probing = {
+          id: message.id,
+          version: read.protocolVersion,
+          capabilities: read.capabilities ?? {},
+          declared: (declared.success ? declared.data.capabilities : undefined) ?? {},
+          clientInfo: read.clientInfo,
+          held: [],
+          timer: setTimeout(probeTimedOut, startTimeout),
+        };
       }
       if (changed) return child.write(`${JSON.stringify(changed)}\n`);
     }
     if (message?.method !== undefined && message.id !== undefined && isModernRequest(message)) {
       const changed = withModernElicitation(message);
       if (INPUT_REQUIRED_METHODS.has(message.method)) {
-        calls.set(JSON.stringify(message.id), { id: message.id, method: message.method, params: changed.params as Record<string, unknown>, rounds: 0 });
+        const key = JSON.stringify(message.id);
+        calls.set(key, { id: message.id, method: message.method, params: changed.params as Record<string, unknown>, rounds: 0, expecting: key });
       }
       return child.write(`${JSON.stringify(changed)}\n`);
     }
@@ -422,6 +660,8 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
   let parentGone: ReturnType<typeof orphaned> | undefined;
   void Promise.race([clientGone(io.stdin, io.stdout), stop.promise.then(() => 'stopped' as const)]).then((how) => {
     clientLeft = true;
+    // What Belay asked the client can no longer be answered.
+    for (const pending of [...waiting.values()]) pending.gone();
     if (how === 'ended') {
       parentGone = orphaned();
       void parentGone.promise.then(() => child.kill());
@@ -432,6 +672,9 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
   });
 
   const end = await child.ended;
+  clearTimeout(probing?.timer);
+  // The server is gone: what Belay still asks for it (of the client, or as cues) is withdrawn.
+  for (const ended of [...asking.values()]) ended.abort();
   stop.dispose();
   parentGone?.dispose();
   io.stdin.off('data', onData);
@@ -445,6 +688,7 @@ export async function runBridge(command: [string, ...string[]], io: CliIO): Prom
     io.stderr.write(`belay mcp: ${failure}\n`);
     return 1;
   }
+  if (stopped) return 1;
   if (clientLeft) return 0;
   return end.exitCode ?? 1;
 }

@@ -360,3 +360,119 @@ export function legacyResult(result: unknown): Record<string, unknown> | undefin
   const { resultType, ...rest } = result as Record<string, unknown>;
   return resultType === 'complete' ? rest : undefined;
 }
+
+// ---- Input requests answered for a bridged 2025-11-25 client ----
+
+/** An InputRequiredResult asking more than this many things at once is refused: no server needs a flood of questions. */
+export const MAX_INPUT_REQUESTS = 16;
+/** An input request larger than this (as JSON) is not passed on: a sampling prompt, images and all, fits well within it. */
+export const MAX_INPUT_REQUEST_CHARS = 4 * 1024 * 1024;
+/** An input request's key longer than this is refused (keys are identifiers the server picks). */
+export const MAX_INPUT_KEY_CHARS = 256;
+
+/** The input requests the spec allows, and the client capability each needs. */
+export const INPUT_CAPABILITY: Readonly<Record<string, 'elicitation' | 'sampling' | 'roots'>> = {
+  'elicitation/create': 'elicitation',
+  'sampling/createMessage': 'sampling',
+  'roots/list': 'roots',
+};
+
+export interface InputRead {
+  key: string;
+  method: string;
+  params?: unknown;
+}
+
+/** A key or method as it may appear in an error line: at most 80 characters, no control characters. */
+export function quoted(text: string): string {
+  const clean = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
+  return JSON.stringify(clean.length > 80 ? `${clean.slice(0, 80)}…` : clean);
+}
+
+/**
+ * An InputRequiredResult as the bridge answers it: its input requests in order (keys as the server
+ * wrote them, `__proto__` included) and its `requestState`; or the one line saying why it cannot
+ * be answered (a flood, an oversized or unknown request, a result asking nothing).
+ */
+export function readInputRequests(result: unknown): { inputs: InputRead[]; requestState?: string } | { problem: string } {
+  if (typeof result !== 'object' || result === null || Array.isArray(result)) return { problem: 'its result is not an object' };
+  const { inputRequests, requestState } = result as { inputRequests?: unknown; requestState?: unknown };
+  if (requestState !== undefined && typeof requestState !== 'string') return { problem: 'its requestState is not a string' };
+  if (inputRequests !== undefined && (typeof inputRequests !== 'object' || inputRequests === null || Array.isArray(inputRequests))) return { problem: 'its inputRequests is not an object' };
+  const entries = Object.entries((inputRequests ?? {}) as Record<string, unknown>);
+  if (entries.length === 0 && requestState === undefined) return { problem: 'it asked for input and named nothing (neither inputRequests nor requestState)' };
+  if (entries.length > MAX_INPUT_REQUESTS) return { problem: `it asked ${entries.length} things at once; at most ${MAX_INPUT_REQUESTS} are answered` };
+  const inputs: InputRead[] = [];
+  for (const [key, request] of entries) {
+    if (key.length === 0 || key.length > MAX_INPUT_KEY_CHARS) return { problem: `an input request's key is ${key.length} characters; 1 to ${MAX_INPUT_KEY_CHARS} are read` };
+    const read = InputRequest.safeParse(request);
+    if (!read.success) return { problem: `its input request ${quoted(key)} is no request (an object naming its method)` };
+    if (!Object.hasOwn(INPUT_CAPABILITY, read.data.method)) return { problem: `its input request ${quoted(key)} is ${quoted(read.data.method)}, none of ${Object.keys(INPUT_CAPABILITY).join(', ')}` };
+    const size = JSON.stringify(request).length;
+    if (size > MAX_INPUT_REQUEST_CHARS) return { problem: `its ${read.data.method} input request ${quoted(key)} is ${size} characters of JSON; at most ${MAX_INPUT_REQUEST_CHARS} are passed on` };
+    inputs.push({ key, method: read.data.method, ...(read.data.params !== undefined ? { params: read.data.params } : {}) });
+  }
+  return { inputs, ...(requestState !== undefined ? { requestState } : {}) };
+}
+
+/** Whether a 2025-11-25 client's `initialize` capabilities declare what `method` needs. */
+export function clientDeclares(capabilities: Record<string, unknown>, method: string): boolean {
+  const needed = INPUT_CAPABILITY[method];
+  if (!needed) return false;
+  const read = ClientCapabilities.safeParse(capabilities);
+  if (!read.success) return false;
+  if (needed === 'elicitation') return supportsFormElicitation(read.data);
+  return read.data[needed] !== undefined;
+}
+
+/**
+ * The 2025-11-25 spec's answer of a client to a server request it declared no capability for
+ * (client/roots: "Client does not support roots: -32601"), which the bridge gives on the client's
+ * behalf instead of asking it.
+ */
+export function notSupportedError(method: string): RpcError {
+  const needed = INPUT_CAPABILITY[method] ?? method;
+  const name = `${needed.charAt(0).toUpperCase()}${needed.slice(1)}`;
+  return { code: ErrorCode.methodNotFound, message: `${name} not supported`, data: { reason: `Client does not have ${needed} capability` } };
+}
+
+/** An input request as the 2025-11-25 server-to-client request it was, under `id` (Belay's own). */
+export function legacyServerRequest(id: RequestId, input: InputRead): { jsonrpc: '2.0'; id: RequestId; method: string; params?: unknown } {
+  return { jsonrpc: '2.0', id, method: input.method, ...(input.params !== undefined ? { params: input.params } : {}) };
+}
+
+const Content = z.looseObject({ type: z.string() });
+const CreateMessageResult = z.looseObject({ role: z.enum(['user', 'assistant']), content: z.union([Content, z.array(Content)]), model: z.string() });
+const ListRootsResult = z.looseObject({ roots: z.array(z.looseObject({ uri: z.string().startsWith('file://') })) });
+
+/** The client's result for an input request, checked against the result type the spec names for it. */
+export function readInputResponse(method: string, result: unknown): { response: Record<string, unknown> } | { problem: string } {
+  const schema = method === 'sampling/createMessage' ? CreateMessageResult : method === 'roots/list' ? ListRootsResult : ElicitResult;
+  const read = schema.safeParse(result);
+  if (read.success) return { response: read.data as Record<string, unknown> };
+  const issue = read.error.issues[0];
+  return { problem: `its result's ${issue?.path.length ? issue.path.join('.') : 'shape'} is malformed: ${issue?.message ?? 'unreadable'}` };
+}
+
+/**
+ * A call's params for its retry: the call as the client sent it, with `inputResponses` (in the
+ * order asked; keys kept as the server wrote them) and the `requestState` echoed exactly, or none
+ * when the server gave none (the spec's client requirements).
+ */
+export function retryParams(params: Record<string, unknown>, responses: ReadonlyArray<readonly [string, unknown]>, requestState: string | undefined): Record<string, unknown> {
+  const { inputResponses: _responses, requestState: _state, ...rest } = params;
+  return { ...rest, inputResponses: Object.fromEntries(responses), ...(requestState !== undefined ? { requestState } : {}) };
+}
+
+/**
+ * A bridged 2025-11-25 client's request without `inputResponses` and `requestState` in its params:
+ * that revision has no such fields, and the retry channel is Belay's (the client must not answer
+ * for the person, nor hand the server a state it never issued).
+ */
+export function withoutRetryChannel<T extends { params?: unknown }>(message: T): T {
+  const params = message.params;
+  if (typeof params !== 'object' || params === null || Array.isArray(params)) return message;
+  if (!Object.hasOwn(params, 'inputResponses') && !Object.hasOwn(params, 'requestState')) return message;
+  const { inputResponses: _responses, requestState: _state, ...rest } = params as Record<string, unknown>;
+  return { ...message, params: rest };
+}

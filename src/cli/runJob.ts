@@ -283,7 +283,9 @@ export function jobTable(job: JobRecord, cwd: string): string {
     s.mean_duration_sec === null ? '-' : `${s.mean_duration_sec.toFixed(1)}s`,
     s.llm ? `$${s.llm.cost_usd.toFixed(4)}` : '-',
   ];
-  const rows = [['task', 'passed', 'pass@1', `pass@${k}`, 'reward', 'time', 'cost'], ...job.tasks.map((t) => row(labels.get(t.key) ?? t.name, t)), row('(job)', job.totals)];
+  const full = [['task', 'passed', 'pass@1', `pass@${k}`, 'reward', 'time', 'cost'], ...job.tasks.map((t) => row(labels.get(t.key) ?? t.name, t)), row('(job)', job.totals)];
+  // With one attempt pass@k is pass@1: one column, not the same one twice.
+  const rows = k === 1 ? full.map((r) => r.filter((_, i) => i !== 3)) : full;
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   const lines = rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd());
   lines.splice(1, 0, widths.map((w) => '-'.repeat(w)).join('  '));

@@ -78,12 +78,12 @@ suite('Belay runner', () => {
 
   test('lists the demo tasks in the Tasks view and Test Explorer, with one run profile per agent', async () => {
     const names = runner.service.tasks.map((t) => t.name);
-    assert.deepEqual(names, ['count-words', 'hello-world']);
+    assert.deepEqual(names, ['count-words', 'hello-world', 'line-report']);
     const roots = await runner.tree.getChildren();
-    assert.deepEqual(roots.map((n) => (n.kind === 'task' ? n.task.name : n.kind)), ['count-words', 'hello-world']);
+    assert.deepEqual(roots.map((n) => (n.kind === 'task' ? n.task.name : n.kind)), ['count-words', 'hello-world', 'line-report']);
     const items: string[] = [];
     runner.tests.controller.items.forEach((item) => items.push(item.label));
-    assert.deepEqual(items.sort(), ['count-words', 'hello-world']);
+    assert.deepEqual(items.sort(), ['count-words', 'hello-world', 'line-report']);
     const agents = runner.service.agents.map((a) => a.name);
     assert.ok(agents.includes(SDK1) && agents.includes('Demo SDK 2.0 agent'), `agents: ${agents.join(', ')}`);
     assert.deepEqual(runner.tests.profiles.map((p) => p.label), agents);
@@ -193,11 +193,17 @@ suite('Belay runner', () => {
       await runner.tests.run(new vscode.TestRunRequest(undefined, undefined, profile), cancel.token, profile.label);
       cancel.dispose();
       watch.dispose();
-      assert.equal(most, 2, 'both tasks ran at once (belay.runner.concurrency is 2 by default)');
-      // Each task, and hello-world's ctrf test as its child.
+      assert.equal(most, 2, 'two tasks ran at once (belay.runner.concurrency is 2 by default)');
+      // Each task, and the ctrf tests of hello-world and line-report (verified in an environment of its own) as their children.
       assert.deepEqual(
         reports.map((r) => [path.basename(r.id), r.state]).sort(),
-        [['count-words', 'passed'], ['hello-world#ctrf:hello.txt holds the greeting', 'passed'], ['hello-world', 'passed']],
+        [
+          ['count-words', 'passed'],
+          ['hello-world#ctrf:hello.txt holds the greeting', 'passed'],
+          ['hello-world', 'passed'],
+          ['line-report#ctrf:lines.txt holds the line count', 'passed'],
+          ['line-report', 'passed'],
+        ],
         JSON.stringify(reports),
       );
     } finally {

@@ -1,11 +1,13 @@
 // The executor as the tests start it: the built belay-exec (dist/native/), spawned directly as the
 // local backend does, and what the tests read of processes from /proc.
 import { readFileSync } from 'node:fs';
+import { after, before } from 'node:test';
 import { executorBinary } from '../../src/shared/executor/binary.ts';
 import { startExecutor, type ChannelExecutor } from '../../src/shared/executor/client.ts';
 import type { ChildEnd } from '../../src/shared/process.ts';
 import type { ExecutorCommand } from '../../src/shared/executor/contract.ts';
 import { alive } from './processes.ts';
+import { tempDir, type TempDir } from './temp.ts';
 
 export const PATH_ENV = { PATH: '/usr/local/bin:/usr/bin:/bin' };
 
@@ -13,6 +15,33 @@ export const PATH_ENV = { PATH: '/usr/local/bin:/usr/bin:/bin' };
 export function localExecutor(prefix: readonly string[] = [], binary = executorBinary()): Promise<ChannelExecutor> {
   const argv: [string, ...string[]] = prefix.length > 0 ? [prefix[0]!, ...prefix.slice(1), binary] : [binary];
   return startExecutor({ argv, cwd: '/', env: PATH_ENV });
+}
+
+/**
+ * One executor and one temporary folder for a whole test file: started before its first test,
+ * closed and removed after its last. Read them through the returned object once tests run.
+ */
+export function executorForFile(tempPrefix: string): { readonly executor: ChannelExecutor; readonly temp: TempDir } {
+  let executor: ChannelExecutor | undefined;
+  let temp: TempDir | undefined;
+  before(async () => {
+    executor = await localExecutor();
+    temp = tempDir(tempPrefix);
+  });
+  after(async () => {
+    await executor?.close();
+    temp?.remove();
+  });
+  return {
+    get executor() {
+      if (!executor) throw new Error('the executor is started before the first test');
+      return executor;
+    },
+    get temp() {
+      if (!temp) throw new Error('the temporary folder is made before the first test');
+      return temp;
+    },
+  };
 }
 
 export interface Ran extends ChildEnd {

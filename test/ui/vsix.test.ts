@@ -66,7 +66,7 @@ describe('the .vsix installed into a separate VS Code', () => {
 
   test('shows the Belay container with its three views, the Cues panel rendered', async () => {
     const page = await browser.context.newPage();
-    await page.goto(host.url(path.join(repoRoot, 'demo')));
+    await page.goto(host.url(path.join(repoRoot, 'demo')), { timeout: 180_000 });
     await waitForWorkbench(page);
     await openBelayContainer(page);
     const headers = page.locator('.sidebar .pane-header h3.title');

@@ -269,24 +269,18 @@ class Client implements ChannelExecutor {
         return;
       }
       case FrameType.connected: {
-        const pending = this.connects.get(id);
+        const pending = takePending(this.connects, id);
         if (!pending) return;
-        this.connects.delete(id);
         this.streams.set(id, pending.stream);
         pending.resolve(pending.stream);
         return;
       }
-      case FrameType.connectFailed: {
-        const pending = this.connects.get(id);
-        if (!pending) return;
-        this.connects.delete(id);
-        pending.reject(new Error(oneLine(payload)));
+      case FrameType.connectFailed:
+        takePending(this.connects, id)?.reject(new Error(oneLine(payload)));
         return;
-      }
       case FrameType.listening: {
-        const pending = this.listens.get(id);
+        const pending = takePending(this.listens, id);
         if (!pending) return;
-        this.listens.delete(id);
         this.listeners.set(id, pending.onConnection);
         const port = payload.length === 2 ? payload.readUInt16BE(0) : 0;
         pending.resolve({
@@ -297,13 +291,9 @@ class Client implements ChannelExecutor {
         });
         return;
       }
-      case FrameType.listenFailed: {
-        const pending = this.listens.get(id);
-        if (!pending) return;
-        this.listens.delete(id);
-        pending.reject(new Error(oneLine(payload)));
+      case FrameType.listenFailed:
+        takePending(this.listens, id)?.reject(new Error(oneLine(payload)));
         return;
-      }
       case FrameType.accepted: {
         const onConnection = payload.length === 4 ? this.listeners.get(payload.readUInt32BE(0)) : undefined;
         if (id < ACCEPTED_BASE) return;
@@ -592,4 +582,11 @@ class ChannelStream extends Duplex {
     this.push(null);
     this.flush();
   }
+}
+
+/** Takes the request waiting under `id` out of its table (a frame for an unknown id is ignored). */
+function takePending<T>(table: Map<number, T>, id: number): T | undefined {
+  const pending = table.get(id);
+  if (pending !== undefined) table.delete(id);
+  return pending;
 }

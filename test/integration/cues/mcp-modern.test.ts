@@ -310,7 +310,7 @@ describe('belay mcp --wrap with a 2026-07-28 server', () => {
       const seen = got(result);
       assert.deepEqual(seen.inputResponses, { github_login: { action: 'accept', content: { name: 'octocat' } } });
       assert.equal(seen.stateEchoed, true);
-      assert.match(String(seen.id), /^belay-retry-\d+$/, 'the server saw Belay\'s retry');
+      assert.match(String(seen.id), /^belay-[0-9a-f]{12}-retry-\d+$/, 'the server saw Belay\'s retry');
       assert.deepEqual(seen.capabilities, { elicitation: { form: {}, url: {} } }, 'the server was told both modes are supported');
       assert.ok(!peer.messages.some((m) => (m.result as { resultType?: string } | undefined)?.resultType === 'input_required'), 'the client never saw the InputRequiredResult');
 

@@ -10,30 +10,19 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import * as path from 'node:path';
 import type { Duplex } from 'node:stream';
-import { after, before, describe, test } from 'node:test';
-import type { ChannelExecutor } from '../../../src/shared/executor/client.ts';
+import { describe, test } from 'node:test';
 import { executorBinary } from '../../../src/shared/executor/binary.ts';
 import { DATA_CHUNK, encodeExit, encodeFrame, encodeSpawn, FrameDecoder, FrameType, WINDOW_INITIAL } from '../../../src/shared/executor/wire.ts';
 import { ensureBuilt } from '../../support/build.ts';
-import { alive, gone, localExecutor, PATH_ENV, pids, rssKib, run } from '../../support/executor.ts';
+import { alive, executorForFile, gone, localExecutor, PATH_ENV, pids, rssKib, run } from '../../support/executor.ts';
 import { descendants, processesWith } from '../../support/processes.ts';
-import { tempDir, type TempDir } from '../../support/temp.ts';
 
 ensureBuilt();
 
 /** What the executor may hold at most, whatever flows through it (its buffers are about 1.3 MiB). */
 const EXECUTOR_RSS_BOUND_KIB = 16 * 1024;
 
-let executor: ChannelExecutor;
-let temp: TempDir;
-before(async () => {
-  executor = await localExecutor();
-  temp = tempDir('belay-executor-hostile-');
-});
-after(async () => {
-  await executor.close();
-  temp.remove();
-});
+const shared = executorForFile('belay-executor-hostile-');
 
 function waitFor(check: () => boolean): Promise<void> {
   return new Promise((resolve) => {
@@ -45,10 +34,10 @@ function waitFor(check: () => boolean): Promise<void> {
 describe('descendants and shepherds', () => {
   test('a command that kills its shepherd: it ends as killed, its group dies, what left the group dies at kill-all', async () => {
     let out = '';
-    const child = executor.spawn({
+    const child = shared.executor.spawn({
       // The FIFO makes the shell wait until the child has left the group before it kills the shepherd.
       argv: ['/bin/sh', '-c', "mkfifo left; setsid sh -c 'echo $$ > left; exec sleep 300' & read escaped < left; echo $escaped; sleep 300 & echo $!; echo $$; kill -9 $PPID; sleep 300"],
-      cwd: temp.dir,
+      cwd: shared.temp.dir,
       env: PATH_ENV,
       stdin: 'ignore',
       onStdout: (t) => (out += t),
@@ -59,13 +48,13 @@ describe('descendants and shepherds', () => {
     assert.ok(await gone(inGroup), 'the group member still runs');
     assert.ok(await gone(shell), 'the shell still runs');
     assert.equal(alive(escaped), true, 'setsid child should still run before kill-all (nothing else can reach it)');
-    await executor.killAll();
+    await shared.executor.killAll();
     assert.equal(alive(escaped), false);
   });
 
   test('a command that stops its shepherd is still killed with its tree', async () => {
     let out = '';
-    const child = executor.spawn({
+    const child = shared.executor.spawn({
       argv: ['/bin/sh', '-c', 'kill -STOP $PPID; setsid sleep 300 & echo $!; exec sleep 300'],
       cwd: '/',
       env: PATH_ENV,
@@ -82,14 +71,14 @@ describe('descendants and shepherds', () => {
   test('a command forking setsid children in a loop: the timeout ends every one of them', async () => {
     // A sleep of a length no other test uses marks this command's processes in /proc.
     const token = `sleep ${3000 + (process.pid % 997)}`;
-    const ran = await run(executor, { argv: ['/bin/sh', '-c', `while :; do setsid ${token} & done`], cwd: '/', env: PATH_ENV, stdin: 'ignore', timeoutMs: 300 });
+    const ran = await run(shared.executor, { argv: ['/bin/sh', '-c', `while :; do setsid ${token} & done`], cwd: '/', env: PATH_ENV, stdin: 'ignore', timeoutMs: 300 });
     assert.equal(ran.signal, 'SIGKILL');
     assert.deepEqual(processesWith(token), []);
   });
 
   test('a command blocked opening a FIFO is killed by its timeout', async () => {
-    const fifo = path.join(temp.dir, 'fifo');
-    const ran = await run(executor, { argv: ['/bin/sh', '-c', `mkfifo ${fifo}; echo $$; exec cat ${fifo}`], cwd: temp.dir, env: PATH_ENV, timeoutMs: 300 });
+    const fifo = path.join(shared.temp.dir, 'fifo');
+    const ran = await run(shared.executor, { argv: ['/bin/sh', '-c', `mkfifo ${fifo}; echo $$; exec cat ${fifo}`], cwd: shared.temp.dir, env: PATH_ENV, timeoutMs: 300 });
     assert.equal(ran.signal, 'SIGKILL');
     assert.equal(alive(pids(ran.stdout)[0]!), false);
   });
@@ -103,7 +92,7 @@ describe('floods', () => {
     let nextSample = 0;
     let executorPeak = 0;
     let ownPeak = 0;
-    const end = await executor.spawn({
+    const end = await shared.executor.spawn({
       argv: ['/bin/sh', '-c', `yes | head -c ${total}`],
       cwd: '/',
       env: PATH_ENV,
@@ -112,7 +101,7 @@ describe('floods', () => {
         received += chunk.length;
         if (received >= nextSample) {
           nextSample += 32 * 1024 * 1024;
-          executorPeak = Math.max(executorPeak, rssKib(executor.pid));
+          executorPeak = Math.max(executorPeak, rssKib(shared.executor.pid));
           ownPeak = Math.max(ownPeak, process.memoryUsage().rss);
         }
       },
@@ -126,7 +115,7 @@ describe('floods', () => {
   test('a slow reader on this side: output waits in the command, not in the executor', async () => {
     let received = 0;
     let executorPeak = 0;
-    const child = executor.spawn({
+    const child = shared.executor.spawn({
       argv: ['/bin/sh', '-c', 'yes | head -c 67108864'],
       cwd: '/',
       env: PATH_ENV,
@@ -138,7 +127,7 @@ describe('floods', () => {
         while (performance.now() < until) {
           // busy
         }
-        executorPeak = Math.max(executorPeak, rssKib(executor.pid));
+        executorPeak = Math.max(executorPeak, rssKib(shared.executor.pid));
       },
     });
     assert.equal((await child.ended).exitCode, 0);
@@ -147,15 +136,15 @@ describe('floods', () => {
   });
 
   test('a command that never reads a flooded stdin: the executor holds at most a window', async () => {
-    const child = executor.spawn({ argv: ['/bin/sleep', '300'], cwd: '/', env: {} });
+    const child = shared.executor.spawn({ argv: ['/bin/sleep', '300'], cwd: '/', env: {} });
     // Bytes the executor has read (its channel included), from /proc/<pid>/io.
-    const readByExecutor = () => Number(/rchar: (\d+)/.exec(readFileSync(`/proc/${executor.pid}/io`, 'utf8'))![1]);
+    const readByExecutor = () => Number(/rchar: (\d+)/.exec(readFileSync(`/proc/${shared.executor.pid}/io`, 'utf8'))![1]);
     const before = readByExecutor();
     const mib = 'x'.repeat(1024 * 1024);
     for (let i = 0; i < 64; i++) child.write(mib);
     // Once the executor has read a whole window of it from the channel, it holds the most it will.
     await waitFor(() => readByExecutor() - before >= WINDOW_INITIAL);
-    const held = rssKib(executor.pid);
+    const held = rssKib(shared.executor.pid);
     assert.ok(held < EXECUTOR_RSS_BOUND_KIB, `executor RSS ${held} KiB with 64 MiB offered`);
     child.kill();
     assert.equal((await child.ended).signal, 'SIGKILL');
@@ -184,7 +173,7 @@ describe('floods', () => {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
-      const stream = await executor.connect((server.address() as AddressInfo).port);
+      const stream = await shared.executor.connect((server.address() as AddressInfo).port);
       stream.pause();
       // Held back: the server has waited for 'drain' through 30 checks in a row with nothing more sent.
       let still = 0;
@@ -199,7 +188,7 @@ describe('floods', () => {
       assert.ok(sentWhenBlocked < 64 * 1024 * 1024, `${sentWhenBlocked} bytes were taken from the server`);
       // At most a window beyond what the stream's own high-water mark asked for.
       assert.ok(stream.readableLength <= WINDOW_INITIAL + stream.readableHighWaterMark + DATA_CHUNK, `${stream.readableLength} bytes buffered in the stream`);
-      assert.ok(rssKib(executor.pid) < EXECUTOR_RSS_BOUND_KIB);
+      assert.ok(rssKib(shared.executor.pid) < EXECUTOR_RSS_BOUND_KIB);
       // Reading again lets the server go on.
       let got = 0;
       stream.on('data', (c: Buffer) => (got += c.length));
@@ -216,7 +205,7 @@ describe('floods', () => {
   test('connections under floods: 8 echoes of 4 MiB each through connect, and through listen at once', async () => {
     const echo = createServer((socket) => socket.pipe(socket));
     await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
-    const listener = await executor.listen(0, (stream) => stream.pipe(stream));
+    const listener = await shared.executor.listen(0, (stream) => stream.pipe(stream));
     try {
       const payload = Buffer.alloc(4 * 1024 * 1024);
       for (let i = 0; i < payload.length; i++) payload[i] = (i * 31 + (i >> 12)) & 0xff;
@@ -232,10 +221,10 @@ describe('floods', () => {
         await done;
         return createHash('sha256').update(Buffer.concat(chunks)).digest('hex');
       };
-      const viaConnect = Array.from({ length: 8 }, async () => through(await executor.connect((echo.address() as AddressInfo).port)));
+      const viaConnect = Array.from({ length: 8 }, async () => through(await shared.executor.connect((echo.address() as AddressInfo).port)));
       // Clients inside connect to the listener: the bytes come here and go back.
       const clients = Array.from({ length: 8 }, () =>
-        run(executor, {
+        run(shared.executor, {
           argv: [
             process.execPath,
             '-e',
@@ -247,7 +236,7 @@ describe('floods', () => {
       );
       for (const hash of await Promise.all(viaConnect)) assert.equal(hash, want);
       for (const ran of await Promise.all(clients)) assert.equal(ran.stdout.trim(), want, `${ran.stderr}${ran.spawnError ? ` (${ran.spawnError.message})` : ''} exit ${ran.exitCode} ${ran.signal ?? ''}`);
-      assert.ok(rssKib(executor.pid) < EXECUTOR_RSS_BOUND_KIB);
+      assert.ok(rssKib(shared.executor.pid) < EXECUTOR_RSS_BOUND_KIB);
     } finally {
       await listener.close();
       echo.close();
@@ -255,12 +244,12 @@ describe('floods', () => {
   });
 
   test('a burst of 500 connections to a listener: each is accepted and answered', async () => {
-    const listener = await executor.listen(0, (stream) => {
+    const listener = await shared.executor.listen(0, (stream) => {
       stream.on('error', () => undefined);
       stream.end('hello');
     });
     try {
-      const ran = await run(executor, {
+      const ran = await run(shared.executor, {
         argv: [
           process.execPath,
           '-e',
@@ -277,7 +266,7 @@ describe('floods', () => {
   });
 
   test('a burst of 3,000 commands (three times the most that run at once): every one runs in turn and ends, nothing is left', async () => {
-    const children = Array.from({ length: 3_000 }, (_, i) => executor.spawn({ argv: ['/bin/sh', '-c', `exit ${i % 7}`], cwd: '/', env: {}, stdin: i % 2 ? 'ignore' : 'pipe' }));
+    const children = Array.from({ length: 3_000 }, (_, i) => shared.executor.spawn({ argv: ['/bin/sh', '-c', `exit ${i % 7}`], cwd: '/', env: {}, stdin: i % 2 ? 'ignore' : 'pipe' }));
     for (const child of children) child.endInput();
     const ends = await Promise.all(children.map((c) => c.ended));
     assert.deepEqual(
@@ -286,7 +275,7 @@ describe('floods', () => {
     );
     assert.ok(ends.every((e) => e.spawnError === undefined));
     // Pids are handed out again quickly on a busy machine: what is left is what the executor still holds.
-    assert.deepEqual(descendants(executor.pid), []);
+    assert.deepEqual(descendants(shared.executor.pid), []);
   });
 });
 
@@ -294,11 +283,11 @@ describe('forgeries', () => {
   test('frame-like bytes on stdout and stderr are only output', async () => {
     // What a command would write to pass as the executor: an exit report and a kill-all answer.
     const forged = Buffer.concat([encodeFrame(FrameType.exit, 1, encodeExit({ exitCode: 0, signalNumber: null, timedOut: false })), encodeFrame(FrameType.killAllDone, 1), encodeFrame(FrameType.ready, 0, Buffer.alloc(8))]);
-    const file = path.join(temp.dir, 'forged');
+    const file = path.join(shared.temp.dir, 'forged');
     writeFileSync(file, forged);
-    const ran = await run(executor, { argv: ['/bin/sh', '-c', `cat ${file}; cat ${file} >&2; exit 7`], cwd: '/', env: PATH_ENV });
+    const ran = await run(shared.executor, { argv: ['/bin/sh', '-c', `cat ${file}; cat ${file} >&2; exit 7`], cwd: '/', env: PATH_ENV });
     assert.deepEqual([ran.exitCode, ran.stdout, ran.stderr], [7, forged.toString('utf8'), forged.toString('utf8')]);
-    assert.equal((await run(executor, { argv: ['/bin/echo', 'still here'], cwd: '/', env: {} })).stdout, 'still here\n');
+    assert.equal((await run(shared.executor, { argv: ['/bin/echo', 'still here'], cwd: '/', env: {} })).stdout, 'still here\n');
   });
 
   test("a command cannot reach the executor's fds through /proc (not dumpable), as the executor's own user", async () => {
@@ -367,7 +356,7 @@ describe('the channel killed mid-command', () => {
     const { startExecutor } = await import('../../../src/shared/executor/client.ts');
     const own = await startExecutor({ argv: [executorBinary()], cwd: '/', env: {} }, { closeTimeoutMs: 300 });
     // The pids go to a file: once the executor is stopped, no output comes through it.
-    const file = path.join(temp.dir, 'stopper-pids');
+    const file = path.join(shared.temp.dir, 'stopper-pids');
     const child = own.spawn({ argv: ['/bin/sh', '-c', `sleep 300 & echo $! $$ > ${file}; kill -STOP ${own.pid}; wait`], cwd: '/', env: PATH_ENV, stdin: 'ignore' });
     await waitFor(() => /\) T /.test(readFileSync(`/proc/${own.pid}/stat`, 'utf8')));
     const started = pids(readFileSync(file, 'utf8'));

@@ -8,24 +8,14 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import type { Duplex } from 'node:stream';
-import { after, before, describe, test } from 'node:test';
-import type { ChannelExecutor, ExecutorEnd } from '../../../src/shared/executor/client.ts';
+import { describe, test } from 'node:test';
+import type { ExecutorEnd } from '../../../src/shared/executor/client.ts';
 import { ensureBuilt } from '../../support/build.ts';
-import { alive, localExecutor, PATH_ENV, pids, run } from '../../support/executor.ts';
-import { tempDir, type TempDir } from '../../support/temp.ts';
+import { alive, executorForFile, localExecutor, PATH_ENV, pids, run } from '../../support/executor.ts';
 
 ensureBuilt();
 
-let executor: ChannelExecutor;
-let temp: TempDir;
-before(async () => {
-  executor = await localExecutor();
-  temp = tempDir('belay-executor-');
-});
-after(async () => {
-  await executor.close();
-  temp.remove();
-});
+const shared = executorForFile('belay-executor-');
 
 /** Reads a stream to its end. */
 function readAll(stream: Duplex): Promise<Buffer> {
@@ -39,36 +29,36 @@ function readAll(stream: Duplex): Promise<Buffer> {
 
 describe('one command', () => {
   test('gets exactly its argv, environment and working folder', async () => {
-    const ran = await run(executor, {
+    const ran = await run(shared.executor, {
       argv: ['/bin/sh', '-c', 'printf "%s|" "$@"; pwd; env | sort', 'sh', 'two words', '', 'ünï'],
-      cwd: temp.dir,
+      cwd: shared.temp.dir,
       env: { ...PATH_ENV, ONLY: 'this', EMPTY: '' },
     });
     assert.equal(ran.exitCode, 0);
     const lines = ran.stdout.split('\n');
-    assert.equal(lines[0], `two words||ünï|${temp.dir}`);
+    assert.equal(lines[0], `two words||ünï|${shared.temp.dir}`);
     // Nothing of the executor's or Belay's environment; sh adds PWD itself.
-    assert.deepEqual(lines.slice(1).filter(Boolean), ['EMPTY=', 'ONLY=this', `PATH=${PATH_ENV.PATH}`, `PWD=${temp.dir}`]);
+    assert.deepEqual(lines.slice(1).filter(Boolean), ['EMPTY=', 'ONLY=this', `PATH=${PATH_ENV.PATH}`, `PWD=${shared.temp.dir}`]);
   });
 
   test('finds a bare program name on the PATH it was given, not the executor’s', async () => {
-    const bin = path.join(temp.dir, 'bin');
-    writeFileSync(path.join(temp.dir, 'marker'), '');
-    await run(executor, { argv: ['/bin/mkdir', '-p', bin], cwd: temp.dir, env: {} });
+    const bin = path.join(shared.temp.dir, 'bin');
+    writeFileSync(path.join(shared.temp.dir, 'marker'), '');
+    await run(shared.executor, { argv: ['/bin/mkdir', '-p', bin], cwd: shared.temp.dir, env: {} });
     writeFileSync(path.join(bin, 'only-here'), '#!/bin/sh\necho found "$0"\n', { mode: 0o755 });
-    const ran = await run(executor, { argv: ['only-here'], cwd: temp.dir, env: { PATH: `/nonexistent:${bin}:/bin` } });
+    const ran = await run(shared.executor, { argv: ['only-here'], cwd: shared.temp.dir, env: { PATH: `/nonexistent:${bin}:/bin` } });
     assert.deepEqual([ran.exitCode, ran.stdout], [0, `found ${bin}/only-here\n`]);
   });
 
   test('reads stdin from the pipe, or /dev/null when ignored', async () => {
-    const piped = await run(executor, { argv: ['/bin/cat'], cwd: '/', env: {}, input: 'one\ntwo\n' });
+    const piped = await run(shared.executor, { argv: ['/bin/cat'], cwd: '/', env: {}, input: 'one\ntwo\n' });
     assert.equal(piped.stdout, 'one\ntwo\n');
-    const ignored = await run(executor, { argv: ['/bin/sh', '-c', 'cat; readlink /proc/self/fd/0'], cwd: '/', env: PATH_ENV, stdin: 'ignore' });
+    const ignored = await run(shared.executor, { argv: ['/bin/sh', '-c', 'cat; readlink /proc/self/fd/0'], cwd: '/', env: PATH_ENV, stdin: 'ignore' });
     assert.deepEqual([ignored.exitCode, ignored.stdout], [0, '/dev/null\n']);
   });
 
   test('stdout and stderr apart; UTF-8 split across reads comes out whole', async () => {
-    const ran = await run(executor, {
+    const ran = await run(shared.executor, {
       argv: ['/bin/sh', '-c', "printf '\\303'; read x; printf '\\251 out'; printf '\\342\\202' >&2; read y; printf '\\254 err' >&2"],
       cwd: '/',
       env: PATH_ENV,
@@ -78,28 +68,28 @@ describe('one command', () => {
   });
 
   test('exit codes and signals come back as they are', async () => {
-    assert.equal((await run(executor, { argv: ['/bin/sh', '-c', 'exit 42'], cwd: '/', env: {} })).exitCode, 42);
-    const signalled = await run(executor, { argv: ['/bin/sh', '-c', 'kill -TERM $$'], cwd: '/', env: {} });
+    assert.equal((await run(shared.executor, { argv: ['/bin/sh', '-c', 'exit 42'], cwd: '/', env: {} })).exitCode, 42);
+    const signalled = await run(shared.executor, { argv: ['/bin/sh', '-c', 'kill -TERM $$'], cwd: '/', env: {} });
     assert.deepEqual([signalled.exitCode, signalled.signal], [null, 'SIGTERM']);
   });
 
   test('a program that is not there, not executable, or a missing folder: one line each', async () => {
-    const missing = await run(executor, { argv: ['no-such-program-x27'], cwd: '/', env: PATH_ENV });
+    const missing = await run(shared.executor, { argv: ['no-such-program-x27'], cwd: '/', env: PATH_ENV });
     assert.equal(missing.spawnError?.message, 'no-such-program-x27: not found (ENOENT)');
     assert.equal((missing.spawnError as NodeJS.ErrnoException).code, 'ENOENT');
-    const plain = path.join(temp.dir, 'plain.txt');
+    const plain = path.join(shared.temp.dir, 'plain.txt');
     writeFileSync(plain, 'not a program', { mode: 0o644 });
-    const notExec = await run(executor, { argv: [plain], cwd: '/', env: {} });
+    const notExec = await run(shared.executor, { argv: [plain], cwd: '/', env: {} });
     assert.equal(notExec.spawnError?.message, `${plain}: not executable (EACCES)`);
-    const noCwd = await run(executor, { argv: ['/bin/true'], cwd: path.join(temp.dir, 'gone'), env: {} });
-    assert.equal(noCwd.spawnError?.message, `/bin/true: its working folder ${path.join(temp.dir, 'gone')} does not exist (ENOENT)`);
-    const nul = await run(executor, { argv: ['/bin/echo', 'a\0b'], cwd: '/', env: {} });
+    const noCwd = await run(shared.executor, { argv: ['/bin/true'], cwd: path.join(shared.temp.dir, 'gone'), env: {} });
+    assert.equal(noCwd.spawnError?.message, `/bin/true: its working folder ${path.join(shared.temp.dir, 'gone')} does not exist (ENOENT)`);
+    const nul = await run(shared.executor, { argv: ['/bin/echo', 'a\0b'], cwd: '/', env: {} });
     assert.equal(nul.spawnError?.message, '/bin/echo: argument 1 holds a NUL character');
     for (const ran of [missing, notExec, noCwd, nul]) assert.deepEqual([ran.exitCode, ran.signal, ran.spawnError?.message.includes('\n')], [null, null, false]);
   });
 
   test('the timeout is enforced inside and ends the whole tree', async () => {
-    const child = executor.spawn({ argv: ['/bin/sh', '-c', 'setsid sleep 300 & echo $!; sleep 300 & echo $!; wait'], cwd: '/', env: PATH_ENV, timeoutMs: 300, onStdout: (t) => (out += t) });
+    const child = shared.executor.spawn({ argv: ['/bin/sh', '-c', 'setsid sleep 300 & echo $!; sleep 300 & echo $!; wait'], cwd: '/', env: PATH_ENV, timeoutMs: 300, onStdout: (t) => (out += t) });
     let out = '';
     child.endInput();
     const end: ExecutorEnd = await child.ended;
@@ -124,14 +114,14 @@ describe('one command', () => {
   });
 
   test('RLIMIT_FSIZE holds for the program and what it starts', async () => {
-    const file = path.join(temp.dir, 'big');
-    const ran = await run(executor, { argv: ['/bin/sh', '-c', `head -c 100000 /dev/zero > ${file}`], cwd: '/', env: PATH_ENV, maxFileBytes: 4096 });
+    const file = path.join(shared.temp.dir, 'big');
+    const ran = await run(shared.executor, { argv: ['/bin/sh', '-c', `head -c 100000 /dev/zero > ${file}`], cwd: '/', env: PATH_ENV, maxFileBytes: 4096 });
     assert.notEqual(ran.exitCode, 0);
     assert.equal(statSync(file).size, 4096);
   });
 
   test('kill before the spawn is known, and after the end, both work', async () => {
-    const child = executor.spawn({ argv: ['/bin/sleep', '300'], cwd: '/', env: {} });
+    const child = shared.executor.spawn({ argv: ['/bin/sleep', '300'], cwd: '/', env: {} });
     child.kill();
     const end: ExecutorEnd = await child.ended;
     assert.deepEqual([end.exitCode, end.signal, end.spawnError, end.timedOut], [null, 'SIGKILL', undefined, undefined]);
@@ -142,7 +132,7 @@ describe('one command', () => {
 
   test('kill ends setsid and double-forked descendants before `ended` settles', async () => {
     let out = '';
-    const child = executor.spawn({
+    const child = shared.executor.spawn({
       argv: ['/bin/sh', '-c', '(setsid sh -c "sleep 300 & echo \\$!; sleep 300" & echo $!) ; (sh -c "sleep 300 & echo \\$!" &); cat'],
       cwd: '/',
       env: PATH_ENV,
@@ -159,22 +149,22 @@ describe('one command', () => {
   });
 
   test('after the program exits, what it left in the background is ended before `ended`', async () => {
-    const ran = await run(executor, { argv: ['/bin/sh', '-c', 'setsid sleep 300 >/dev/null 2>&1 & echo $!; sleep 300 & echo $!'], cwd: '/', env: PATH_ENV });
+    const ran = await run(shared.executor, { argv: ['/bin/sh', '-c', 'setsid sleep 300 >/dev/null 2>&1 & echo $!; sleep 300 & echo $!'], cwd: '/', env: PATH_ENV });
     assert.equal(ran.exitCode, 0);
     for (const pid of pids(ran.stdout)) assert.equal(alive(pid), false, `${pid} still runs`);
   });
 
   test('the channel never reaches a command: only 0, 1 and 2 are open in it', async () => {
     // ls lists the fds of the shell that started it (the shell holds no folder open meanwhile).
-    const ran = await run(executor, { argv: ['/bin/sh', '-c', 'ls /proc/$$/fd'], cwd: '/', env: PATH_ENV });
+    const ran = await run(shared.executor, { argv: ['/bin/sh', '-c', 'ls /proc/$$/fd'], cwd: '/', env: PATH_ENV });
     assert.deepEqual(ran.stdout.split('\n').filter(Boolean).sort(), ['0', '1', '2']);
   });
 
   test('output written byte for byte (frame-like bytes included) comes back as written', async () => {
     const bytes = Buffer.from(Array.from({ length: 128 }, (_, i) => i));
-    const file = path.join(temp.dir, 'bytes');
+    const file = path.join(shared.temp.dir, 'bytes');
     writeFileSync(file, Buffer.concat([bytes, bytes, bytes]));
-    const ran = await run(executor, { argv: ['/bin/cat', file], cwd: '/', env: {} });
+    const ran = await run(shared.executor, { argv: ['/bin/cat', file], cwd: '/', env: {} });
     assert.equal(ran.stdout, Buffer.concat([bytes, bytes, bytes]).toString('utf8'));
   });
 });
@@ -185,7 +175,7 @@ describe('connections', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const port = (server.address() as AddressInfo).port;
-      const stream = await executor.connect(port);
+      const stream = await shared.executor.connect(port);
       const payload = Buffer.alloc(1024 * 1024);
       for (let i = 0; i < payload.length; i++) payload[i] = (i * 7919) & 0xff;
       const echoed = readAll(stream);
@@ -202,24 +192,24 @@ describe('connections', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as AddressInfo).port;
     await new Promise((resolve) => server.close(resolve));
-    await assert.rejects(executor.connect(port), /^Error: connect: Connection refused \(ECONNREFUSED\)$/);
-    await assert.rejects(executor.connect(0), /0 is not a port/);
+    await assert.rejects(shared.executor.connect(port), /^Error: connect: Connection refused \(ECONNREFUSED\)$/);
+    await assert.rejects(shared.executor.connect(0), /0 is not a port/);
   });
 
   test('listen: each connection made inside arrives as a stream; close stops new ones', async () => {
-    const listener = await executor.listen(0, (stream) => {
+    const listener = await shared.executor.listen(0, (stream) => {
       void readAll(stream).then((got) => stream.end(`seen ${got.length}`));
     });
     assert.ok(listener.port > 0);
     // A client inside the environment (here: this machine) talks to the listener.
-    const ran = await run(executor, {
+    const ran = await run(shared.executor, {
       argv: [process.execPath, '-e', `const s=require('net').connect(${listener.port},'127.0.0.1',()=>s.end('x'.repeat(200000)));let r='';s.on('data',d=>r+=d);s.on('end',()=>console.log(r))`],
       cwd: '/',
       env: {},
     });
     assert.equal(ran.stdout, 'seen 200000\n');
     await listener.close();
-    const refused = await run(executor, {
+    const refused = await run(shared.executor, {
       argv: [process.execPath, '-e', `require('net').connect(${listener.port},'127.0.0.1').on('error',e=>console.log(e.code)).on('connect',()=>console.log('connected'))`],
       cwd: '/',
       env: {},
@@ -232,7 +222,7 @@ describe('connections', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const port = (server.address() as AddressInfo).port;
-      await assert.rejects(executor.listen(port, () => undefined), new RegExp(`^Error: listen on 127\\.0\\.0\\.1:${port}: Address already in use \\(EADDRINUSE\\)$`));
+      await assert.rejects(shared.executor.listen(port, () => undefined), new RegExp(`^Error: listen on 127\\.0\\.0\\.1:${port}: Address already in use \\(EADDRINUSE\\)$`));
     } finally {
       server.close();
     }
@@ -274,16 +264,16 @@ describe('kill-all and close', () => {
   test('kill-all ends every command and what they left, and answers once all are dead', async () => {
     let out = '';
     const children = [0, 1, 2].map(() =>
-      executor.spawn({ argv: ['/bin/sh', '-c', 'setsid sleep 300 & echo $!; sleep 300 & echo $!; echo $$; wait'], cwd: '/', env: PATH_ENV, stdin: 'ignore', onStdout: (t) => (out += t) }),
+      shared.executor.spawn({ argv: ['/bin/sh', '-c', 'setsid sleep 300 & echo $!; sleep 300 & echo $!; echo $$; wait'], cwd: '/', env: PATH_ENV, stdin: 'ignore', onStdout: (t) => (out += t) }),
     );
     while (pids(out).length < 9) await new Promise((r) => setTimeout(r, 10));
-    await executor.killAll();
+    await shared.executor.killAll();
     for (const pid of pids(out)) assert.equal(alive(pid), false, `${pid} still runs`);
     for (const child of children) assert.equal((await child.ended).signal, 'SIGKILL');
     // The executor still serves afterwards; a command sent while a kill-all runs starts after it.
-    const during = executor.killAll();
+    const during = shared.executor.killAll();
     // Its stdin, sent while it waits to start, is kept for it.
-    const sentDuring = run(executor, { argv: ['/bin/cat'], cwd: '/', env: {}, input: 'after\n' });
+    const sentDuring = run(shared.executor, { argv: ['/bin/cat'], cwd: '/', env: {}, input: 'after\n' });
     await during;
     assert.deepEqual([(await sentDuring).exitCode, (await sentDuring).stdout], [0, 'after\n']);
   });

@@ -24,6 +24,8 @@ import { installedCli, testAgentCache } from '../../support/runner/installed.ts'
 import { runCli } from '../../support/cli-process.ts';
 import { repoRoot } from '../../support/runner/helpers.ts';
 import { startMessagesUpstream, type MessagesUpstream, type Turn } from '../../support/runner/upstreams/messages.ts';
+import { namedHosts } from '../../support/runner/namedHosts.ts';
+import type { NetworkLogEntry } from '../../../src/runner/core/network/proxy.ts';
 
 const KEY = 'sk-ant-installed-claude-upstream-key';
 const SOLVE = "printf 'Hello, world!' > hello.txt";
@@ -177,6 +179,44 @@ describe('Claude Code on a task, through the gateway', { concurrency: true }, ()
     assert.match(seenKey, /^[A-Za-z0-9_-]{20,}$/, 'the agent sees the run token as its key');
     assert.ok(!readFileSync(path.join(workspace, 'env.txt'), 'utf8').includes(KEY));
     await nothingLeft(outcome);
+  });
+
+  it('on an allowlist task: its model calls still reach the gateway, a documentation host works, a solution host is refused, logged and flagged', async (t) => {
+    const backend = available.sandbox;
+    if (backend instanceof Error) return t.skip(`sandbox: ${backend.message}`);
+    const hosts = namedHosts({ 'docs.test': '203.0.113.30', 'solutions.test': '203.0.113.31' });
+    await hosts.start();
+    try {
+      const hello = await loadTask(taskDir('hello'));
+      const task = { ...hello, network: { agent: { mode: 'allowlist' as const, allowedHosts: ['docs.test'] }, verifier: { mode: 'no-network' as const, allowedHosts: [] } } };
+      // Python's urllib goes through the proxy variables the run sets, as most tools do.
+      const fetch = [
+        "python3 -c 'import urllib.request as u, urllib.error as e",
+        'for label, url in (("docs", "http://docs.test/guide"), ("solution", "http://solutions.test/answer.sh")):',
+        '    try: code = u.urlopen(url, timeout=20).status',
+        '    except e.HTTPError as x: code = x.code',
+        '    except Exception: code = 0',
+        "    print(label, code)' > net.txt",
+      ].join('\n');
+      const outcome = await runClaude(backend, [{ tool: 'Bash', input: { command: `${fetch}; ${SOLVE}`, description: 'look things up, then write hello.txt' } }, { text: 'Done.' }], {
+        task,
+        resolveNetwork: (host) => hosts.resolve(host),
+      });
+      const { result, upstream } = outcome;
+      // HTTPS_PROXY is set for the agent, and Claude Code still reached its model (through the gateway, not the proxy).
+      assert.equal(result.passed, true, `${result.failure_cause}: ${result.error}`);
+      assert.deepEqual(upstream.received.filter((r) => r.turn !== undefined).map((r) => r.turn), [0, 1]);
+      const net = readFileSync(path.join(result.run_dir, 'app', 'net.txt'), 'utf8');
+      assert.match(net, /^docs 200$/m);
+      assert.match(net, /^solution 403$/m);
+      assert.deepEqual(hosts.seen.map((line) => line.split(' ')[0]), ['docs.test'], 'only the allowed host was reached');
+      const log = readFileSync(path.join(result.run_dir, 'network.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as NetworkLogEntry);
+      assert.deepEqual(log.map((e) => [e.phase, e.host, e.allowed]), [['agent', 'docs.test', true], ['agent', 'solutions.test', false]]);
+      assert.ok(result.signals?.some((signal) => signal.kind === 'network_denied' && signal.detail.includes('solutions.test')), JSON.stringify(result.signals));
+      await nothingLeft(outcome);
+    } finally {
+      await hosts.close();
+    }
   });
 
   it('ends Claude Code and what it started at the agent time limit: agent_timeout, nothing left', async (t) => {

@@ -24,6 +24,7 @@ export class RawClient {
   #nextId = 1;
   #buffer = '';
   #waiters: Array<{ match: (m: RpcMessage) => boolean; resolve: (m: RpcMessage) => void }> = [];
+  #answerers = new Map<string, (request: RpcMessage) => object | undefined>();
 
   constructor(command: string, args: readonly string[], options: { env: NodeJS.ProcessEnv; cwd?: string }) {
     this.child = spawn(command, args, { env: options.env, cwd: options.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -38,6 +39,9 @@ export class RawClient {
         this.lines.push(line);
         const message = JSON.parse(line) as RpcMessage;
         this.messages.push(message);
+        const answerer = message.method !== undefined && message.id !== undefined ? this.#answerers.get(message.method) : undefined;
+        const reply = answerer?.(message);
+        if (reply) this.send({ jsonrpc: '2.0', id: message.id, ...reply });
         for (const waiter of [...this.#waiters]) {
           if (waiter.match(message)) {
             this.#waiters.splice(this.#waiters.indexOf(waiter), 1);
@@ -68,6 +72,14 @@ export class RawClient {
   request(method: string, params?: object, id: number | string = this.#nextId++): Promise<RpcMessage> {
     this.send({ jsonrpc: '2.0', id, method, ...(params ? { params } : {}) });
     return this.next((m) => m.id === id && m.method === undefined, `response to ${method} (${id})`);
+  }
+
+  /**
+   * Answers each request `method` the other side sends from now on with what `answer` gives
+   * (`{ result }` or `{ error }`); undefined leaves that one unanswered.
+   */
+  answer(method: string, answer: (request: RpcMessage) => object | undefined): void {
+    this.#answerers.set(method, answer);
   }
 
   notify(method: string, params?: object): void {

@@ -17,7 +17,16 @@ import {
   getTaskResult,
   initializeFromDiscover,
   InputRequiredResult,
+  clientDeclares,
   isModernRequest,
+  legacyServerRequest,
+  MAX_INPUT_REQUEST_CHARS,
+  MAX_INPUT_REQUESTS,
+  notSupportedError,
+  readInputRequests,
+  readInputResponse,
+  retryParams,
+  withoutRetryChannel,
   legacyResult,
   MAX_DISCOVER_CHARS,
   missingCapability,
@@ -34,6 +43,7 @@ import {
   withEnvelope,
   type TaskView,
 } from '../../../src/cli/mcpModern.ts';
+import { commandLabel, startTimeoutMs, START_TIMEOUT_MS } from '../../../src/cli/mcpBridge.ts';
 import { secretField, urlCue, urlElicitation } from '../../../src/cli/mcpUrl.ts';
 
 /** patterns/mrtr: "InputRequiredResult" (its comments dropped: JSON has none). */
@@ -272,6 +282,112 @@ describe('a 2025-11-25 client in front of a 2026-07-28 server (--wrap\'s era bri
     assert.equal(legacyResult({ resultType: 'input_required', inputRequests: {} }), undefined, 'the bridge deals with the others');
     assert.equal(legacyResult('x'), undefined);
     assert.deepEqual([...DROPPED_CLIENT_NOTIFICATIONS].sort(), ['notifications/initialized', 'notifications/roots/list_changed']);
+  });
+});
+
+/** The schema's examples (schema/2026-07-28/examples): a state-only InputRequiredResult, the roots request and results. */
+const SPEC_STATE_ONLY = { resultType: 'input_required', requestState: 'eyJwcm9ncmVzcyI6IjUwJSIsInN0YXRlIjoicHJvY2Vzc2luZyJ9' };
+const SPEC_LIST_ROOTS = { method: 'roots/list' };
+const SPEC_ROOTS = { roots: [{ uri: 'file:///home/user/repos/frontend', name: 'Frontend Repository' }, { uri: 'file:///home/user/repos/backend', name: 'Backend Repository' }] };
+/** 2025-11-25 client/roots and client/sampling: a client's errors for a request it does not support or the user rejected. */
+const SPEC_ROOTS_NOT_SUPPORTED = { code: -32601, message: 'Roots not supported', data: { reason: 'Client does not have roots capability' } };
+
+describe('input requests of a 2026-07-28 server asked of a bridged 2025-11-25 client, pure', () => {
+  it('reads the spec\'s InputRequiredResults: mixed elicitation and sampling with state, and state alone', () => {
+    const mixed = readInputRequests(SPEC_INPUT_REQUIRED.result);
+    assert.ok('inputs' in mixed, JSON.stringify(mixed));
+    assert.deepEqual(mixed.inputs.map((i) => [i.key, i.method]), [['github_login', 'elicitation/create'], ['capital_of_france', 'sampling/createMessage']]);
+    assert.deepEqual(mixed.inputs[1]!.params, SPEC_INPUT_REQUIRED.result.inputRequests.capital_of_france.params);
+    assert.equal(mixed.requestState, 'AEAD-protected blob');
+    assert.deepEqual(readInputRequests(SPEC_STATE_ONLY), { inputs: [], requestState: SPEC_STATE_ONLY.requestState });
+    const roots = readInputRequests({ resultType: 'input_required', inputRequests: { r: SPEC_LIST_ROOTS } });
+    assert.deepEqual(roots, { inputs: [{ key: 'r', method: 'roots/list' }] }, 'no params, no state: none invented');
+  });
+
+  it('refuses, in one line each, what no server should ask: nothing, a flood, oversized, unknown or malformed requests', () => {
+    const problem = (result: unknown) => {
+      const read = readInputRequests(result);
+      return 'problem' in read ? read.problem : 'answerable';
+    };
+    assert.equal(problem({ resultType: 'input_required' }), 'it asked for input and named nothing (neither inputRequests nor requestState)');
+    assert.equal(problem({ resultType: 'input_required', inputRequests: {} }), 'it asked for input and named nothing (neither inputRequests nor requestState)');
+    const flood = Object.fromEntries(Array.from({ length: MAX_INPUT_REQUESTS + 1 }, (_, i) => [`k${i}`, SPEC_LIST_ROOTS]));
+    assert.equal(problem({ inputRequests: flood }), `it asked ${MAX_INPUT_REQUESTS + 1} things at once; at most ${MAX_INPUT_REQUESTS} are answered`);
+    assert.equal(problem({ inputRequests: Object.fromEntries(Object.entries(flood).slice(0, MAX_INPUT_REQUESTS)) }), 'answerable', 'the limit itself is answered');
+    const huge = { method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: 'y'.repeat(MAX_INPUT_REQUEST_CHARS) } }], maxTokens: 1 } };
+    assert.match(problem({ inputRequests: { big: huge } }), /^its sampling\/createMessage input request "big" is \d+ characters of JSON; at most 4194304 are passed on$/);
+    assert.equal(problem({ inputRequests: { x: { method: 'tools/call', params: {} } } }), 'its input request "x" is "tools/call", none of elicitation/create, sampling/createMessage, roots/list');
+    assert.equal(problem({ inputRequests: { ['\u001b[31mred']: { method: '\u001b]0;title\u0007' } } }), 'its input request "?[31mred" is "?]0;title?", none of elicitation/create, sampling/createMessage, roots/list', 'escape sequences never reach a terminal');
+    assert.equal(problem({ inputRequests: { x: 'roots/list' } }), 'its input request "x" is no request (an object naming its method)');
+    assert.equal(problem({ inputRequests: { ['k'.repeat(257)]: SPEC_LIST_ROOTS } }), 'an input request\'s key is 257 characters; 1 to 256 are read');
+    assert.equal(problem({ inputRequests: [SPEC_LIST_ROOTS] }), 'its inputRequests is not an object');
+    assert.equal(problem({ inputRequests: { r: SPEC_LIST_ROOTS }, requestState: { forged: true } }), 'its requestState is not a string');
+    assert.equal(problem('input_required'), 'its result is not an object');
+  });
+
+  it('keeps a `__proto__` key as the key it is, out and back', () => {
+    const read = readInputRequests(JSON.parse('{"resultType":"input_required","inputRequests":{"__proto__":{"method":"roots/list"}}}'));
+    assert.ok('inputs' in read);
+    assert.deepEqual(read.inputs.map((i) => i.key), ['__proto__']);
+    const params = retryParams({ name: 't' }, [['__proto__', SPEC_ROOTS]], undefined);
+    assert.equal(JSON.stringify(params), `{"name":"t","inputResponses":{"__proto__":${JSON.stringify(SPEC_ROOTS)}}}`);
+  });
+
+  it('asks the client only what it declared; otherwise the 2025-11-25 spec\'s error, as that client would have answered', () => {
+    assert.equal(clientDeclares({ sampling: {} }, 'sampling/createMessage'), true);
+    assert.equal(clientDeclares({ roots: { listChanged: true } }, 'roots/list'), true);
+    assert.equal(clientDeclares({ roots: {} }, 'sampling/createMessage'), false);
+    assert.equal(clientDeclares({}, 'roots/list'), false);
+    assert.equal(clientDeclares({ elicitation: {} }, 'elicitation/create'), true, 'the older spelling of form elicitation');
+    assert.equal(clientDeclares({ elicitation: { url: {} } }, 'elicitation/create'), false, 'URL mode alone shows no form');
+    assert.equal(clientDeclares({ sampling: 'yes' }, 'sampling/createMessage'), false, 'a malformed declaration declares nothing');
+    assert.equal(clientDeclares({ sampling: {} }, 'tools/call'), false);
+    assert.deepEqual(notSupportedError('roots/list'), SPEC_ROOTS_NOT_SUPPORTED);
+    assert.deepEqual(notSupportedError('sampling/createMessage'), { code: -32601, message: 'Sampling not supported', data: { reason: 'Client does not have sampling capability' } });
+  });
+
+  it('writes each input request as the 2025-11-25 request it was, and reads the client\'s results as the spec types them', () => {
+    const [, sampling] = (readInputRequests(SPEC_INPUT_REQUIRED.result) as { inputs: Array<{ key: string; method: string; params?: unknown }> }).inputs;
+    assert.deepEqual(legacyServerRequest('belay-x-input-1', sampling!), { jsonrpc: '2.0', id: 'belay-x-input-1', method: 'sampling/createMessage', params: SPEC_INPUT_REQUIRED.result.inputRequests.capital_of_france.params });
+    assert.deepEqual(legacyServerRequest(4, { key: 'r', ...SPEC_LIST_ROOTS }), { jsonrpc: '2.0', id: 4, method: 'roots/list' }, 'the spec\'s roots request has no params');
+    assert.deepEqual(readInputResponse('sampling/createMessage', SPEC_INPUT_RESPONSES.capital_of_france), { response: SPEC_INPUT_RESPONSES.capital_of_france });
+    assert.deepEqual(readInputResponse('roots/list', SPEC_ROOTS), { response: SPEC_ROOTS });
+    assert.deepEqual(readInputResponse('elicitation/create', SPEC_INPUT_RESPONSES.github_login), { response: SPEC_INPUT_RESPONSES.github_login });
+    const problem = (method: string, result: unknown) => {
+      const read = readInputResponse(method, result);
+      return 'problem' in read ? read.problem : 'usable';
+    };
+    assert.match(problem('sampling/createMessage', SPEC_INPUT_RESPONSES.github_login), /^its result's role is malformed/);
+    assert.match(problem('roots/list', { roots: [{ uri: 'https://example.com/repo' }] }), /^its result's roots\.0\.uri is malformed/, 'roots are file: URIs');
+    assert.match(problem('roots/list', undefined), /^its result's shape is malformed/);
+  });
+
+  it('retries with the responses and the state echoed exactly (none when none was given); a bridged client\'s own retry channel is dropped', () => {
+    const call = { name: 'deploy', arguments: { to: 'eu' }, _meta: { progressToken: 1 }, inputResponses: { old: {} }, requestState: 'stale' };
+    assert.deepEqual(retryParams(call, Object.entries(SPEC_INPUT_RESPONSES), 'AEAD-protected blob'), {
+      name: 'deploy',
+      arguments: { to: 'eu' },
+      _meta: { progressToken: 1 },
+      inputResponses: SPEC_INPUT_RESPONSES,
+      requestState: 'AEAD-protected blob',
+    });
+    const bare = retryParams(call, [], undefined);
+    assert.equal(Object.hasOwn(bare, 'requestState'), false, 'no state given: none sent');
+    assert.deepEqual(bare.inputResponses, {});
+    const forged = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'deploy', inputResponses: SPEC_INPUT_RESPONSES, requestState: 'AEAD-protected blob' } };
+    assert.deepEqual(withoutRetryChannel(forged).params, { name: 'deploy' });
+    const plain: { id: number; method: string; params?: unknown } = { id: 2, method: 'ping' };
+    assert.equal(withoutRetryChannel(plain), plain);
+  });
+
+  it('bounds the wait for a wrapped server\'s first answers and names its command in one line', () => {
+    assert.equal(startTimeoutMs({}), START_TIMEOUT_MS);
+    assert.equal(startTimeoutMs({ BELAY_MCP_START_TIMEOUT_SECONDS: ' 2.5 ' }), 2500);
+    for (const bad of ['0', '-1', 'soon', 'Infinity']) assert.throws(() => startTimeoutMs({ BELAY_MCP_START_TIMEOUT_SECONDS: bad }), /^UsageError: BELAY_MCP_START_TIMEOUT_SECONDS must be a positive number of seconds, got "/);
+    assert.equal(commandLabel(['/usr/bin/node', '/srv/server.js', '--port', '3']), 'node /srv/server.js --port 3');
+    assert.equal(commandLabel(['npx', '-y', 'a b', '']), 'npx -y "a b" ""');
+    assert.equal(commandLabel(['srv', '\u001b[2J']), 'srv ?[2J');
+    assert.equal(commandLabel(['srv', 'x'.repeat(500)]).length, 201);
   });
 });
 

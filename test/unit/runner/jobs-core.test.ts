@@ -15,6 +15,8 @@ import { writeRecords, type RunResult } from '../../../src/runner/core/records/r
 import { estimateEta, progressText } from '../../../src/runner/core/jobs/progress.ts';
 import { JobRecordSchema, readJob, type Trial } from '../../../src/runner/core/jobs/schema.ts';
 import { summarizeJob } from '../../../src/runner/core/jobs/summary.ts';
+import { jobTable } from '../../../src/cli/runJob.ts';
+import type { JobRecord } from '../../../src/runner/core/jobs/schema.ts';
 import { exactPassAtK } from '../../support/runner/jobs-helpers.ts';
 import { tempDir } from '../../support/runner/helpers.ts';
 
@@ -77,6 +79,16 @@ describe('job.json summary', () => {
     // The job: pass@1 over both tasks, pass@2 over the task that has its two attempts.
     assert.deepEqual([totals.tasks, totals.trials, totals.attempts, totals.passed, totals.failed, totals.pass_at_1, totals.pass_at_k], [2, 4, 3, 2, 1, 0.75, 1]);
     assert.deepEqual(totals.llm, { requests: 3, input_tokens: 150, output_tokens: 15, cost_usd: 0.75 });
+  });
+
+  it('prints pass@1 and pass@k as two columns, and one column when the job made one attempt a task', () => {
+    const table = (attempts: number, trials: Trial[]) => {
+      const job = { settings: { ...settings, attempts }, ...summarizeJob({ ...settings, attempts }, trials) } as unknown as JobRecord;
+      return jobTable(job, '/').split('\n')[0]!.trim().split(/\s+/);
+    };
+    const two = [trial('/x/t', 1, { passed: true, reward: 1 }), trial('/x/t', 2, {}), trial('/y/t', 1, {}), trial('/y/t', 2, { passed: true, reward: 1 })];
+    assert.deepEqual(table(2, two), ['task', 'passed', 'pass@1', 'pass@2', 'reward', 'time', 'cost']);
+    assert.deepEqual(table(1, [trial('/x/t', 1, { passed: true, reward: 1 }), trial('/y/t', 1, {})]), ['task', 'passed', 'pass@1', 'reward', 'time', 'cost']);
   });
 
   it('refuses a job.json of another version or shape, naming the file and field', async () => {

@@ -9,6 +9,7 @@ import type { Duplex } from 'node:stream';
 import { connect as netConnect } from 'node:net';
 import { startChild, type RunningChild } from '../../../shared/process.ts';
 import type { Task } from '../tasks/task.ts';
+import type { VerifierImage } from '../tasks/verifierSpec.ts';
 
 /** The host folders of one run. */
 export interface RunFolders {
@@ -53,6 +54,11 @@ export interface SessionSpec {
    * at its working directory (a verifier's environment given the agent's final state).
    */
   seedFromWorkspace?: boolean;
+  /**
+   * The environment's own image instead of the task's (a separate verifier's: its tests/Dockerfile
+   * or `docker_image`), on a backend whose `images` is true; others ignore it.
+   */
+  image?: VerifierImage;
   /** Progress worth showing while the environment is prepared (e.g. an image build). */
   onNotice?: (message: string) => void;
   /**
@@ -228,6 +234,8 @@ export interface Backend {
    * brings its own image: the session's /app is the image's.
    */
   keepsWorkBetweenSessions(task: Task): boolean;
+  /** True when its environments are made of images (it builds and runs them): only then does `SessionSpec.image` count. */
+  readonly images?: boolean;
   open(spec: SessionSpec): Promise<BackendSession>;
 }
 

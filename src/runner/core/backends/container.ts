@@ -33,7 +33,7 @@ import { formatBytes } from '../records/logs.ts';
 import type { TaskEnvironment } from '../tasks/task.ts';
 import { detectEngine, EngineUnavailableError, failureText, type Engine, type EngineName } from './engine.ts';
 import { BASE_IMAGE } from './image-base.ts';
-import { imageSource, taskImage } from './image-task.ts';
+import { imageSource, taskImage, VERIFIER_CONTEXT_BOUNDS } from './image-task.ts';
 import { checkServices, insidePort, ServiceLinks, socketFolder, type SocketFolder } from './services.ts';
 import { EnginePool, parseEngineHosts, probeRemoteEngines } from './engine-remote.ts';
 import { copyExecutorIn, copyFolderBack, copyFolderIn, copyFoldersIn, hostUnreachable, watchHost } from './remote-session.ts';
@@ -255,6 +255,7 @@ export async function containerBackend(options: ContainerBackendOptions = {}): P
     label: `container (${where}: the task's image, no network, no capabilities)${unreachable.length > 0 ? ` (not answering: ${unreachable.join('; ')})` : ''}`,
     isolated: true,
     keepsWorkBetweenSessions: (task) => !task.environment.dockerfile,
+    images: true,
     open: async (spec) => {
       const engine = pool.take();
       // A host that stops answering takes no more sessions while another answers.
@@ -295,7 +296,8 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
   await fs.mkdir(folders.control, { recursive: true, mode: 0o700 });
 
   // 1. The image.
-  const source = await imageSource(task.dir, task.layout);
+  // A separate verifier's own image (its tests/Dockerfile, or a prebuilt one) instead of the task's.
+  const source = spec.image ?? (await imageSource(task.dir, task.layout));
   let image: string;
   if (source.kind === 'base') {
     if (!(await engine.imageExists(BASE_IMAGE, signal))) {
@@ -306,9 +308,10 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
   } else {
     const built = await taskImage({
       engine,
-      taskName: task.name,
+      taskName: spec.image ? `${task.name}-verifier` : task.name,
       taskDir: task.dir,
       source,
+      ...(spec.image ? { contextBounds: VERIFIER_CONTEXT_BOUNDS } : {}),
       logFile: folders.environmentLog,
       logLimitChars: options.buildLogChars ?? CONTAINER_DEFAULTS.buildLogChars,
       timeoutMs: (task.environment.buildTimeoutSec ?? options.buildTimeoutSec ?? CONTAINER_DEFAULTS.buildTimeoutSec) * 1000,

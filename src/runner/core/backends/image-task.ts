@@ -214,6 +214,38 @@ export class CappedLog {
   }
 }
 
+/** How much a build context of a verifier's image (a task's tests/) may hold: it is read whole, hashed and sent to the engine. */
+export const VERIFIER_CONTEXT_BOUNDS = { maxBytes: 256 * 1024 * 1024, maxEntries: 20_000 };
+
+/**
+ * Refuses, in one line naming the path, a build context that is or holds a link (one out of the
+ * folder would send the host's files to the build), anything but files and folders, or more
+ * than the bounds; nothing is read but names and sizes.
+ */
+export async function checkBuildContext(context: string, dockerfile: string, bounds: { maxBytes: number; maxEntries: number }, name: (file: string) => string): Promise<void> {
+  for (const top of [context, dockerfile]) {
+    const stat = await fs.lstat(top).catch(() => undefined);
+    if (stat === undefined) throw new Error(`${name(top)}: not there`);
+    if (stat.isSymbolicLink()) throw new Error(`${name(top)}: a symlink: a build context and its Dockerfile must be the task's own files, not links`);
+  }
+  let bytes = 0;
+  let entries = 0;
+  const stack = [context];
+  while (stack.length > 0) {
+    const dir = stack.pop()!;
+    for (const entry of await fs.readdir(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (++entries > bounds.maxEntries) throw new Error(`${name(context)}: more than ${bounds.maxEntries} entries in the build context: refused`);
+      if (entry.isSymbolicLink()) throw new Error(`${name(full)}: a symlink in the build context: refused (its files must be the task's own)`);
+      if (entry.isDirectory()) stack.push(full);
+      else if (entry.isFile()) {
+        bytes += (await fs.lstat(full)).size;
+        if (bytes > bounds.maxBytes) throw new Error(`${name(context)}: more than ${bounds.maxBytes} bytes in the build context: refused`);
+      } else throw new Error(`${name(full)}: neither a file nor a folder in the build context: refused`);
+    }
+  }
+}
+
 export interface TaskImageOptions {
   engine: Engine;
   taskName: string;
@@ -227,6 +259,8 @@ export interface TaskImageOptions {
   signal?: AbortSignal;
   /** The task folder, to name files relative to it in messages. */
   taskDir: string;
+  /** When given, the build context is checked first (`checkBuildContext`): a verifier's tests/ is. */
+  contextBounds?: { maxBytes: number; maxEntries: number };
 }
 
 export interface TaskImage {
@@ -243,6 +277,7 @@ export async function taskImage(options: TaskImageOptions): Promise<TaskImage> {
     if (await engine.imageExists(source.image, signal)) return { image: source.image, cached: true };
     throw new Error(`${name(source.origin)}: the image ${source.image} is not in ${engine.name}'s storage, and Belay does not pull images: pull it first (${engine.name} pull ${source.image})`);
   }
+  if (options.contextBounds) await checkBuildContext(source.context, source.dockerfile, options.contextBounds, name);
   const dockerfileText = await fs.readFile(source.dockerfile, 'utf8');
   const image = taskImageName(options.taskName, await contextHash(source.context, source.dockerfile));
   if (await engine.imageExists(image, signal)) return foundBuilt(image, options.logFile);

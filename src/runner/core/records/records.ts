@@ -96,6 +96,16 @@ export const TrajectoryEntrySchema = z.object({
 });
 export type TrajectoryEntry = z.infer<typeof TrajectoryEntrySchema>;
 
+/** What a bounded copy out of the environment kept (the final state, the artifacts): where, how much, what it left out and why. */
+export const CapturedFilesSchema = z.object({
+  /** Relative to the run folder. */
+  dir: z.string(),
+  files: z.number(),
+  bytes: z.number(),
+  skipped: z.array(z.string()),
+});
+export type CapturedFiles = z.infer<typeof CapturedFilesSchema>;
+
 /** One step of a multi-step task, as it ran. */
 export const TaskStepResultSchema = z.object({
   /** 1-based position in the task. */
@@ -115,18 +125,10 @@ export const TaskStepResultSchema = z.object({
   error: z.string().nullable(),
   /** Where the step's records are, relative to the run folder. */
   dir: z.string(),
+  /** The working folder as the step's agent left it (final/steps/<name>/workdir), what its verifier graded; absent when not kept. */
+  final: CapturedFilesSchema.optional(),
 });
 export type TaskStepResult = z.infer<typeof TaskStepResultSchema>;
-
-/** What a bounded copy out of the environment kept (the final state, the artifacts): where, how much, what it left out and why. */
-export const CapturedFilesSchema = z.object({
-  /** Relative to the run folder. */
-  dir: z.string(),
-  files: z.number(),
-  bytes: z.number(),
-  skipped: z.array(z.string()),
-});
-export type CapturedFiles = z.infer<typeof CapturedFilesSchema>;
 
 export const RunResultSchema = z.object({
   run_id: z.string(),

@@ -12,14 +12,14 @@ import { RunFailure, type RunEvent, type RunEventListener } from '../records/eve
 import { RunBounds } from './bounds.ts';
 import { DEFAULT_LIMITS, type AgentContext, type AgentOutcome, type AgentProtocol, type RunLimits } from '../protocols/agentProtocol.ts';
 import { runSignals, VerifierInputs } from './runSignals.ts';
-import { runFiles, writeRecords, type FailureCause, type LlmUsage, type RunResult, type TrajectoryEntry, type Verification } from '../records/records.ts';
+import { runFiles, writeRecords, type CapturedFiles, type FailureCause, type LlmUsage, type RunResult, type TrajectoryEntry, type Verification } from '../records/records.ts';
 import { writeFileAtomic } from '../../../shared/atomic.ts';
 import { LLM_REQUESTS_FILE, LLM_SERVICE, RunLlm, type RunLlmOptions } from './runLlm.ts';
-import { mergeStepWorkdir, runParts, stepSetup, StepRecords, type RunPart } from './runSteps.ts';
+import { keepStepState, mergeStepWorkdir, runParts, stepSetup, StepRecords, type RunPart } from './runSteps.ts';
 import { seedWorkspace, stageTests, type Task } from '../tasks/task.ts';
 import { removeVerifierLeftovers, verify } from './verify.ts';
 import { captureState, FINAL_WORKDIR, finalStateBounds, type CapturedState } from './finalState.ts';
-import { openVerifierEnvironment, removeVerifierEnvironment } from './verifierEnvironment.ts';
+import { openVerifierEnvironment, removeVerifierEnvironment, resolveVerifierEnvironment, verifierImageWords } from './verifierEnvironment.ts';
 import { rewardWords } from '../records/format.ts';
 import type { Resolver } from '../network/proxy.ts';
 import { EGRESS_SERVICE, inVerifyPhase, openRunNetwork, withTaskEnv, type RunNetwork } from './taskEnvironment.ts';
@@ -109,6 +109,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
   let repoRun: RepoRun | undefined;
   const inputs = new VerifierInputs(task, files.workspace);
   let captured: CapturedState = {};
+  let verifierEnvOpened = false;
   try {
     await fs.mkdir(files.steps, { recursive: true });
     emit({ type: 'run-started', runId, task: task.name, protocol: options.protocol.name, backend: backend.label, isolated: backend.isolated, runDir });
@@ -180,6 +181,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
       });
       await inputs.after();
       // What the agent left, kept with the run (a multi-step task's last step's is the one kept): what regrade grades.
+      let stepFinal: CapturedFiles | undefined;
       if (session.workspaceNotFinal !== undefined) {
         captured = {};
         note(`the final state could not be kept: ${session.workspaceNotFinal}`);
@@ -188,6 +190,8 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
         const open = session;
         const outside = open.artifactOutside ? (inside: string, staging: string) => open.artifactOutside!(inside, staging) : undefined;
         captured = await captureState(runDir, task, files.workspace, session.workdir, finalStateBounds(limits.diskBudgetBytes), note, outside);
+        // A step's own final state too (final/steps/<name>/workdir): what its verifier graded.
+        if (part.step && captured.final) stepFinal = await keepStepState(runDir, part.step, captured.final, note);
       }
 
       // The verify phase. Like the real harness, the tests run even when the agent failed: partial work can pass.
@@ -206,17 +210,22 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
         emit({ type: 'verification-started' });
         for (const leftover of await removeVerifierLeftovers(files.logs)) note(`removed ${leftover}, left by the agent phase: only the verify phase writes the verifier's files`);
         await stageTests(task, files.tests, part.step);
-        if (task.verifierEnvironment && !part.step) {
-          // The verifier's own environment: a fresh one holding the final state, nothing else of the agent's.
+        // A step's verifier.environment before the task's [verifier.environment].
+        const verifierSpec = resolveVerifierEnvironment(task, part.step);
+        if (verifierSpec) {
+          // The verifier's own environment: a fresh one holding the final state (this step's), nothing else of the agent's.
           if (!captured.final) throw new RunFailure('harness_error', `the task runs its verifier in an environment of its own, and the final state could not be kept for it`);
           await session.close();
+          verifierEnvOpened = true;
           // The task's [environment.env] reaches the verifier's own environment too.
           session = withTaskEnv(await openVerifierEnvironment({
             backend,
             task,
-            runId: `${runId}-verifier`,
-            finalDir: path.join(runDir, ...FINAL_WORKDIR.split('/')),
+            spec: verifierSpec,
+            runId: `${runId}-verifier${part.step ? `-${part.step.index}` : ''}`,
+            finalDir: path.join(runDir, ...(stepFinal?.dir ?? FINAL_WORKDIR).split('/')),
             envDir: path.join(runDir, VERIFIER_ENV_DIR),
+            environmentLog: path.join(part.recordsDir, 'verifier-environment.log'),
             tests: files.tests,
             logs: files.logs,
             hidden: [options.task.dir, path.resolve(options.runsDir), ...(options.hidden ?? [])],
@@ -224,9 +233,11 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
             onNotice: note,
             signal: bounds.signal,
           }).catch((error: unknown) => {
-            throw new RunFailure('harness_error', `the verifier's environment could not be opened: ${errorMessage(error)}`);
+            // Its image could not be had (a tests/Dockerfile that fails, a docker_image not there): the task's environment, as the agent's.
+            throw new RunFailure('setup_error', `the verifier's environment could not be opened: ${errorMessage(error)}`);
           }), task.env);
-          note(`the verifier ran in an environment of its own (${backend.label}), holding only the final working folder`);
+          const image = verifierSpec.image && backend.images ? `, of ${verifierImageWords(verifierSpec.image, task.dir)}` : '';
+          note(`${part.step ? `step '${part.step.name}': ` : ''}the verifier ran in an environment of its own (${backend.label}${image}), holding only the final working folder`);
         }
         // The verify phase's own egress (its [verifier] policy), started now that nothing of the agent's is alive; never the gateway.
         const open = session;
@@ -236,10 +247,12 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
         emit({ type: 'verification-ended', verification });
       }
       if (!part.step) break;
-      // A step's session ends before the next opens; the run workspace folder carries the work on.
+      // A step's session ends before the next opens; the run workspace folder carries the work on
+      // (a separate verifier's copy of it goes with its environment: the next step never sees it).
       await session?.close();
       session = undefined;
-      const stop = await steps.end(part.step, { outcome, failure, verification, logsDir: files.logs, testsDir: files.tests, stopped: bounds.signal.aborted });
+      if (verifierEnvOpened) await removeVerifierEnvironment(path.join(runDir, VERIFIER_ENV_DIR));
+      const stop = await steps.end(part.step, { outcome, failure, verification, logsDir: files.logs, testsDir: files.tests, stopped: bounds.signal.aborted, ...(stepFinal ? { final: stepFinal } : {}) });
       if (stop) {
         if (stop !== true) note(stop);
         break;
@@ -257,7 +270,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
     llm?.close();
     await network?.close().catch((error: unknown) => note(`the network proxy could not be closed: ${errorMessage(error)}`));
     await session?.close().catch((error: unknown) => note(`the environment could not be closed: ${errorMessage(error)}`));
-    if (task.verifierEnvironment) await removeVerifierEnvironment(path.join(runDir, VERIFIER_ENV_DIR)).catch(() => undefined);
+    if (verifierEnvOpened) await removeVerifierEnvironment(path.join(runDir, VERIFIER_ENV_DIR)).catch(() => undefined);
   }
   // A stopped run ends with the reason it was stopped for, whatever the protocol made of it.
   failure = bounds.failure ?? failure;

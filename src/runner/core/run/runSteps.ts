@@ -9,7 +9,9 @@ import { runBounded } from '../../../shared/process.ts';
 import { shellPath, type BackendSession } from '../backends/backend.ts';
 import { RunFailure } from '../records/events.ts';
 import type { AgentOutcome, RunLimits } from '../protocols/agentProtocol.ts';
-import type { RunResult, TaskStepResult, TrajectoryEntry, Verification } from '../records/records.ts';
+import type { CapturedFiles, RunResult, TaskStepResult, TrajectoryEntry, Verification } from '../records/records.ts';
+import { errorMessage } from '../../../shared/errors.ts';
+import { copyTreeBounded, FINAL_WORKDIR } from './finalState.ts';
 import type { Task } from '../tasks/task.ts';
 import { combineMetrics, minRewardMiss, type TaskStep } from '../tasks/taskSteps.ts';
 import { rewardWords } from '../records/format.ts';
@@ -55,6 +57,27 @@ export async function mergeStepWorkdir(step: TaskStep, workspace: string): Promi
   await fs.cp(step.workdirDir, workspace, { recursive: true, force: true, verbatimSymlinks: true });
 }
 
+/** Where a multi-step run keeps each step's final state: final/steps/<name>/workdir. */
+export function stepFinalDir(step: Pick<TaskStep, 'name'>): string {
+  return path.posix.join('final', 'steps', step.name, 'workdir');
+}
+
+/**
+ * Keeps the final state just captured (final/workdir) as the step's own, which its verifier
+ * grades when it runs in an environment of its own; what cannot be kept is a note.
+ */
+export async function keepStepState(runDir: string, step: TaskStep, final: CapturedFiles, note: (message: string) => void): Promise<CapturedFiles | undefined> {
+  const dir = stepFinalDir(step);
+  try {
+    // Already bounded when it was captured: this copy only must not follow what it holds.
+    await copyTreeBounded(path.join(runDir, ...FINAL_WORKDIR.split('/')), path.join(runDir, ...dir.split('/')), { maxBytes: Number.MAX_SAFE_INTEGER, maxEntries: Number.MAX_SAFE_INTEGER });
+    return { ...final, dir };
+  } catch (error) {
+    note(`step '${step.name}': its final state could not be kept: ${errorMessage(error)}`);
+    return undefined;
+  }
+}
+
 /** Runs the step's setup.sh (merged into the workspace from its workdir/) before the agent; its failure is the step's. */
 export async function stepSetup(step: TaskStep, session: BackendSession, timeoutMs: number, signal: AbortSignal): Promise<RunFailure | undefined> {
   if (!step.workdirDir || !existsSync(path.join(step.workdirDir, 'setup.sh'))) return undefined;
@@ -76,6 +99,8 @@ interface StepEnd {
   testsDir: string;
   /** The run was stopped from outside (the user, a bound). */
   stopped: boolean;
+  /** The step's final state (final/steps/<name>/workdir), when it was kept. */
+  final?: CapturedFiles;
 }
 
 interface Done {
@@ -144,6 +169,7 @@ export class StepRecords {
         failure_cause: cause,
         error,
         dir: path.posix.join(TASK_STEPS_DIR, step.name),
+        ...(end.final ? { final: end.final } : {}),
       },
     });
     if (stop) {

@@ -1,13 +1,44 @@
 // The verifier in an environment of its own (Harbor 1.4's `[verifier] environment_mode =
-// "separate"`, and every regrade): a fresh session of the task's environment, bounded by the
-// verifier's resources, whose working folder starts as the recorded final state and nothing
-// else: no process of the agent, no file it left outside the working folder, no service, no
-// agent folder. Its agent phase is ended at once; the caller stages the tests and verifies.
+// "separate"`, and every regrade): a fresh session, bounded by the verifier's resources, whose
+// working folder starts as the recorded final state and nothing else: no process of the agent,
+// no file it left outside the working folder, no service, no agent folder. Its image is the
+// verifier's own where the task gives one (`[verifier.environment] docker_image`, else
+// tests/Dockerfile built with tests/ as its context) and the backend runs images; else the
+// task's. A multi-step task's step resolves its own `verifier.environment` before the task's.
+// Its agent phase is ended at once; the caller stages the tests and verifies.
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { Backend, BackendSession, RunFolders } from '../backends/backend.ts';
 import type { Task } from '../tasks/task.ts';
+import type { TaskStep } from '../tasks/taskSteps.ts';
+import type { VerifierEnvironmentSpec, VerifierImage } from '../tasks/verifierSpec.ts';
 import { copyTreeBounded } from './finalState.ts';
+
+/**
+ * The verifier environment a task (or its step) asks for, step first (Harbor's order: a step's
+ * `verifier.environment` before the task's `[verifier.environment]`, which falls back to
+ * `[environment]` when opened); undefined: the tests run where the agent ran.
+ */
+export function resolveVerifierEnvironment(task: Pick<Task, 'verifierEnvironment'>, step?: Pick<TaskStep, 'verifierMode' | 'verifierEnvironment'>): VerifierEnvironmentSpec | undefined {
+  const separate = step?.verifierMode !== undefined ? step.verifierMode === 'separate' : task.verifierEnvironment !== undefined;
+  if (!separate) return undefined;
+  const own = step?.verifierEnvironment;
+  const base = task.verifierEnvironment;
+  const buildTimeoutSec = own?.buildTimeoutSec ?? base?.buildTimeoutSec;
+  const image = own?.image ?? base?.image;
+  return {
+    cpus: own?.cpus ?? base?.cpus,
+    memoryMb: own?.memoryMb ?? base?.memoryMb,
+    storageMb: own?.storageMb ?? base?.storageMb,
+    ...(buildTimeoutSec !== undefined ? { buildTimeoutSec } : {}),
+    ...(image ? { image } : {}),
+  };
+}
+
+/** The verifier's image in words, relative to the task folder: "tests/Dockerfile", "the image x". */
+export function verifierImageWords(image: VerifierImage, taskDir: string): string {
+  return image.kind === 'image' ? `the image ${image.image}` : path.relative(taskDir, image.dockerfile) || image.dockerfile;
+}
 
 export interface VerifierEnvironmentOptions {
   backend: Backend;
@@ -23,6 +54,10 @@ export interface VerifierEnvironmentOptions {
   logs: string;
   /** Host paths never shown (the task folders, the run records). */
   hidden: readonly string[];
+  /** The environment to open; absent: the one the task itself asks for (the task's own image when it asks for none). */
+  spec?: VerifierEnvironmentSpec;
+  /** Where preparing it logs (its image's build), kept; `verifier-environment.log` beside `envDir` when absent. */
+  environmentLog?: string;
   diskBudgetBytes?: number;
   onNotice?: (message: string) => void;
   signal?: AbortSignal;
@@ -37,13 +72,13 @@ export async function openVerifierEnvironment(options: VerifierEnvironmentOption
     logs: options.logs,
     control: path.join(options.envDir, 'control'),
     scratch: path.join(options.envDir, 'scratch'),
-    environmentLog: path.join(options.envDir, 'environment.log'),
+    environmentLog: options.environmentLog ?? path.join(path.dirname(options.envDir), 'verifier-environment.log'),
   };
   await fs.mkdir(options.envDir, { recursive: true });
   for (const folder of [folders.control, folders.scratch, folders.logs]) await fs.mkdir(folder, { recursive: true });
   // The final state was bounded when it was kept; this copy only must not follow what it holds.
   await copyTreeBounded(options.finalDir, folders.workspace, { maxBytes: Number.MAX_SAFE_INTEGER, maxEntries: Number.MAX_SAFE_INTEGER });
-  const resources: NonNullable<Task['verifierEnvironment']> = task.verifierEnvironment ?? { cpus: undefined, memoryMb: undefined, storageMb: undefined };
+  const resources: VerifierEnvironmentSpec = options.spec ?? resolveVerifierEnvironment(task) ?? { cpus: undefined, memoryMb: undefined, storageMb: undefined };
   const verifierTask: Task = {
     ...task,
     environment: {
@@ -51,8 +86,14 @@ export async function openVerifierEnvironment(options: VerifierEnvironmentOption
       ...(resources.cpus !== undefined ? { cpus: resources.cpus } : {}),
       ...(resources.memoryMb !== undefined ? { memoryMb: resources.memoryMb } : {}),
       ...(resources.storageMb !== undefined ? { storageMb: resources.storageMb } : {}),
+      ...(resources.buildTimeoutSec !== undefined ? { buildTimeoutSec: resources.buildTimeoutSec } : {}),
     },
   };
+  // A backend without images (the sandbox, the local one) verifies in the task's environment, and says so.
+  const image = resources.image && options.backend.images ? resources.image : undefined;
+  if (resources.image && !image) {
+    options.onNotice?.(`the ${options.backend.name} backend has no images: the verifier runs in the task's environment, not in ${verifierImageWords(resources.image, task.dir)} (use the container backend for it)`);
+  }
   const session = await options.backend.open({
     runId: options.runId,
     task: verifierTask,
@@ -61,6 +102,7 @@ export async function openVerifierEnvironment(options: VerifierEnvironmentOption
     hidden: options.hidden,
     services: [],
     seedFromWorkspace: true,
+    ...(image ? { image } : {}),
     ...(options.diskBudgetBytes !== undefined ? { diskBudgetBytes: options.diskBudgetBytes } : {}),
     ...(options.onNotice ? { onNotice: options.onNotice } : {}),
     ...(options.signal ? { signal: options.signal } : {}),

@@ -9,6 +9,7 @@ import { checkVerifierEnvironmentNetwork } from '../network/policy.ts';
 import { DOCKER_FILES, LAYOUT_FILES, type TaskLayout } from './layout.ts';
 import { loadSteps, StepsTomlSchema, type StepsConfig, type TaskStep } from './taskSteps.ts';
 import { PhaseNetworkFields, TaskEnvSchema, taskNetwork, type TaskNetwork } from '../network/policy.ts';
+import { verifierSpec, VerifierEnvironmentTomlSchema, type VerifierEnvironmentSpec } from './verifierSpec.ts';
 import { commandTests, listTestFiles, REPO_TIMEOUTS, repoSpec, WorkspaceYamlSchema, type RepoSpec } from './repoTask.ts';
 
 /** One artifact of task.toml: a path in the environment and where it goes under the run's artifacts/. */
@@ -50,7 +51,7 @@ export const TaskTomlSchema = z.looseObject({
       ...PhaseNetworkFields,
       /** Harbor 1.4: 'separate' runs the verifier in a fresh environment holding only the agent's final working folder. */
       environment_mode: z.enum(['shared', 'separate']).optional(),
-      environment: z.looseObject({ cpus: z.number().positive().optional(), memory_mb: z.number().positive().optional(), storage_mb: z.number().positive().optional() }).optional(),
+      environment: VerifierEnvironmentTomlSchema.optional(),
     })
     .refine((v) => !(v.environment_mode === 'shared' && v.environment !== undefined), { message: "environment_mode 'shared' cannot have a [verifier.environment]" })
     .optional(),
@@ -114,8 +115,12 @@ export interface Task {
   repo?: RepoSpec;
   /** Paths in the environment collected into the run's artifacts/ after the agent phase (task.toml `artifacts`). */
   artifacts?: ArtifactSpec[];
-  /** The verifier runs in a fresh environment of its own (task.toml `[verifier] environment_mode = "separate"`), bounded as given. */
-  verifierEnvironment?: Pick<TaskEnvironment, 'cpus' | 'memoryMb' | 'storageMb'>;
+  /**
+   * The verifier runs in a fresh environment of its own (task.toml `[verifier] environment_mode =
+   * "separate"`), bounded as given, of its own image when `[verifier.environment] docker_image` or
+   * tests/Dockerfile gives one.
+   */
+  verifierEnvironment?: VerifierEnvironmentSpec;
 }
 
 /** How the task's environment is built and bounded (task.toml's [environment], the Docker files). */
@@ -227,7 +232,7 @@ async function loadCurrent(dir: string, name: string, file: string): Promise<Tas
     ...(config.environment?.env && Object.keys(config.environment.env).length > 0 ? { env: config.environment.env } : {}),
     ...(config.artifacts?.length ? { artifacts: config.artifacts.map((a) => (typeof a === 'string' ? { source: a } : { source: a.source, ...(a.destination !== undefined ? { destination: a.destination } : {}) })) } : {}),
     ...(config.verifier?.environment_mode === 'separate' || (config.verifier?.environment !== undefined && config.verifier.environment_mode === undefined)
-      ? { verifierEnvironment: { cpus: config.verifier.environment?.cpus, memoryMb: config.verifier.environment?.memory_mb, storageMb: config.verifier.environment?.storage_mb } }
+      ? { verifierEnvironment: verifierSpec(config.verifier.environment, path.join(dir, files.tests), file) }
       : {}),
   };
 }

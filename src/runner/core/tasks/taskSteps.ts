@@ -8,6 +8,7 @@ import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import * as z from 'zod';
 import { errorMessage } from '../../../shared/errors.ts';
+import { verifierSpec, VerifierEnvironmentTomlSchema, type VerifierEnvironmentSpec } from './verifierSpec.ts';
 
 export const REWARD_STRATEGIES = ['mean', 'final'] as const;
 export type RewardStrategy = (typeof REWARD_STRATEGIES)[number];
@@ -21,7 +22,16 @@ export const StepTomlSchema = z.looseObject({
   /** Belay's addition: the instruction inline instead of steps/<name>/instruction.md. */
   instruction: z.string().optional(),
   agent: z.looseObject({ timeout_sec: seconds.optional() }).optional(),
-  verifier: z.looseObject({ timeout_sec: seconds.optional() }).optional(),
+  verifier: z
+    .looseObject({
+      timeout_sec: seconds.optional(),
+      /** The step's own choice, before the task's `[verifier] environment_mode`. */
+      environment_mode: z.enum(['shared', 'separate']).optional(),
+      /** Resolved before the task's `[verifier.environment]` (Harbor's order). */
+      environment: VerifierEnvironmentTomlSchema.optional(),
+    })
+    .refine((v) => !(v.environment_mode === 'shared' && v.environment !== undefined), { message: "environment_mode 'shared' cannot have a verifier.environment" })
+    .optional(),
   /** A number gates the `reward` metric; a table gates each metric it names. */
   min_reward: z.union([z.number(), z.record(z.string(), z.number())]).optional(),
 });
@@ -50,6 +60,10 @@ export interface TaskStep {
   testScript: string;
   /** steps/<name>/workdir/, merged into the working directory before the step's agent phase. */
   workdirDir: string | undefined;
+  /** The step's own `verifier.environment_mode` ('separate' too when it has a `verifier.environment` alone); absent: the task's. */
+  verifierMode?: 'shared' | 'separate';
+  /** The step's own verifier environment (its `verifier.environment`, its tests/Dockerfile), resolved before the task's. */
+  verifierEnvironment?: VerifierEnvironmentSpec;
 }
 
 export interface StepsConfig {
@@ -109,6 +123,8 @@ export async function loadSteps(input: StepsInput): Promise<StepsConfig | undefi
     const workdirDir = path.join(stepDir, 'workdir');
     const hasWorkdir = existsSync(workdirDir);
     if (hasWorkdir) await refuseLinks(root, dir, workdirDir, fail);
+    const ownEnvironment = raw.verifier?.environment !== undefined || (hasTests && existsSync(path.join(testsDir, 'Dockerfile')));
+    const verifierMode = raw.verifier?.environment_mode ?? (raw.verifier?.environment !== undefined ? 'separate' : undefined);
     steps.push({
       index: i + 1,
       name: raw.name,
@@ -121,6 +137,8 @@ export async function loadSteps(input: StepsInput): Promise<StepsConfig | undefi
       testsDir: hasTests ? testsDir : undefined,
       testScript: 'test.sh',
       workdirDir: hasWorkdir ? workdirDir : undefined,
+      ...(verifierMode ? { verifierMode } : {}),
+      ...(ownEnvironment ? { verifierEnvironment: verifierSpec(raw.verifier?.environment, hasTests ? testsDir : undefined, toml) } : {}),
     });
   }
   // Harbor's default strategy is the mean.
