@@ -152,3 +152,31 @@ describe('a task whose agent phase has an allowlist and whose verifier has no ne
     });
   }
 });
+
+describe("a multi-step task whose second step's verifier has an allowlist of its own", () => {
+  for (const { name, backend } of available.filter((b) => b.name !== 'container')) {
+    it(`on ${name}: step one's tests have no network (the task's), step two's reach its host through their own proxy and are refused another, logged as the verifier's`, { skip: backend instanceof Error ? backend.message : false }, async () => {
+      if (backend instanceof Error) return;
+      const label = `steps-${name}`;
+      // Each step's tests pass only when the network is as that step says.
+      const stepTests = (lines: string[], pass: string) => ['cd "$LOGS_DIR/verifier" || exit 3', ...lines, 'cat net.txt', pass, ''].join('\n');
+      const dir = tmp.writeTask(`netv-${label}`, {
+        'task.toml': '[verifier]\ntimeout_sec = 60\n\n[[steps]]\nname = "one"\n\n[[steps]]\nname = "two"\n[steps.verifier]\nnetwork_mode = "allowlist"\nallowed_hosts = ["pkgs.test"]\n',
+        'steps/one/instruction.md': 'Step one.\n',
+        'steps/one/tests/test.sh': stepTests(['echo "v1-proxy-variables $(env | grep -ci proxy)" >> net.txt', testProbe('v1-name', 'proxy', `http://pkgs.test/step-one-${label}`)], "grep -q '^v1-proxy-variables 0$' net.txt && grep -q '^v1-name 000$' net.txt"),
+        'steps/one/tests/net-probe.py': PROBE,
+        'steps/two/instruction.md': 'Step two.\n',
+        'steps/two/tests/test.sh': stepTests([testProbe('v2-allowed', 'proxy', `http://pkgs.test/step-two-${label}`), testProbe('v2-denied', 'proxy', `http://solutions.test/step-two-${label}`)], "grep -q '^v2-allowed 200$' net.txt && grep -q '^v2-denied 403$' net.txt"),
+        'steps/two/tests/net-probe.py': PROBE,
+      });
+      const { result } = await runFixture(backend, path.join(tmp.dir, `runs-${label}`), nodeAgent('commands.mjs'), { task: await loadTask(dir), env: { AGENT_COMMANDS: '[]' }, resolveNetwork });
+      assert.equal(result.failure_cause, null, result.error ?? '');
+      assert.equal(result.reward, 1);
+      assert.deepEqual(result.task_steps?.map((s) => [s.name, s.reward]), [['one', 1], ['two', 1]]);
+      assert.ok(seen.includes(`pkgs.test /step-two-${label}`), seen.join('\n'));
+      assert.equal(seen.some((line) => line.includes(`step-one-${label}`) || line.startsWith(`solutions.test /step-two-${label}`)), false);
+      assert.deepEqual(networkLog(result.run_dir).map((e) => [e.phase, e.host, e.allowed]), [['verifier', 'pkgs.test', true], ['verifier', 'solutions.test', false]]);
+      assert.ok(result.notes?.some((note) => /^step 'two': verify phase network: allowlist \(pkgs\.test\)/.test(note)), result.notes?.join('\n'));
+    });
+  }
+});

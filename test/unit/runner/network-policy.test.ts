@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { isInternalAddress, matchRule, parseHostRule, taskNetwork } from '../../../src/runner/core/network/policy.ts';
+import { isInternalAddress, matchRule, parseHostRule, stepVerifierNetwork, taskNetwork, type PhasePolicy } from '../../../src/runner/core/network/policy.ts';
 import { namedHost, parseAuthority } from '../../../src/runner/core/network/proxy.ts';
 import { clientHello } from '../../support/runner/tlsHello.ts';
 import { tempDir } from '../../support/temp.ts';
@@ -103,6 +103,17 @@ describe("a task's network per phase", () => {
     assert.deepEqual(taskNetwork({ verifier: { environment: { memory_mb: 512 } } }).verifier, { mode: 'no-network', allowedHosts: [] });
   });
 
+  it("resolves a step's verifier network before the task's: its verifier.network_mode, then its verifier.environment's, then the task's", () => {
+    const task: PhasePolicy = { mode: 'allowlist', allowedHosts: ['a.example'] };
+    assert.equal(stepVerifierNetwork(undefined, task), undefined);
+    assert.equal(stepVerifierNetwork({ environment: { cpus: 1 } }, task), undefined);
+    assert.deepEqual(stepVerifierNetwork({ network_mode: 'no-network' }, task), { mode: 'no-network', allowedHosts: [] });
+    assert.deepEqual(stepVerifierNetwork({ environment: { network_mode: 'allowlist', allowed_hosts: ['b.example'] } }, task), { mode: 'allowlist', allowedHosts: ['b.example'] });
+    assert.deepEqual(stepVerifierNetwork({ network_mode: 'no-network', environment: { network_mode: 'public' } }, task), { mode: 'no-network', allowedHosts: [] });
+    // Hosts alone: the task's mode with the step's list.
+    assert.deepEqual(stepVerifierNetwork({ allowed_hosts: ['c.example'] }, task), { mode: 'allowlist', allowedHosts: ['c.example'] });
+  });
+
   it('reads the older allow_internet = true as public, marked as such', () => {
     const network = taskNetwork({ environment: { allow_internet: true }, verifier: { network_mode: 'no-network' } });
     assert.deepEqual(network.agent, { mode: 'public', allowedHosts: [], legacy: true });
@@ -150,6 +161,8 @@ describe("task.toml's network and [environment.env]", () => {
 
   it('names the file and the field of a bad value, in one line', async () => {
     for (const [toml, field, reason] of [
+      ['[[steps]]\nname = "one"\n[steps.verifier]\nnetwork_mode = "internet"\n', 'steps.0.verifier.network_mode', /must be one of/],
+      ['[[steps]]\nname = "one"\n[steps.verifier.environment]\nallowed_hosts = ["http://x.org/"]\n', 'steps.0.verifier.environment.allowed_hosts.0', /not a host/],
       ['[verifier.environment]\nnetwork_mode = "internet"\n', 'verifier.environment.network_mode', /must be one of "no-network", "allowlist", "public"/],
       ['[verifier.environment]\nallowed_hosts = ["*.org"]\n', 'verifier.environment.allowed_hosts.0', /wildcard/],
       ['[agent]\nnetwork_mode = "internet"\n', 'agent.network_mode', /must be one of "no-network", "allowlist", "public"/],
@@ -196,6 +209,20 @@ describe('a grading with no agent phase (a regrade) reads only the verifier\'s n
     await network.close();
     // Nothing written where the grading's log would go: no attempt was made.
     assert.equal(existsSync(path.join(tmp.dir, `grading-${count}`)), false);
+  });
+
+  it("a step's public verifier without the person's say is one line naming the step", async () => {
+    const dir = tmp.writeTask(`r${++count}`, { 'task.toml': '[[steps]]\nname = "one"\n[steps.verifier]\nnetwork_mode = "public"\n', 'steps/one/instruction.md': 'x', 'steps/one/tests/test.sh': '' });
+    const loaded = await loadTask(dir);
+    const error = await openRunNetwork({ task: loaded, runDir: path.join(tmp.dir, 'never'), allowPublic: false, isolated: true, note: () => undefined }).then(() => undefined, (e: unknown) => e as Error);
+    assert.ok(error instanceof NetworkRefused);
+    assert.equal(error.message, `${path.join(dir, 'task.toml')}: step 'one': verifier network_mode "public" needs the public network, which belay.runner.allowPublicNetwork (--allow-public-network) does not allow; the run did not start`);
+    const allowed = await openRunNetwork({ task: loaded, runDir: path.join(tmp.dir, 'never'), allowPublic: true, isolated: true, note: () => undefined });
+    const phase = await allowed.openVerifier(loaded.steps!.steps[0]);
+    assert.equal(phase.policy.mode, 'public');
+    // Without the step, the task's own verifier policy: none.
+    assert.equal((await allowed.openVerifier()).policy.mode, 'no-network');
+    await allowed.close();
   });
 
   it("a verifier's public network without the person's say is one line ending with the grading's words; with it, a proxy", async () => {

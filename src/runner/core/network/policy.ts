@@ -97,12 +97,31 @@ const PhaseTableSchema = z.looseObject(PhaseNetworkFields);
  * `[verifier.environment]`'s network fields (Harbor 1.4: the verifier's own environment has its own
  * baseline): checked where task.toml is read, each bad value an issue naming its field.
  */
-export function checkVerifierEnvironmentNetwork(config: { verifier?: { environment?: unknown } | undefined }, ctx: z.RefinementCtx): void {
+export function checkVerifierEnvironmentNetwork(config: { verifier?: { environment?: unknown } | undefined }, ctx: z.RefinementCtx, at: readonly (string | number)[] = ['verifier', 'environment']): void {
   const table = config.verifier?.environment;
   if (table === undefined) return;
   const checked = PhaseTableSchema.safeParse(table);
   if (checked.success) return;
-  for (const issue of checked.error.issues) ctx.addIssue({ code: 'custom', path: ['verifier', 'environment', ...issue.path.map((part) => (typeof part === 'symbol' ? String(part) : part))], message: issue.message });
+  for (const issue of checked.error.issues) ctx.addIssue({ code: 'custom', path: [...at, ...issue.path.map((part) => (typeof part === 'symbol' ? String(part) : part))], message: issue.message });
+}
+
+/** A step's verifier network as `[[steps]]` writes it: `verifier.network_mode`, `verifier.allowed_hosts`, and its `verifier.environment`'s. */
+export interface StepNetworkFields extends PhaseFields {
+  environment?: unknown;
+}
+
+/**
+ * A step's verifier policy, resolved before the task's (Harbor's order): the step's
+ * `verifier.network_mode` over its `verifier.environment`'s, over the task's verifier policy;
+ * undefined when the step says nothing of the network (the task's then).
+ */
+export function stepVerifierNetwork(step: StepNetworkFields | undefined, task: PhasePolicy): PhasePolicy | undefined {
+  const table = step?.environment === undefined ? undefined : PhaseTableSchema.safeParse(step.environment).data;
+  if (step?.network_mode === undefined && step?.allowed_hosts === undefined && table?.network_mode === undefined && table?.allowed_hosts === undefined) return undefined;
+  const base: PhasePolicy = table?.network_mode ? { mode: table.network_mode, allowedHosts: table.allowed_hosts ?? [] } : { ...task, allowedHosts: table?.allowed_hosts ?? task.allowedHosts };
+  const mode = step?.network_mode ?? base.mode;
+  const allowedHosts = mode === 'allowlist' ? (step?.allowed_hosts ?? base.allowedHosts) : [];
+  return { mode, allowedHosts, ...(step?.network_mode === undefined && base.legacy ? { legacy: true } : {}) };
 }
 
 /** One phase's network, as the run applies it. */

@@ -241,7 +241,10 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
         }
         // The verify phase's own egress (its [verifier] policy), started now that nothing of the agent's is alive; never the gateway.
         const open = session;
-        verification = await inVerifyPhase(open, network, note, (env) =>
+        const runNetwork = network;
+        const step = part.step;
+        // A step's own verifier network (its [[steps]] verifier's) before the task's.
+        verification = await inVerifyPhase(open, { openVerifier: () => runNetwork.openVerifier(step) }, note, (env) =>
           verify({ task: part.task, session: open, runDir, testOutputFile: part.testOutputFile, timeoutMs: part.testTimeoutMs, maxLogBytes: limits.maxLogBytes, env, signal: bounds.signal }),
         );
         emit({ type: 'verification-ended', verification });

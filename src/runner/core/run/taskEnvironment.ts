@@ -8,10 +8,11 @@ import { errorMessage } from '../../../shared/errors.ts';
 import type { BackendSession, ServiceSpec, SpawnSpec } from '../backends/backend.ts';
 import { RunFailure } from '../records/events.ts';
 import { socketFolder, type SocketFolder } from '../backends/services.ts';
-import { describePolicy, NO_NETWORK, type PhasePolicy } from '../network/policy.ts';
+import { describePolicy, NO_NETWORK, stepVerifierNetwork, type PhasePolicy } from '../network/policy.ts';
 import { EgressProxy, type LogPhase, type Resolver } from '../network/proxy.ts';
 import { configFileName } from '../tasks/layout.ts';
 import type { Task } from '../tasks/task.ts';
+import type { TaskStep } from '../tasks/taskSteps.ts';
 
 /** The service name the egress proxy has inside a run. */
 export const EGRESS_SERVICE = 'egress';
@@ -65,11 +66,12 @@ export interface RunNetwork {
   /** The policy every verify phase runs under. */
   verifier: PhasePolicy;
   /**
-   * Starts a verify phase's own proxy (nothing for a no-network verifier). Called once the agent
-   * phase is over, so no process of the agent's is alive to reach it; the caller closes it when
-   * the phase ends (`close` closes what is still open).
+   * Starts a verify phase's own proxy (nothing for a no-network verifier), under the policy of
+   * `step` when it has one of its own. Called once the agent phase is over, so no process of the
+   * agent's is alive to reach it; the caller closes it when the phase ends (`close` closes what is
+   * still open).
    */
-  openVerifier(): Promise<PhaseNetwork>;
+  openVerifier(step?: TaskStep): Promise<PhaseNetwork>;
   close(): Promise<void>;
 }
 
@@ -107,11 +109,22 @@ export async function openRunNetwork(options: RunNetworkOptions): Promise<RunNet
       note(`${PHASE_WORDS[phase]} network: ${describePolicy(policy)}, through Belay's proxy (HTTP and HTTPS only; every attempt in ${NETWORK_LOG_FILE})`);
     }
   }
+  // A multi-step task's step may say its own verifier's network, resolved before the task's.
+  const stepPolicies = new Map<number, PhasePolicy>();
+  for (const step of task.steps?.steps ?? []) {
+    const policy = stepVerifierNetwork(step.verifierNetwork, policies.verifier);
+    if (!policy) continue;
+    if (policy.mode === 'public' && !options.allowPublic) {
+      throw new NetworkRefused(`${path.join(task.dir, config)}: step '${step.name}': verifier network_mode "public" needs the public network, which belay.runner.allowPublicNetwork (--allow-public-network) does not allow; ${options.verifierOnly?.refused ?? 'the run did not start'}`);
+    }
+    stepPolicies.set(step.index, policy);
+    if (policy.mode !== 'no-network') note(`step '${step.name}': verify phase network: ${describePolicy(policy)}${options.isolated ? `, through Belay's proxy (every attempt in ${NETWORK_LOG_FILE})` : ' — the local backend cannot enforce it'}`);
+  }
   // One cap on the lines of network.jsonl, whichever phase's proxy writes them.
   const logLines = { count: 0 };
   const open = new Set<PhaseNetwork>();
-  const start = async (phase: 'agent' | 'verifier'): Promise<PhaseNetwork> => {
-    const opened = await phaseNetwork(phase, policies[phase], { ...options, logLines });
+  const start = async (phase: 'agent' | 'verifier', policy: PhasePolicy = policies[phase]): Promise<PhaseNetwork> => {
+    const opened = await phaseNetwork(phase, policy, { ...options, logLines });
     if (opened.service === undefined) return opened;
     open.add(opened);
     return { ...opened, close: () => opened.close().finally(() => open.delete(opened)) };
@@ -120,7 +133,7 @@ export async function openRunNetwork(options: RunNetworkOptions): Promise<RunNet
   return {
     agent,
     verifier: policies.verifier,
-    openVerifier: () => start('verifier'),
+    openVerifier: (step) => start('verifier', (step ? stepPolicies.get(step.index) : undefined) ?? policies.verifier),
     close: async () => {
       const closing = await Promise.allSettled([...open].map((phase) => phase.close()));
       open.clear();

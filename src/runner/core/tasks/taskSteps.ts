@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import * as z from 'zod';
 import { errorMessage } from '../../../shared/errors.ts';
 import { verifierSpec, VerifierEnvironmentTomlSchema, type VerifierEnvironmentSpec } from './verifierSpec.ts';
+import { checkVerifierEnvironmentNetwork, PhaseNetworkFields, type StepNetworkFields } from '../network/policy.ts';
 
 export const REWARD_STRATEGIES = ['mean', 'final'] as const;
 export type RewardStrategy = (typeof REWARD_STRATEGIES)[number];
@@ -29,8 +30,11 @@ export const StepTomlSchema = z.looseObject({
       environment_mode: z.enum(['shared', 'separate']).optional(),
       /** Resolved before the task's `[verifier.environment]` (Harbor's order). */
       environment: VerifierEnvironmentTomlSchema.optional(),
+      /** The step's verifier network, before its verifier.environment's and the task's. */
+      ...PhaseNetworkFields,
     })
     .refine((v) => !(v.environment_mode === 'shared' && v.environment !== undefined), { message: "environment_mode 'shared' cannot have a verifier.environment" })
+    .superRefine((v, ctx) => checkVerifierEnvironmentNetwork({ verifier: v }, ctx, ['environment']))
     .optional(),
   /** A number gates the `reward` metric; a table gates each metric it names. */
   min_reward: z.union([z.number(), z.record(z.string(), z.number())]).optional(),
@@ -64,6 +68,8 @@ export interface TaskStep {
   verifierMode?: 'shared' | 'separate';
   /** The step's own verifier environment (its `verifier.environment`, its tests/Dockerfile), resolved before the task's. */
   verifierEnvironment?: VerifierEnvironmentSpec;
+  /** What the step says of its verifier's network (resolved before the task's policy, network/policy.ts). */
+  verifierNetwork?: StepNetworkFields;
 }
 
 export interface StepsConfig {
@@ -139,6 +145,7 @@ export async function loadSteps(input: StepsInput): Promise<StepsConfig | undefi
       workdirDir: hasWorkdir ? workdirDir : undefined,
       ...(verifierMode ? { verifierMode } : {}),
       ...(ownEnvironment ? { verifierEnvironment: verifierSpec(raw.verifier?.environment, hasTests ? testsDir : undefined, toml) } : {}),
+      ...(raw.verifier ? { verifierNetwork: { network_mode: raw.verifier.network_mode, allowed_hosts: raw.verifier.allowed_hosts, environment: raw.verifier.environment } } : {}),
     });
   }
   // Harbor's default strategy is the mean.
