@@ -105,7 +105,7 @@ describe('Harbor trials in the Results view and the trajectory view', () => {
     await badge.waitFor();
     assert.match((await badge.getAttribute('title')) ?? '', /Reward-hacking signals:\nread the tests: cat \/tests\/test\.sh/);
     assert.equal(await row.locator('.badge.flagged').count(), 1);
-    // The flag beside the grade, the steps and the time: all inside the cell, nothing cut.
+    // The grade on the first line, the steps, the time and the flag on the second: all inside the cell, nothing cut.
     const layout = await row.locator('.cell.trial').evaluateAll(cellLayout);
     assert.deepEqual([layout.cells, layout.outside, layout.cut], [1, [], []]);
     // For a screen reader: the cell's label gives the reasons the tooltip gives; the flag is words, its sign a picture.

@@ -7,7 +7,7 @@ import { codicon, el } from '../shared/dom.ts';
 import { toWebviewSchema, type Cell, type CellRegrade, type Comparison, type Regrade, type State, type ToHost, type ToWebview } from '../../contracts/resultsPage.ts';
 import './style.css';
 
-/** A row's height: one line, or two when regrade marks share the cells (the grade above, the facts below). */
+/** A row's height: one line, or two when regrade marks, flags or metrics share the cells (the grade above, the facts and the flag below). */
 const ROW_HEIGHT = 30;
 const TWO_LINE_ROW_HEIGHT = 44;
 /** Rows drawn above and below the visible ones. */
@@ -156,7 +156,8 @@ function cellFacts(cell: Cell): string[] {
 /**
  * A cell's parts: its grade (icon, passes, reward, the regrade's mark) and its facts (steps, time,
  * cost), then the flag. On one line the facts give way first, cut with an ellipsis; with regrade
- * marks the facts take a second line. Whatever is cut is whole in the cell's tooltip and label.
+ * marks, flags or metrics the facts and the flag take a second line. Whatever is cut is whole in
+ * the cell's tooltip and label.
  */
 function cellText(cell: Cell, mode: State['mode']): HTMLElement[] {
   const grade = el('span', 'grade');
@@ -168,19 +169,19 @@ function cellText(cell: Cell, mode: State['mode']): HTMLElement[] {
   if (mode === 'agents' || cell.trials > 1) grade.append(el('span', 'count', `${cell.passed}/${cell.finished}`));
   grade.append(cell.reward === null && cell.metrics ? el('span', 'reward metrics', metricsText(cell.metrics, true)) : el('span', 'reward', reward(cell.reward)));
   if (cell.regrade) grade.append(regradeMark(cell.regrade));
-  const parts: HTMLElement[] = [grade];
+  const more = el('span', 'more');
   const facts = cellFacts(cell);
   // Apart by an en space, as wide as the gap between the cell's parts: one text, so that an ellipsis can cut it.
-  if (facts.length > 0) parts.push(el('span', 'facts', facts.join('\u2002')));
+  if (facts.length > 0) more.append(el('span', 'facts', facts.join('\u2002')));
   if (cell.signals.length > 0) {
     // The reasons are the agent's commands: set as the title's text, never as markup.
     const badge = el('span', 'badge signals');
     badge.append(el('span', 'mark', '⚑'), el('span', '', ' flagged'));
     badge.firstElementChild!.setAttribute('aria-hidden', 'true');
     badge.title = `Reward-hacking signals:\n${cell.signals.join('\n')}`;
-    parts.push(badge);
+    more.append(badge);
   }
-  return parts;
+  return more.childElementCount > 0 ? [grade, more] : [grade];
 }
 
 /** A grade as the cells say it: the reward, or passed/failed when the tests gave none. */
@@ -395,8 +396,8 @@ function render(s: State): void {
     grid.setAttribute('aria-colcount', String(s.columns.length + 1));
     grid.setAttribute('aria-label', 'Results: tasks by ' + (s.mode === 'attempts' ? 'attempt' : 'agent'));
     grid.style.setProperty('--columns', String(s.columns.length));
-    // Regrade marks widen a cell's first line: its facts go to a second one.
-    const twoLines = s.rows.some((r) => r.cells.some((c) => c?.regrade));
+    // Regrade marks, flags and metrics widen a cell past its width on one line: its facts and flag go to a second one.
+    const twoLines = s.rows.some((r) => r.cells.some((c) => c && (c.regrade || c.signals.length > 0 || (c.reward === null && c.metrics))));
     rowHeight = twoLines ? TWO_LINE_ROW_HEIGHT : ROW_HEIGHT;
     grid.classList.toggle('two-lines', twoLines);
     grid.style.setProperty('--row-height', `${rowHeight}px`);
