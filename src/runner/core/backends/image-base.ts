@@ -10,9 +10,29 @@ import * as path from 'node:path';
 import { runBounded } from '../../../shared/process.ts';
 import { failureText, findProgram, type Engine } from './engine.ts';
 
-export const BASE_IMAGE = 'localhost/belay-base:bookworm';
-/** What the base holds: a shell and the tools agents and tests assume; libstdc++ lets a host's Node run inside. */
-export const BASE_PACKAGES = ['bash', 'coreutils', 'python3', 'libstdc++6'] as const;
+/** The base image's tag when BELAY_BASE_TAG does not name another. */
+export const DEFAULT_BASE_TAG = 'bookworm';
+
+/**
+ * The base image's name: localhost/belay-base with the tag BELAY_BASE_TAG names (default
+ * bookworm). Another tag lets a changed recipe be built and tried beside the image every other
+ * Belay on the machine uses, without moving theirs.
+ */
+export function baseImageName(env: NodeJS.ProcessEnv = process.env): string {
+  const tag = env.BELAY_BASE_TAG?.trim() || DEFAULT_BASE_TAG;
+  if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(tag)) {
+    throw new Error(`BELAY_BASE_TAG=${JSON.stringify(tag.slice(0, 60))}: not an image tag (letters, digits, '_', '.', '-'; at most 128)`);
+  }
+  return `localhost/belay-base:${tag}`;
+}
+
+export const BASE_IMAGE = baseImageName();
+/**
+ * What the base holds: a shell and the tools agents and tests assume; libstdc++ lets a host's
+ * Node run inside; git for the agents of repository tasks (they commit and diff); procps (ps,
+ * pkill), which Claude Code calls; pip to install an agent's requirements.txt.
+ */
+export const BASE_PACKAGES = ['bash', 'coreutils', 'python3', 'libstdc++6', 'git', 'procps', 'python3-pip'] as const;
 export const DEFAULT_MIRROR = 'http://deb.debian.org/debian';
 const SUITE = 'bookworm';
 /** The label that holds the recipe's hash on the image. */
