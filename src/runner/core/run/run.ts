@@ -199,14 +199,14 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
       };
       // A step's workdir/setup.sh runs first; when it fails, the step's agent and tests do not run.
       const setupFailure = part.step ? await stepSetup(part.step, session, part.agentTimeoutMs, bounds.signal) : undefined;
-      await inputs.before();
+      await inputs.before(session);
       ({ outcome, failure } = setupFailure ? { outcome: { steps: 0, agentCompleted: false }, failure: setupFailure } : await agentPhase(options.protocol, ctx));
       llm?.assign(ctx.trajectory);
       if (part.step) trajectory.push(...steps.trajectory(part.step, part.trajectory));
       await session.endAgentPhase().catch((error: unknown) => {
         throw new RunFailure('harness_error', `the agent phase could not be ended: ${errorMessage(error)}`);
       });
-      await inputs.after();
+      await inputs.after(session.workspaceNotFinal === undefined);
       // What the agent left, kept with the run (a multi-step task's last step's is the one kept): what regrade grades.
       if (session.workspaceNotFinal !== undefined) {
         captured = {};
