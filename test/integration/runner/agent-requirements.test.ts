@@ -4,10 +4,12 @@
 // wheelhouse, a hostile file, a package the wheelhouse lacks) ending the run before any agent
 // starts, in one line.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { Backend } from '../../../src/runner/core/backends/backend.ts';
+import { BASE_IMAGE } from '../../../src/runner/core/backends/image-base.ts';
 import { REQUIREMENTS_LOG } from '../../../src/runner/core/run/agentRequirements.ts';
 import { runFiles, type RunResult } from '../../../src/runner/core/records/records.ts';
 import { loadTask } from '../../../src/runner/core/tasks/task.ts';
@@ -22,6 +24,8 @@ const wheelhouse = path.join(tmp.dir, 'wheelhouse');
 mkdirSync(wheelhouse);
 writeWheel(wheelhouse, 'belay_probe', '1.2.0', { '__init__.py': 'ANSWER = 42\n' });
 writeWheel(wheelhouse, 'belay_top', '0.1.0', { '__init__.py': 'from belay_probe import ANSWER\n' }, ['belay_probe>=1']);
+// A package larger than the small disk budget one test gives its run.
+writeWheel(wheelhouse, 'belay_big', '1.0', { '__init__.py': '', 'blob.txt': randomBytes(3 * 1024 * 1024).toString('base64') });
 
 // The agent: imports what its requirements name and writes the answer; says where it ran first.
 const AGENT = `import os, sys
@@ -55,8 +59,8 @@ for (const { name, backend } of available) {
   describe(`an agent's requirements.txt (${name} backend)`, { skip: backend instanceof Error ? backend.message : false }, () => {
     const be = backend as Backend;
     const runs = path.join(tmp.dir, `runs-${name}`);
-    const run = async (agentDir: string, options: { wheelhouse?: string } = {}) =>
-      runFixture(be, runs, `python3 '${path.join(agentDir, 'agent.py')}'`, { task: await loadTask(task), protocol: 'sdk3', agentCwd: agentDir, agentFolders: [], ...options });
+    const run = async (agentDir: string, options: { wheelhouse?: string; limits?: { diskBudgetBytes: number }; task?: string } = {}) =>
+      runFixture(be, runs, `python3 '${path.join(agentDir, 'agent.py')}'`, { protocol: 'sdk3', agentCwd: agentDir, agentFolders: [], ...options, task: await loadTask(options.task ?? task) });
 
     it('installed from the wheelhouse before the agent starts, inside its environment: the agent imports them (reward 1)', async () => {
       const { result } = await run(goodAgent, { wheelhouse });
@@ -89,6 +93,13 @@ for (const { name, backend } of available) {
       assert.match(readFileSync(path.join(result.run_dir, REQUIREMENTS_LOG), 'utf8'), /belay_absent/);
     });
 
+    it('the install is held to the run\'s disk budget: a package larger than it ends the run before the agent starts', async () => {
+      const { result } = await run(agentWith(`big-${name}`, 'belay_big\n'), { wheelhouse, limits: { diskBudgetBytes: 2 * 1024 * 1024 } });
+      assert.ok(result.failure_cause === 'disk_budget' || result.failure_cause === 'setup_error', `${result.failure_cause}: ${result.error}`);
+      assert.doesNotMatch(result.error ?? '', /\n/);
+      assert.equal(agentRan(result), false);
+    });
+
     it('a hostile requirements.txt (a URL, -e, another index, a path outside the agent\'s folder): refused in one line, pip never runs', async () => {
       for (const [i, line] of ['https://evil.example/x-1.0.tar.gz', '-e ../../outside', '--index-url http://127.0.0.1:9/simple', '../outside/project', 'x @ file:///etc'].entries()) {
         const { result } = await run(agentWith(`hostile-${name}-${i}`, `belay_top\n${line}\n`), { wheelhouse });
@@ -100,3 +111,18 @@ for (const { name, backend } of available) {
     });
   });
 }
+
+describe('an agent\'s requirements.txt where the environment has no pip (container backend)', { skip: available[2]!.backend instanceof Error ? (available[2]!.backend as Error).message : false }, () => {
+  it('one line naming what is missing, before the agent starts', async () => {
+    const noPip = tmp.writeTask(`no-pip-${process.pid}`, {
+      'task.toml': 'version = "1.0"\n[agent]\ntimeout_sec = 60.0\n[verifier]\ntimeout_sec = 30.0\n',
+      'instruction.md': 'Write the answer.\n',
+      'environment/Dockerfile': `FROM ${BASE_IMAGE}\nRUN rm -rf /usr/lib/python3/dist-packages/pip\n`,
+      'tests/test.sh': '#!/bin/sh\n[ "$(cat answer.txt)" = 42 ]\n',
+    });
+    const { result } = await runFixture(available[2]!.backend as Backend, path.join(tmp.dir, 'runs-no-pip'), `python3 '${path.join(goodAgent, 'agent.py')}'`, { task: await loadTask(noPip), protocol: 'sdk3', agentCwd: goodAgent, agentFolders: [], wheelhouse });
+    assert.equal(result.failure_cause, 'setup_error');
+    assert.equal(result.error, `${path.join(goodAgent, 'requirements.txt')}: the agent's requirements cannot be installed: python3 has no pip module in the agent's environment (the base image has python3-pip; a task's own image needs it)`);
+    assert.equal(agentRan(result), false);
+  });
+});
