@@ -15,6 +15,7 @@ import { runFiles, type RunResult } from '../../../src/runner/core/records/recor
 import { loadTask } from '../../../src/runner/core/tasks/task.ts';
 import { containerOrReason } from '../../support/runner/container-helpers.ts';
 import { backends, runFixture, tempDir } from '../../support/runner/helpers.ts';
+import { namedHosts } from '../../support/runner/namedHosts.ts';
 import { writeWheel } from '../../support/runner/wheel.ts';
 
 const tmp = tempDir('belay-agent-requirements-');
@@ -124,5 +125,33 @@ describe('an agent\'s requirements.txt where the environment has no pip (contain
     assert.equal(result.failure_cause, 'setup_error');
     assert.equal(result.error, `${path.join(goodAgent, 'requirements.txt')}: the agent's requirements cannot be installed: python3 has no pip module in the agent's environment (the base image has python3-pip; a task's own image needs it)`);
     assert.equal(agentRan(result), false);
+  });
+});
+
+describe('an agent\'s requirements.txt from the package index, through the allowlist proxy (sandbox backend)', { skip: available[1]!.backend instanceof Error ? (available[1]!.backend as Error).message : false }, () => {
+  // The index's hosts stand for themselves at public addresses; the proxy really connects to a
+  // web server here, which speaks no TLS: pip gets through the proxy, then finds nothing.
+  const hosts = namedHosts({ 'pypi.org': '203.0.113.30', 'files.pythonhosted.org': '203.0.113.31' });
+  after(() => hosts.close());
+
+  it('pip reaches pypi.org only through Belay\'s proxy (each attempt in network.jsonl); what it could not get is one line, no agent started', async () => {
+    await hosts.start();
+    const indexTask = tmp.writeTask('answer-index', {
+      'task.toml': 'version = "1.0"\n[agent]\ntimeout_sec = 120.0\nnetwork_mode = "allowlist"\nallowed_hosts = ["pypi.org", "files.pythonhosted.org"]\n[verifier]\ntimeout_sec = 30.0\n',
+      'instruction.md': 'Write the answer.\n',
+      'tests/test.sh': '#!/bin/sh\n[ "$(cat answer.txt)" = 42 ]\n',
+    });
+    const { result } = await runFixture(available[1]!.backend as Backend, path.join(tmp.dir, 'runs-index'), `python3 '${path.join(goodAgent, 'agent.py')}'`, {
+      task: await loadTask(indexTask),
+      protocol: 'sdk3',
+      agentCwd: goodAgent,
+      agentFolders: [],
+      resolveNetwork: (host) => hosts.resolve(host),
+    });
+    assert.equal(result.failure_cause, 'setup_error');
+    assert.match(result.error ?? '', /requirements\.txt: the agent's requirements could not be installed: .*belay_top.* \(see requirements\.log\)$/);
+    assert.equal(agentRan(result), false);
+    const attempts = readFileSync(path.join(result.run_dir, 'network.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { host: string; port: number; allowed: boolean; phase: string });
+    assert.ok(attempts.length > 0 && attempts.every((a) => a.host === 'pypi.org' && a.port === 443 && a.allowed && a.phase === 'agent'), JSON.stringify(attempts));
   });
 });
