@@ -14,7 +14,9 @@ import { REQUIREMENTS_LOG } from '../../../src/runner/core/run/agentRequirements
 import { runFiles, type RunResult } from '../../../src/runner/core/records/records.ts';
 import { loadTask } from '../../../src/runner/core/tasks/task.ts';
 import { containerOrReason } from '../../support/runner/container-helpers.ts';
-import { backends, runFixture, tempDir } from '../../support/runner/helpers.ts';
+import { backends, repoRoot, runFixture, tempDir } from '../../support/runner/helpers.ts';
+import { ensureBuilt } from '../../support/build.ts';
+import { runCli } from '../../support/cli-process.ts';
 import { namedHosts } from '../../support/runner/namedHosts.ts';
 import { writeWheel } from '../../support/runner/wheel.ts';
 
@@ -153,5 +155,22 @@ describe('an agent\'s requirements.txt from the package index, through the allow
     assert.equal(agentRan(result), false);
     const attempts = readFileSync(path.join(result.run_dir, 'network.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { host: string; port: number; allowed: boolean; phase: string });
     assert.ok(attempts.length > 0 && attempts.every((a) => a.host === 'pypi.org' && a.port === 443 && a.allowed && a.phase === 'agent'), JSON.stringify(attempts));
+  });
+});
+
+describe('belay run --wheelhouse', () => {
+  const cli = path.join(repoRoot, 'dist', 'cli.js');
+  const belay = (args: string[]) => runCli(cli, ['run', task, '--agent', `python3 '${path.join(goodAgent, 'agent.py')}'`, '--protocol', 'sdk3', '--backend', 'local', '--json', ...args], { cwd: tmp.dir });
+
+  it('a run and a job (kept with it) install the agent\'s requirements from it; without it the run says why in one line', async () => {
+    ensureBuilt();
+    const single = await belay(['--out', path.join(tmp.dir, 'cli-runs'), '--wheelhouse', wheelhouse]);
+    assert.equal(single.code, 0, single.stderr);
+    assert.equal((JSON.parse(single.stdout) as { results: RunResult[] }).results[0]!.reward, 1);
+    const job = await belay(['--out', path.join(tmp.dir, 'cli-jobs'), '--attempts', '1', '--wheelhouse', wheelhouse]);
+    assert.equal(job.code, 0, job.stderr);
+    const without = await belay(['--out', path.join(tmp.dir, 'cli-runs')]);
+    assert.equal(without.code, 1);
+    assert.match((JSON.parse(without.stdout) as { results: RunResult[] }).results[0]!.error ?? '', /requirements\.txt: the agent's requirements have nowhere to come from: /);
   });
 });
