@@ -26,7 +26,17 @@ export function baseImageName(env: NodeJS.ProcessEnv = process.env): string {
   return `localhost/belay-base:${tag}`;
 }
 
-export const BASE_IMAGE = baseImageName();
+/** Why BELAY_BASE_TAG was not used (a tag no image may have): building the base image says so. */
+const BASE_TAG_ERROR: string | undefined = (() => {
+  try {
+    baseImageName();
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
+  }
+})();
+/** The base image; the default name when BELAY_BASE_TAG is not a tag (loading Belay never fails for it). */
+export const BASE_IMAGE = BASE_TAG_ERROR === undefined ? baseImageName() : `localhost/belay-base:${DEFAULT_BASE_TAG}`;
 /**
  * What the base holds: a shell and the tools agents and tests assume; libstdc++ lets a host's
  * Node run inside; git for the agents of repository tasks (they commit and diff); procps (ps,
@@ -124,6 +134,7 @@ async function imageRecipe(engine: Engine, image: string, signal?: AbortSignal):
 
 /** Builds (or finds) the base image; see the module comment for the caches. */
 export async function buildBaseImage(options: BuildBaseOptions): Promise<BuildBaseResult> {
+  if (BASE_TAG_ERROR !== undefined && options.image === undefined) throw new Error(BASE_TAG_ERROR);
   const started = performance.now();
   const { engine, signal } = options;
   const image = options.image ?? BASE_IMAGE;
