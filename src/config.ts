@@ -44,6 +44,7 @@ const schemas = {
   'runner.logLimitMB': number(0.01, 1024 * 1024),
   'runner.diskBudgetMB': number(1, 1024 * 1024 * 1024),
   'runner.allowPublicNetwork': boolean,
+  'runner.wheelhouse': string(),
   // Checked by the runner's core (llmSettings.ts), which names the bad field.
   'runner.llm': anything,
   'runner.llmPrices': anything,

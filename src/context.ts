@@ -44,18 +44,26 @@ export class BelayContext implements vscode.Disposable {
           try {
             return await handler(...args);
           } catch (error) {
-            // The person was already told why (with a way to manage trust): nothing more to report.
-            if (error instanceof UntrustedError) return undefined;
-            const message = errorMessage(error);
-            this.log.error(`${id} failed: ${message}`);
-            void vscode.window.showErrorMessage(`Belay: ${message}`, 'Show Log').then((choice) => {
-              if (choice) this.log.show();
-            });
+            this.reportError(id, error);
             return undefined;
           }
         }),
       );
     }
+  }
+
+  /**
+   * The commands' boundary, for a feature that runs one of its command functions directly (a
+   * notification's button, say): the error logged under `id` and shown once, with a way to the log.
+   */
+  reportError(id: string, error: unknown): void {
+    // The person was already told why (with a way to manage trust): nothing more to report.
+    if (error instanceof UntrustedError) return;
+    const message = errorMessage(error);
+    this.log.error(`${id} failed: ${message}`);
+    void vscode.window.showErrorMessage(`Belay: ${message}`, 'Show Log').then((choice) => {
+      if (choice) this.log.show();
+    });
   }
 
   /** Features call this when one of their views has shown content for the first time. */

@@ -67,6 +67,10 @@ ${LLM_USAGE}  --max-steps N            step limit (default 200)
   --out DIR                where run folders go (default .belay/runs)
   --allow-public-network   let a task whose network_mode is "public" run (through Belay's
                            proxy, public hosts only); without it such a task does not start
+  --wheelhouse DIR         a folder of wheels a Python agent's requirements.txt (beside its
+                           program) is installed from before it starts, with no network;
+                           without it, only from the package index where the agent phase's
+                           network reaches pypi.org and files.pythonhosted.org
   --concurrency N          tasks run at once (default 1; in a job: the machine's cores)
   --json                   print the results as JSON instead of the table
 
@@ -123,6 +127,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     concurrency: { type: 'string' },
     json: { type: 'boolean' },
     'allow-public-network': { type: 'boolean' },
+    wheelhouse: { type: 'string' },
     attempts: { type: 'string' },
     resume: { type: 'string' },
     regrade: { type: 'string' },
@@ -192,6 +197,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   // Every path is checked before anything runs: one line naming it, exit 2.
   const runsDir = folderToMake(values.out ?? path.join('.belay', attempts === undefined ? 'runs' : 'jobs'), '--out', io.cwd);
   if (values['agent-dir'] !== undefined) existingFolder(values['agent-dir'], '--agent-dir', io.cwd);
+  const wheelhouse = values.wheelhouse !== undefined ? existingFolder(values.wheelhouse, '--wheelhouse', io.cwd) : undefined;
   for (const given of positionals) existingFolder(given, 'task folder', io.cwd);
 
   const { tasks, errors } = await discoverTasks(positionals.map((p) => path.resolve(io.cwd, p)));
@@ -264,6 +270,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
         hidden,
         llm: llmFlags,
         allowPublicNetwork: values['allow-public-network'] === true,
+        ...(wheelhouse !== undefined ? { wheelhouse } : {}),
         json: values.json === true,
       },
       io,
@@ -300,6 +307,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
             env,
             ...(llm ? { llm: llm.options } : {}),
             allowPublicNetwork: values['allow-public-network'] === true,
+            ...(wheelhouse !== undefined ? { wheelhouse } : {}),
             onEvent: (event) => io.stderr.write(progressLine(task.name, event)),
             signal: controller.signal,
           }),

@@ -34,6 +34,8 @@ interface TrialSettings {
   llm: LlmFlags | undefined;
   /** --allow-public-network: a task's `public` network is allowed (kept with the job). */
   allowPublicNetwork: boolean;
+  /** --wheelhouse: where a Python agent's requirements come from (kept with the job). */
+  wheelhouse?: string;
 }
 
 export interface NewJobOptions extends Omit<TrialSettings, 'agent'> {
@@ -71,6 +73,7 @@ export async function newJob(options: NewJobOptions, io: CliIO): Promise<number>
         hidden: [...new Set(options.hidden)],
         ...(options.llm ? { llm: options.llm } : {}),
         ...(options.allowPublicNetwork ? { allow_public_network: true } : {}),
+        ...(options.wheelhouse !== undefined ? { wheelhouse: options.wheelhouse } : {}),
       },
     },
   });
@@ -86,7 +89,7 @@ export async function resumeJob(options: { jobDir: string; concurrency: number |
   } catch (error) {
     throw new UsageError(`--resume: ${errorMessage(error)}`);
   }
-  const stored = job.settings.options as { agent_dir?: string; engine?: string; engine_hosts?: unknown; limits?: Partial<RunLimits>; env_names?: string[]; env_from_shell?: string[]; hidden?: string[]; llm?: unknown; allow_public_network?: unknown };
+  const stored = job.settings.options as { agent_dir?: string; engine?: string; engine_hosts?: unknown; limits?: Partial<RunLimits>; env_names?: string[]; env_from_shell?: string[]; hidden?: string[]; llm?: unknown; allow_public_network?: unknown; wheelhouse?: unknown };
   let llm: LlmFlags | undefined;
   try {
     llm = storedLlmFlags(stored.llm);
@@ -136,6 +139,7 @@ export async function resumeJob(options: { jobDir: string; concurrency: number |
     hidden: stored.hidden ?? job.settings.tasks.map((t) => t.key),
     llm,
     allowPublicNetwork: stored.allow_public_network === true,
+    ...(typeof stored.wheelhouse === 'string' ? { wheelhouse: stored.wheelhouse } : {}),
   };
   return execute(path.resolve(options.jobDir), tasks, settings, options.concurrency, options.json, io);
 }
@@ -180,6 +184,7 @@ async function execute(jobDir: string, tasks: readonly Task[], settings: TrialSe
           env: settings.env,
           ...(llm ? { llm: llm.options } : {}),
           allowPublicNetwork: settings.allowPublicNetwork,
+          ...(settings.wheelhouse !== undefined ? { wheelhouse: settings.wheelhouse } : {}),
           onEvent,
           signal,
         }),

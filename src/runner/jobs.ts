@@ -203,7 +203,8 @@ async function executeJob(parts: RunnerParts, jobDir: string, tasks: readonly Ta
     void vscode.window
       .showWarningMessage(`Belay: job ${name} stopped with ${done} of ${job.trials.length} trials done. "Belay: Resume Job…" goes on with it.`, 'Resume Job')
       .then((choice) => {
-        if (choice) void vscode.commands.executeCommand('belay.runner.resumeJob', jobDir);
+        // The command's own function, with the command's boundary for its errors.
+        if (choice) resumeJobCommand(parts, jobDir).catch((error: unknown) => ctx.reportError('belay.runner.resumeJob', error));
       });
   }
   return job;

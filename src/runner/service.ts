@@ -2,6 +2,7 @@
 // Every view (Tasks tree, Test Explorer, task provider, terminals) reads from here and every run
 // starts here, so the trust check, the secrets and the backend are decided in one place.
 import { promises as fs } from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { BelayContext } from '../context.ts';
@@ -452,6 +453,7 @@ export class RunnerService implements vscode.Disposable {
         env,
         ...(llm ? { llm } : {}),
         allowPublicNetwork: this.#ctx.config.get('runner.allowPublicNetwork'),
+        ...wheelhouseSetting(this.#ctx.config.get('runner.wheelhouse')),
         limits: {
           maxSteps: this.#ctx.config.get('runner.maxSteps'),
           maxLogBytes: this.#ctx.config.get('runner.logLimitMB') * 1024 * 1024,
@@ -489,4 +491,11 @@ export class RunnerService implements vscode.Disposable {
     void this.#gateway?.then((host) => host.close()).catch(() => undefined);
     for (const d of this.#disposables.splice(0)) d.dispose();
   }
+}
+
+/** belay.runner.wheelhouse as a run option: empty is none; `~/` is the home folder. */
+function wheelhouseSetting(value: string): { wheelhouse?: string } {
+  const text = value.trim();
+  if (text === '') return {};
+  return { wheelhouse: text === '~' || text.startsWith('~/') ? path.join(os.homedir(), text.slice(1)) : text };
 }

@@ -18,9 +18,11 @@ export interface Workbench {
 }
 
 /** The themes' labels in "Preferences: Color Theme". */
-export const themes = { dark: 'Dark Modern', light: 'Light Modern' } as const;
+export const themes = { dark: 'Dark Modern', light: 'Light Modern', highContrast: 'Dark High Contrast' } as const;
+/** The class the workbench carries for each theme's kind. */
+const themeClasses: Record<keyof typeof themes, string> = { dark: 'vs-dark', light: 'vs', highContrast: 'hc-black' };
 
-export async function openWorkbench(options: { theme?: keyof typeof themes; settings?: Record<string, unknown>; untrusted?: boolean; testModels?: boolean } = {}): Promise<Workbench> {
+export async function openWorkbench(options: { theme?: 'dark' | 'light'; settings?: Record<string, unknown>; untrusted?: boolean; testModels?: boolean } = {}): Promise<Workbench> {
   await mkdir(cacheDir, { recursive: true });
   const workspace = await mkdtemp(path.join(cacheDir, 'ui-ws-'));
   await cp(path.join(repoRoot, 'demo'), workspace, { recursive: true });
@@ -90,8 +92,8 @@ export async function setColorTheme(page: Page, theme: keyof typeof themes): Pro
   await input.fill(themes[theme]);
   await page.locator(`.quick-input-widget .monaco-list-row[aria-label^="${themes[theme]}"]`).first().waitFor();
   await page.keyboard.press('Enter');
-  // The workbench carries the theme's kind as a class: vs-dark for dark themes, vs for light ones.
-  await page.locator(theme === 'dark' ? '.monaco-workbench.vs-dark' : '.monaco-workbench.vs').waitFor({ state: 'attached' });
+  // The workbench carries the theme's kind as a class: vs-dark for dark themes, vs for light ones, hc-black for dark high contrast.
+  await page.locator(`.monaco-workbench.${themeClasses[theme]}`).waitFor({ state: 'attached' });
 }
 
 /** Opens the Belay container from the activity bar. */

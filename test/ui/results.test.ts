@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { runPaletteCommand } from '../../scripts/lib/workbench.ts';
 import { cacheDir, repoRoot } from '../../scripts/lib/paths.ts';
+import { cellLayout } from './resultsLayout.ts';
 import { openWorkbench, setColorTheme, type Workbench } from '../support/workbench.ts';
 import { pastSecondOf } from '../support/clock.ts';
 
@@ -218,6 +219,12 @@ describe('the Results view in the workbench', () => {
     assert.match((await row.locator('.cell.trial.passed .reward').textContent()) ?? '', /^correctness 1 performance 1$/);
     assert.match((await row.locator('.cell.trial.failed .reward').first().textContent()) ?? '', /^correctness 0 performance 1$/);
     assert.match((await row.locator('.cell.trial.failed').first().getAttribute('title')) ?? '', /reward –\nmetrics: correctness 0\.00 · performance 1\.00/);
+    // The metrics on the first line, the steps and the time on the second: every part inside its
+    // cell, and what is cut ends in an ellipsis, whole in the tooltip.
+    const layout = await row.locator('.cell.trial').evaluateAll(cellLayout);
+    assert.deepEqual(layout.outside, []);
+    for (const cut of layout.cut) assert.ok(cut.ellipsis && cut.inTooltip, JSON.stringify(cut));
+    assert.deepEqual(layout.cut.filter((c) => !/^correctness /.test(c.text)), [], 'only the metrics may be cut');
     await wb.screenshot('results-metrics');
   });
 });

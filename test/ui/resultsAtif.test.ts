@@ -3,12 +3,14 @@
 // trajectory has a subagent, agent text with markup and escape sequences, and a read of the
 // tests. The cell is flagged (a badge with the reasons as its tooltip, the Flagged filter), the
 // trial opens in the trajectory view with its subagent's steps nested, its text shown as text,
-// and the two jobs' trials compare side by side.
+// and the two jobs' trials compare side by side. The flag, the filter and the trajectory view's
+// parts have words for a screen reader, and the keyboard reaches them with the focus in sight.
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { runPaletteCommand } from '../../scripts/lib/workbench.ts';
+import { cellLayout } from './resultsLayout.ts';
 import { openWorkbench, type Workbench } from '../support/workbench.ts';
 
 const HOSTILE = '<img src=x onerror="document.title=1">\u001b[31mred\u001b[0m';
@@ -103,6 +105,20 @@ describe('Harbor trials in the Results view and the trajectory view', () => {
     await badge.waitFor();
     assert.match((await badge.getAttribute('title')) ?? '', /Reward-hacking signals:\nread the tests: cat \/tests\/test\.sh/);
     assert.equal(await row.locator('.badge.flagged').count(), 1);
+    // The grade on the first line, the steps, the time and the flag on the second: all inside the cell, nothing cut.
+    const layout = await row.locator('.cell.trial').evaluateAll(cellLayout);
+    assert.deepEqual([layout.cells, layout.outside, layout.cut], [1, [], []]);
+    // For a screen reader: the cell's label gives the reasons the tooltip gives; the flag is words, its sign a picture.
+    assert.equal(await f.getByRole('gridcell', { name: /^hello-world, Attempt 1: failed, reward 0\.00, 2 steps, 40\.0s, flagged for reward hacking: read the tests: cat \/tests\/test\.sh/ }).count(), 1);
+    assert.equal(await badge.locator('[aria-hidden="true"]').textContent(), '⚑');
+    assert.match((await row.locator('.badge.flagged').getAttribute('title')) ?? '', /reward-hacking signals/);
+    // The filter is named by its label, and the keyboard reaches it with the focus in sight.
+    const filter = f.getByRole('combobox', { name: 'Show' });
+    assert.ok((await filter.locator('option').allTextContents()).includes('Flagged (reward hacking)'));
+    await f.locator('#job').focus();
+    for (let i = 0; i < 4 && (await f.locator(':focus').getAttribute('id')) !== 'filter'; i++) await wb.page.keyboard.press('Tab');
+    assert.equal(await f.locator(':focus').getAttribute('id'), 'filter');
+    assert.notEqual(await f.locator(':focus').evaluate((e) => getComputedStyle(e).outlineStyle), 'none');
     await f.locator('#filter').selectOption('flagged');
     await f.locator('.body .row', { hasText: 'hello-world' }).waitFor();
     await wb.screenshot('results-atif-flagged');
@@ -124,6 +140,18 @@ describe('Harbor trials in the Results view and the trajectory view', () => {
     const options = await t.locator('#jump option').allTextContents();
     assert.deepEqual(options, ['Step 1 (user)', 'Step 2: Task {"prompt":"look around"}', 'Step 3 (user, subagent explore)', 'Step 4 (subagent explore): ls -la', 'Step 5: cat /tests/test.sh']);
     assert.match((await t.locator('.facts').textContent()) ?? '', /failed/);
+    // The result's icon and the step picker have names; the picker says where it is when the keys move it.
+    assert.equal(await t.getByRole('img', { name: 'failed' }).count(), 1);
+    assert.equal(await t.getByRole('combobox', { name: 'Jump to a step' }).count(), 1);
+    assert.equal(await t.getByRole('navigation', { name: 'Steps' }).count(), 1);
+    assert.equal(await t.locator('.position').getAttribute('aria-live'), 'polite');
+    assert.deepEqual(await t.locator('.codicon').evaluateAll((els) => els.filter((e) => e.getAttribute('aria-hidden') !== 'true' && !e.getAttribute('aria-label')).map((e) => e.className)), []);
+    await t.locator('#jump').focus();
+    await wb.page.keyboard.press('Tab');
+    assert.equal((await t.locator(':focus').textContent())?.trim(), 'Next');
+    assert.notEqual(await t.locator(':focus').evaluate((e) => getComputedStyle(e).outlineStyle), 'none', 'the focused Next shows it');
+    await wb.page.keyboard.press('Enter');
+    assert.equal(await t.locator('.position').textContent(), '2 of 5');
     await t.locator('#jump').selectOption({ index: 3 });
     await t.locator('.subagent', { hasText: 'Subagent explore' }).waitFor();
     assert.equal(await t.locator('.output').textContent(), 'total 0');

@@ -4,6 +4,9 @@
 // recorded one with an up/down/same mark (in words and in the cell's label), Harbor's summary
 // line with the regrade's time above the matrix, and a way back to the recorded results. A
 // regrade made by `belay run --regrade` in a terminal reaches the view through its job folder.
+// Every part of a regraded cell lies inside it, in the dark, light and high-contrast themes and in
+// a narrow view; each mark has words for a screen reader, and the keyboard reaches the cells with
+// the focus in sight.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,7 +14,8 @@ import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { runPaletteCommand } from '../../scripts/lib/workbench.ts';
 import { cacheDir, repoRoot } from '../../scripts/lib/paths.ts';
-import { openWorkbench, type Workbench } from '../support/workbench.ts';
+import { cellLayout } from './resultsLayout.ts';
+import { openWorkbench, setColorTheme, type Workbench } from '../support/workbench.ts';
 
 const flakyAgent = path.join(repoRoot, 'test', 'fixtures', 'runner', 'agents', 'flaky.mjs');
 const cli = path.join(repoRoot, 'dist', 'cli.js');
@@ -91,11 +95,86 @@ describe('a job regraded from the Results view', () => {
         assert.equal(await cell.locator('.reward').textContent(), recorded, task);
         assert.equal(await cell.locator('.regrade-after').textContent(), now, task);
         assert.equal(await cell.locator('.regrade-change').textContent(), mark, task);
-        assert.match((await cell.getAttribute('aria-label')) ?? '', new RegExp(`reward ${recorded.replace('.', '\\.')}, regraded: ${recorded.replace('.', '\\.')} ${now.replace('.', '\\.')}, ${word}$`), task);
+        // The label says all the cell shows: the grade, the regrade in words, the steps and the time.
+        assert.match((await cell.getAttribute('aria-label')) ?? '', new RegExp(`: (passed|failed), reward ${recorded.replace('.', '\\.')}, regraded: ${recorded.replace('.', '\\.')} ${now.replace('.', '\\.')}, ${word}, \\d+ steps?, \\d+\\.\\ds$`), task);
       }
     }
     assert.ok(existsSync(path.join(jobDir, 'regrade.json')), 'the job keeps its latest regrade’s report');
     await wb.screenshot('results-regrade');
+  });
+
+  test('every part of a regraded cell lies inside it: the grade and its mark on one line, the steps and time on the next, in each theme and in a narrow view', async () => {
+    const f = frame();
+    const cells = f.locator('.body .cell.trial');
+    const fits = async (where: string) => {
+      const layout = await cells.evaluateAll(cellLayout);
+      assert.equal(layout.cells, 6, where);
+      assert.deepEqual(layout.outside, [], where);
+      assert.deepEqual(layout.cut, [], `${where}: nothing is cut at this width`);
+    };
+    // Two lines: the mark on the grade's line, the facts below it.
+    for (const cell of await cells.all()) {
+      const [change, facts] = [await cell.locator('.regrade-change').boundingBox(), await cell.locator('.facts').boundingBox()];
+      assert.ok(change && facts && facts.y >= change.y + change.height - 1, 'the facts are on a line below the mark');
+    }
+    await fits('dark');
+    for (const [theme, kind] of [['light', 'vscode-light'], ['highContrast', 'vscode-high-contrast']] as const) {
+      await setColorTheme(wb.page, theme);
+      await f.locator(`body.${kind}`).waitFor();
+      await fits(theme);
+      await wb.screenshot(`results-regrade-${theme === 'highContrast' ? 'high-contrast' : theme}`);
+    }
+    await setColorTheme(wb.page, 'dark');
+    await f.locator('body.vscode-dark').waitFor();
+    // A narrow window: the editor about 380 px wide beside the side bar.
+    await wb.page.setViewportSize({ width: 720, height: 700 });
+    const page = await (await f.locator('body').elementHandle())!.ownerFrame();
+    await page!.waitForFunction(() => document.documentElement.clientWidth < 500);
+    await fits('narrow');
+    // The task's column gave way to the trials', and the cells scroll sideways whole.
+    const [task, trial] = [await f.locator('.body .row .cell.task').first().boundingBox(), await cells.first().boundingBox()];
+    assert.ok(task && trial && task.width < trial.width, `the task column (${task?.width}px) is narrower than a trial's (${trial?.width}px)`);
+    await wb.screenshot('results-regrade-narrow');
+    await wb.page.setViewportSize({ width: 1280, height: 800 });
+    await page!.waitForFunction(() => document.documentElement.clientWidth > 700);
+  });
+
+  test('each mark has words for a screen reader, and the keyboard reaches the regrade and the cells with the focus in sight', async () => {
+    const f = frame();
+    // Signs and icons are pictures: hidden from screen readers, the words beside them say them.
+    const pictures = await f.locator('.codicon, .regrade-sign').evaluateAll((els) => els.filter((e) => e.getAttribute('aria-hidden') !== 'true').map((e) => e.className));
+    assert.deepEqual(pictures, []);
+    assert.deepEqual(
+      (await f.locator('.body .row', { hasText: 'gets-easier' }).locator('.regrade-change').evaluateAll((els) => els.map((e) => [...e.childNodes].filter((n) => !(n instanceof HTMLElement && n.getAttribute('aria-hidden') === 'true')).map((n) => n.textContent).join('')))),
+      ['up', 'up'],
+    );
+    // The accessible names a screen reader reads.
+    assert.equal(await f.getByRole('region', { name: 'Latest regrade' }).count(), 1);
+    assert.equal(await f.getByRole('gridcell', { name: /^gets-stricter, Attempt 1: passed, reward 1\.00, regraded: 1\.00 → 0\.00, down, / }).count(), 1);
+    assert.equal(await f.getByRole('gridcell', { name: /^gets-easier, Attempt 2: failed, reward 0\.00, regraded: 0\.00 → 1\.00, up, / }).count(), 1);
+    // Tab from the filter box: the regrade's button, then the matrix's focused cell.
+    await f.locator('#find').focus();
+    const reached: string[] = [];
+    for (let i = 0; i < 12 && !reached.at(-1)?.startsWith('cell:'); i++) {
+      await wb.page.keyboard.press('Tab');
+      reached.push(await f.locator(':focus').evaluate((e) => (e.classList.contains('trial') ? `cell: ${e.getAttribute('aria-label')}` : (e.textContent ?? '').trim())));
+    }
+    assert.ok(reached.includes('Show recorded results'), reached.join(' | '));
+    assert.match(reached.at(-1) ?? '', /^cell: \S+, Attempt 1: /, reached.join(' | '));
+    const outline = async () => f.locator(':focus').evaluate((e) => {
+      const style = getComputedStyle(e);
+      return { style: style.outlineStyle, width: parseFloat(style.outlineWidth), color: style.outlineColor };
+    });
+    const seen = await outline();
+    assert.ok(seen.style !== 'none' && seen.width >= 1 && seen.color !== 'rgba(0, 0, 0, 0)', `the focused cell shows it: ${JSON.stringify(seen)}`);
+    await wb.page.keyboard.press('ArrowRight');
+    assert.match((await f.locator(':focus').getAttribute('aria-label')) ?? '', /, Attempt 2: .*regraded: /);
+    await wb.screenshot('results-regrade-focus-cell');
+    for (let i = 0; i < 3 && (await f.locator(':focus').textContent())?.trim() !== 'Show recorded results'; i++) await wb.page.keyboard.press('Shift+Tab');
+    assert.equal((await f.locator(':focus').textContent())?.trim(), 'Show recorded results');
+    const button = await outline();
+    assert.ok(button.style !== 'none' && button.width >= 1, `the focused button shows it: ${JSON.stringify(button)}`);
+    await wb.screenshot('results-regrade-focus-button');
   });
 
   test('goes back to the recorded results and to the regrade again', async () => {
@@ -105,6 +184,8 @@ describe('a job regraded from the Results view', () => {
     assert.equal(await f.locator('.cell.trial .regrade').count(), 0);
     assert.match((await f.locator('.regrade-banner').textContent()) ?? '', /Latest regrade .* UTC:4 changed \(2 up, 2 down\), mean 0\.667 → 0\.667\(the cells show the recorded results\)/);
     assert.equal(await row('gets-stricter').locator('.cell.trial.passed').count(), 2, 'as recorded');
+    // One line again, every part inside its cell.
+    assert.deepEqual((await f.locator('.body .cell.trial').evaluateAll(cellLayout)).outside, []);
     await f.locator('button', { hasText: 'Show regrade' }).click();
     await f.locator('.regrade-banner.shown').waitFor();
     assert.equal(await f.locator('.cell.trial .regrade').count(), 6);

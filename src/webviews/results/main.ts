@@ -3,11 +3,13 @@
 // job of thousands of trials draws as fast as one of ten; filters and sorts are the host's (it
 // answers with the rows' order); a cell opens its trial. Names from files are set as text only.
 import { connect } from '../shared/connect.ts';
-import { el } from '../shared/dom.ts';
+import { codicon, el } from '../shared/dom.ts';
 import { toWebviewSchema, type Cell, type CellRegrade, type Comparison, type Regrade, type State, type ToHost, type ToWebview } from '../../contracts/resultsPage.ts';
 import './style.css';
 
+/** A row's height: one line, or two when regrade marks, flags or metrics share the cells (the grade above, the facts and the flag below). */
 const ROW_HEIGHT = 30;
+const TWO_LINE_ROW_HEIGHT = 44;
 /** Rows drawn above and below the visible ones. */
 const OVERSCAN = 8;
 
@@ -30,6 +32,7 @@ let focus = { row: 0, column: 0 };
 let viewport: HTMLElement | undefined;
 let body: HTMLElement | undefined;
 let drawn = { from: -1, to: -1 };
+let rowHeight = ROW_HEIGHT;
 
 const percent = (v: number | null) => (v === null ? '–' : `${(v * 100).toFixed(1)}%`);
 const reward = (v: number | null) => (v === null ? '–' : (Math.round(v * 100) / 100).toFixed(2));
@@ -67,7 +70,7 @@ function button(label: string, icon: string, title: string, onClick: () => void)
   const b = el('button', 'button');
   b.type = 'button';
   b.title = title;
-  b.append(el('span', `codicon codicon-${icon}`), el('span', '', label));
+  b.append(codicon(`codicon-${icon}`), el('span', '', label));
   b.addEventListener('click', onClick);
   return b;
 }
@@ -137,43 +140,80 @@ function scores(s: State): HTMLElement {
   return box;
 }
 
-function cellText(cell: Cell, mode: State['mode']): HTMLElement[] {
-  const parts: HTMLElement[] = [el('span', `codicon ${ICONS[cell.result]}`)];
-  if (cell.finished === 0) {
-    parts.push(el('span', 'muted', WORDS[cell.result]));
-    return parts;
-  }
-  if (mode === 'agents' || cell.trials > 1) parts.push(el('span', 'count', `${cell.passed}/${cell.finished}`));
-  parts.push(cell.reward === null && cell.metrics ? el('span', 'reward metrics', metricsText(cell.metrics, true)) : el('span', 'reward', reward(cell.reward)));
-  if (cell.regrade) parts.push(regradeMark(cell.regrade));
+/** A cell's facts in words: "2.5 steps", "1m05s", "$0.012" (steps a mean over attempts). */
+function cellFacts(cell: Cell): string[] {
+  const facts: string[] = [];
+  if (cell.finished === 0) return facts;
   if (cell.steps !== null) {
-    // Words, not abbreviations: "1 step", "2.5 steps" (a mean over attempts).
     const steps = Math.round(cell.steps * 10) / 10;
-    parts.push(el('span', 'metric', `${steps} step${steps === 1 ? '' : 's'}`));
+    facts.push(`${steps} step${steps === 1 ? '' : 's'}`);
   }
-  if (cell.durationSec !== null) parts.push(el('span', 'metric', seconds(cell.durationSec)));
-  if (cell.costUsd !== null) parts.push(el('span', 'metric', usd(cell.costUsd)));
+  if (cell.durationSec !== null) facts.push(seconds(cell.durationSec));
+  if (cell.costUsd !== null) facts.push(usd(cell.costUsd));
+  return facts;
+}
+
+/**
+ * A cell's parts: its grade (icon, passes, reward, the regrade's mark) and its facts (steps, time,
+ * cost), then the flag. On one line the facts give way first, cut with an ellipsis; with regrade
+ * marks, flags or metrics the facts and the flag take a second line. Whatever is cut is whole in
+ * the cell's tooltip and label.
+ */
+function cellText(cell: Cell, mode: State['mode']): HTMLElement[] {
+  const grade = el('span', 'grade');
+  grade.append(codicon(ICONS[cell.result]));
+  if (cell.finished === 0) {
+    grade.append(el('span', 'muted', WORDS[cell.result]));
+    return [grade];
+  }
+  if (mode === 'agents' || cell.trials > 1) grade.append(el('span', 'count', `${cell.passed}/${cell.finished}`));
+  grade.append(cell.reward === null && cell.metrics ? el('span', 'reward metrics', metricsText(cell.metrics, true)) : el('span', 'reward', reward(cell.reward)));
+  if (cell.regrade) grade.append(regradeMark(cell.regrade));
+  const more = el('span', 'more');
+  const facts = cellFacts(cell);
+  // Apart by an en space, as wide as the gap between the cell's parts: one text, so that an ellipsis can cut it.
+  if (facts.length > 0) more.append(el('span', 'facts', facts.join('\u2002')));
   if (cell.signals.length > 0) {
     // The reasons are the agent's commands: set as the title's text, never as markup.
-    const badge = el('span', 'badge signals', '⚑ flagged');
+    const badge = el('span', 'badge signals');
+    badge.append(el('span', 'mark', '⚑'), el('span', '', ' flagged'));
+    badge.firstElementChild!.setAttribute('aria-hidden', 'true');
     badge.title = `Reward-hacking signals:\n${cell.signals.join('\n')}`;
-    parts.push(badge);
+    more.append(badge);
   }
-  return parts;
+  return more.childElementCount > 0 ? [grade, more] : [grade];
 }
 
 /** A grade as the cells say it: the reward, or passed/failed when the tests gave none. */
 const gradeText = (g: CellRegrade['before']) => (g.reward === null ? (g.passed ? 'passed' : 'failed') : reward(g.reward));
 
-/** The mark of a change, in words and a sign, so that it never rests on colour alone. */
-const CHANGE_MARKS: Record<CellRegrade['change'], string> = { up: '▲ up', down: '▼ down', same: '= same', skipped: 'not regraded' };
+/** The mark of a change, a sign and words, so that it never rests on colour alone (the sign is a picture: the words say it). */
+const CHANGE_MARKS: Record<CellRegrade['change'], readonly [sign: string, words: string]> = { up: ['▲', 'up'], down: ['▼', 'down'], same: ['=', 'same'], skipped: ['', 'not regraded'] };
 
 /** The regrade's grade beside the recorded one: "→ 0.00 ▼ down". */
 function regradeMark(r: CellRegrade): HTMLElement {
   const mark = el('span', `regrade ${r.change}`);
   if (r.after) mark.append(el('span', 'regrade-after', `→ ${gradeText(r.after)}`));
-  mark.append(el('span', 'regrade-change', CHANGE_MARKS[r.change]));
+  const [sign, words] = CHANGE_MARKS[r.change];
+  const change = el('span', 'regrade-change');
+  if (sign) {
+    const picture = el('span', 'regrade-sign', `${sign} `);
+    picture.setAttribute('aria-hidden', 'true');
+    change.append(picture);
+  }
+  change.append(el('span', '', words));
+  mark.append(change);
   return mark;
+}
+
+/** What a screen reader says of a cell: all the cell shows, in words, the flag's reasons included. */
+function cellLabel(task: string, column: string, cell: Cell): string {
+  const parts = [`${task}, ${column}: ${WORDS[cell.result]}${cell.finished > 1 ? ` (${cell.passed} of ${cell.finished} passed)` : ''}`];
+  if (cell.finished > 0) parts.push(cell.reward === null && cell.metrics ? `metrics ${metricsText(cell.metrics)}` : `reward ${reward(cell.reward)}`);
+  if (cell.regrade) parts.push(regradeWords(cell.regrade));
+  parts.push(...cellFacts(cell));
+  if (cell.signals.length > 0) parts.push(`flagged for reward hacking: ${cell.signals.join('; ')}`);
+  return parts.join(', ');
 }
 
 /** "regraded: reward 1.00 → 0.00, down", or why it was not regraded. */
@@ -192,6 +232,8 @@ function cellTitle(cell: Cell, column: string): string {
   const lines = [`${column}: ${WORDS[cell.result]}${cell.finished > 1 ? ` (${cell.passed} of ${cell.finished} passed)` : ''}`];
   if (cell.finished > 0) lines.push(`reward ${reward(cell.reward)}${cell.finished > 1 ? ' (mean)' : ''}`);
   if (cell.finished > 0 && cell.metrics) lines.push(`metrics: ${metricsText(cell.metrics)}${cell.finished > 1 ? ' (means)' : ''}`);
+  const facts = cellFacts(cell);
+  if (facts.length > 0) lines.push(`${facts.join(' · ')}${cell.finished > 1 ? ' (means)' : ''}`);
   if (cell.failureCause) lines.push(`cause: ${cell.failureCause}`);
   if (cell.hosts.length > 0) lines.push(`ran on ${cell.hosts.join(', ')}`);
   if (cell.regrade) lines.push(regradeWords(cell.regrade));
@@ -207,13 +249,17 @@ function rowElement(position: number): HTMLElement {
   const tr = el('div', 'row');
   tr.setAttribute('role', 'row');
   tr.setAttribute('aria-rowindex', String(position + 2));
-  tr.style.transform = `translateY(${position * ROW_HEIGHT}px)`;
+  tr.style.transform = `translateY(${position * rowHeight}px)`;
   const name = el('div', 'cell task');
   name.setAttribute('role', 'rowheader');
   name.title = row.task;
   name.append(el('span', 'task-name', row.task));
   if (row.flaky) name.append(el('span', 'badge flaky', 'flaky'));
-  if (row.flagged) name.append(el('span', 'badge flagged', 'flagged'));
+  if (row.flagged) {
+    const badge = el('span', 'badge flagged', 'flagged');
+    badge.title = 'A trial of this task has reward-hacking signals (its cell says which)';
+    name.append(badge);
+  }
   tr.append(name);
   row.cells.forEach((cell, column) => {
     const td = el('div', `cell trial ${cell ? cell.result : 'empty'}`);
@@ -224,7 +270,7 @@ function rowElement(position: number): HTMLElement {
     if (cell) {
       td.append(...cellText(cell, s.mode));
       td.title = cellTitle(cell, s.columns[column]!.label);
-      td.setAttribute('aria-label', `${row.task}, ${s.columns[column]!.label}: ${WORDS[cell.result]}, reward ${reward(cell.reward)}${cell.regrade ? `, ${regradeWords(cell.regrade)}` : ''}${cell.signals.length > 0 ? ', flagged for reward hacking' : ''}`);
+      td.setAttribute('aria-label', cellLabel(row.task, s.columns[column]!.label, cell));
       if (cell.opens) td.classList.add('opens');
     } else {
       td.append(el('span', 'muted', '–'));
@@ -240,8 +286,8 @@ function draw(force = false): void {
   if (!viewport || !body || !state) return;
   const top = viewport.scrollTop;
   const height = viewport.clientHeight || 600;
-  const from = Math.max(0, Math.floor(top / ROW_HEIGHT) - OVERSCAN);
-  const to = Math.min(order.length, Math.ceil((top + height) / ROW_HEIGHT) + OVERSCAN);
+  const from = Math.max(0, Math.floor(top / rowHeight) - OVERSCAN);
+  const to = Math.min(order.length, Math.ceil((top + height) / rowHeight) + OVERSCAN);
   if (!force && from === drawn.from && to === drawn.to) return;
   drawn = { from, to };
   const rows: HTMLElement[] = [];
@@ -301,7 +347,7 @@ function comparison(c: Comparison): HTMLElement {
     const tr = el('tr', `change ${t.kind}`);
     tr.append(el('td', 'task-name', t.task));
     const kind = el('td', `kind ${t.kind}`);
-    kind.append(el('span', `codicon ${t.kind === 'broken' ? 'codicon-arrow-down failed' : t.kind === 'fixed' ? 'codicon-arrow-up passed' : 'codicon-diff'}`), el('span', '', CHANGE_WORDS[t.kind]));
+    kind.append(codicon(t.kind === 'broken' ? 'codicon-arrow-down failed' : t.kind === 'fixed' ? 'codicon-arrow-up passed' : 'codicon-diff'), el('span', '', CHANGE_WORDS[t.kind]));
     tr.append(kind, el('td', '', outcomeText(t.before, t.passRateBefore, t.rewardBefore)), el('td', '', outcomeText(t.after, t.passRateAfter, t.rewardAfter)));
     const action = el('td');
     if (t.canCompare) action.append(button('Compare runs', 'split-horizontal', `Compare a run of ${t.task} from each job`, () => host.post({ type: 'compareRuns', task: index })));
@@ -321,7 +367,7 @@ function regradeBanner(r: Regrade): HTMLElement {
   section.setAttribute('aria-label', 'Latest regrade');
   if (r.at !== null) {
     const line = el('p', 'regrade-summary');
-    line.append(el('span', 'codicon codicon-refresh'), el('span', 'regrade-time', `${r.shown ? 'Regraded' : 'Latest regrade'} ${timeText(r.at)}:`), el('span', 'regrade-counts', r.summary));
+    line.append(codicon('codicon-refresh'), el('span', 'regrade-time', `${r.shown ? 'Regraded' : 'Latest regrade'} ${timeText(r.at)}:`), el('span', 'regrade-counts', r.summary));
     if (!r.shown) line.append(el('span', 'muted', '(the cells show the recorded results)'));
     section.append(line);
     section.append(
@@ -350,11 +396,16 @@ function render(s: State): void {
     grid.setAttribute('aria-colcount', String(s.columns.length + 1));
     grid.setAttribute('aria-label', 'Results: tasks by ' + (s.mode === 'attempts' ? 'attempt' : 'agent'));
     grid.style.setProperty('--columns', String(s.columns.length));
+    // Regrade marks, flags and metrics widen a cell past its width on one line: its facts and flag go to a second one.
+    const twoLines = s.rows.some((r) => r.cells.some((c) => c && (c.regrade || c.signals.length > 0 || (c.reward === null && c.metrics))));
+    rowHeight = twoLines ? TWO_LINE_ROW_HEIGHT : ROW_HEIGHT;
+    grid.classList.toggle('two-lines', twoLines);
+    grid.style.setProperty('--row-height', `${rowHeight}px`);
     const previous = viewport?.scrollTop ?? host.saved()?.scrollTop ?? 0;
     viewport = grid;
     grid.append(header(s));
     body = el('div', 'body');
-    body.style.height = `${order.length * ROW_HEIGHT}px`;
+    body.style.height = `${order.length * rowHeight}px`;
     grid.append(body);
     if (order.length === 0) grid.append(el('p', 'muted empty', 'No task matches.'));
     grid.addEventListener('scroll', () => {
@@ -391,10 +442,10 @@ function setFocus(row: number, column: number, moveFocus = false): void {
   if (!state || !viewport) return;
   focus = { row: Math.max(0, Math.min(order.length - 1, row)), column: Math.max(0, Math.min(state.columns.length - 1, column)) };
   // Scrolled into sight under the sticky header.
-  const top = focus.row * ROW_HEIGHT;
-  const head = viewport.querySelector<HTMLElement>('.row.head')?.offsetHeight ?? ROW_HEIGHT;
+  const top = focus.row * rowHeight;
+  const head = viewport.querySelector<HTMLElement>('.row.head')?.offsetHeight ?? rowHeight;
   if (top < viewport.scrollTop) viewport.scrollTop = top;
-  else if (top + ROW_HEIGHT > viewport.scrollTop + viewport.clientHeight - head) viewport.scrollTop = top + ROW_HEIGHT + head - viewport.clientHeight;
+  else if (top + rowHeight > viewport.scrollTop + viewport.clientHeight - head) viewport.scrollTop = top + rowHeight + head - viewport.clientHeight;
   draw(true);
   const target = body?.querySelector<HTMLElement>(`.cell.trial[data-row="${focus.row}"][data-column="${focus.column}"]`);
   if (moveFocus) target?.focus();
@@ -402,7 +453,7 @@ function setFocus(row: number, column: number, moveFocus = false): void {
 
 function onKey(event: KeyboardEvent): void {
   if (!state || !viewport) return;
-  const page = Math.max(1, Math.floor(viewport.clientHeight / ROW_HEIGHT) - 2);
+  const page = Math.max(1, Math.floor(viewport.clientHeight / rowHeight) - 2);
   const moves: Record<string, () => [number, number]> = {
     ArrowDown: () => [focus.row + 1, focus.column],
     ArrowUp: () => [focus.row - 1, focus.column],

@@ -8,3 +8,10 @@ export function el<K extends keyof HTMLElementTagNameMap>(tag: K, className = ''
   if (text !== undefined) node.textContent = text;
   return node;
 }
+
+/** A codicon: a picture only, hidden from screen readers (the words beside it, or its element's label, say it). */
+export function codicon(classes: string): HTMLSpanElement {
+  const span = el('span', `codicon ${classes}`);
+  span.setAttribute('aria-hidden', 'true');
+  return span;
+}

@@ -1,7 +1,7 @@
 // Two runs compared in the trajectory view: who they are (result, agent, time) side by side, then
 // every step aligned by position, the rows that differ marked and the first divergence highlighted;
 // the page opens scrolled to it, and a button jumps back to it. Text is set with textContent only.
-import { el } from '../shared/dom.ts';
+import { codicon, el } from '../shared/dom.ts';
 import { button, duration, failureReason, resultIcon, stepStatus, usage, type Post } from './parts.ts';
 import type { CompareRow, CompareSide, ToWebview, TrajectoryStep } from '../../contracts/trajectoryPage.ts';
 
@@ -96,7 +96,7 @@ export function renderComparison(root: HTMLElement, message: Comparison, post: P
   const page = el('div', 'compare');
   const head = el('header', 'run');
   const title = el('h1', 'title');
-  title.append(el('span', 'codicon codicon-diff'), el('span', '', left.run.task === right.run.task ? `Compare runs of ${left.run.task}` : `Compare ${left.run.task} with ${right.run.task}`));
+  title.append(codicon('codicon-diff'), el('span', '', left.run.task === right.run.task ? `Compare runs of ${left.run.task}` : `Compare ${left.run.task} with ${right.run.task}`));
   head.append(title);
   const sides = el('div', 'sides');
   sides.append(summary('left', left, post), summary('right', right, post));
@@ -111,13 +111,13 @@ export function renderComparison(root: HTMLElement, message: Comparison, post: P
     const where = l && r && l.step !== r.step ? `at step ${l.step} of A and ${r.step} of B` : `at step ${(l ?? r)?.step ?? (at?.index ?? 0) + 1}`;
     const different = rows.filter((row) => row.difference !== null).length;
     banner.append(
-      el('span', 'codicon codicon-git-compare'),
+      codicon('codicon-git-compare'),
       el('span', 'banner-text', `The runs first diverge ${where}: ${firstDivergence.words}. ${different} of ${rows.length} aligned step${rows.length === 1 ? '' : 's'} differ${countsWords ? ` (${countsWords})` : ''}.`),
       button('Jump to first divergence', 'arrow-down', 'Scroll to the first step where the runs differ', () => jumpTo(document.getElementById('first-divergence')), 'jump-divergence'),
     );
   } else {
     banner.append(
-      el('span', 'codicon codicon-check'),
+      codicon('codicon-check'),
       el('span', 'banner-text', rows.length === 0 ? 'Neither run has steps: they never diverge.' : `The runs never diverge: the same ${rows.length} step${rows.length === 1 ? '' : 's'}, with the same commands, outcomes, outputs and messages.`),
     );
   }

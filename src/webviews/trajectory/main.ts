@@ -61,6 +61,7 @@ function stepper(): HTMLElement {
   const select = el('select', 'jump');
   select.id = 'jump';
   select.title = 'Jump to a step';
+  select.setAttribute('aria-label', 'Jump to a step');
   steps.forEach((s, index) => {
     const option = el('option', '', `Step ${s.step}${stepWho(s) ? ` (${stepWho(s)})` : ''}${s.command ? `: ${s.command.replace(/\s+/g, ' ').slice(0, 60)}` : ''}`);
     option.value = String(index);
@@ -69,7 +70,10 @@ function stepper(): HTMLElement {
   select.addEventListener('change', () => show(Number(select.value)));
   nav.append(select);
   nav.append(button('Next', 'arrow-right', 'Next step (→)', () => show(current + 1), 'next'));
-  nav.append(el('span', 'position', ''));
+  const position = el('span', 'position', '');
+  // Said when it changes: a keyboard's ← and → move through the steps without moving the focus.
+  position.setAttribute('aria-live', 'polite');
+  nav.append(position);
   return nav;
 }
 

@@ -1,6 +1,6 @@
 // Pieces both trajectory pages use (one run, two runs compared): buttons, durations, model-call
 // costs, and the failure reason a run leads with. Text is set with textContent only.
-import { el } from '../shared/dom.ts';
+import { codicon, el } from '../shared/dom.ts';
 import type { LlmUsageView, RunSummary, ToHost, TrajectoryStep } from '../../contracts/trajectoryPage.ts';
 
 export type Post = (message: Exclude<ToHost, { type: 'ready' }>) => void;
@@ -10,7 +10,7 @@ export function button(label: string, icon: string, title: string, onClick: () =
   b.type = 'button';
   b.title = title;
   if (id) b.id = id;
-  b.append(el('span', `codicon codicon-${icon}`), el('span', '', label));
+  b.append(codicon(`codicon-${icon}`), el('span', '', label));
   b.addEventListener('click', onClick);
   return b;
 }
@@ -29,7 +29,11 @@ export function usage(llm: LlmUsageView): string {
 }
 
 export function resultIcon(run: RunSummary): HTMLElement {
-  return el('span', `codicon ${run.passed ? 'codicon-pass passed' : run.failureCause === 'aborted' ? 'codicon-circle-slash' : 'codicon-error failed'}`);
+  // A picture with its words: the title's mark says passed or failed to a screen reader too.
+  const icon = el('span', `codicon ${run.passed ? 'codicon-pass passed' : run.failureCause === 'aborted' ? 'codicon-circle-slash' : 'codicon-error failed'}`);
+  icon.setAttribute('role', 'img');
+  icon.setAttribute('aria-label', run.passed ? 'passed' : run.failureCause === 'aborted' ? 'stopped' : 'failed');
+  return icon;
 }
 
 /** "exit 0", "exit 2", "timed out", or '' for a step without a command. */

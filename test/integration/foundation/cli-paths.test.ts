@@ -65,6 +65,7 @@ const agent = ['--agent', 'true', '--protocol', 'sdk1', '--backend', 'local'];
 const folderOptions: { name: string; args: (bad: string) => string[]; makes?: boolean }[] = [
   { name: 'belay run TASK_DIR', args: (bad) => ['run', bad, ...agent] },
   { name: 'belay run --agent-dir', args: (bad) => ['run', task, ...agent, '--agent-dir', bad] },
+  { name: 'belay run --wheelhouse', args: (bad) => ['run', task, ...agent, '--wheelhouse', bad] },
   { name: 'belay run --out', args: (bad) => ['run', task, ...agent, '--out', bad], makes: true },
   { name: 'belay run --attempts --out', args: (bad) => ['run', task, ...agent, '--attempts', '2', '--out', bad], makes: true },
   { name: 'belay run --resume', args: (bad) => ['run', '--resume', bad] },
@@ -127,7 +128,7 @@ describe('a bad path on a command line is one line, exit 2, and nothing is made'
   it('covers every path option the usage texts name', async () => {
     // The options that take a DIR or FILE in each usage text, against the table above.
     const named = cases.map((c) => c.name.split(':')[0]!);
-    for (const option of ['--agent-dir', '--out', '--resume', '--regrade', '--workspace', '--root', '--cwd', '--config', '--media', '--cache', '--attach', 'TASK_DIR', 'FILE']) {
+    for (const option of ['--agent-dir', '--wheelhouse', '--out', '--resume', '--regrade', '--workspace', '--root', '--cwd', '--config', '--media', '--cache', '--attach', 'TASK_DIR', 'FILE']) {
       assert.ok(named.some((n) => n.includes(option)), `no case for ${option}`);
     }
     const usages = await Promise.all(['run', 'blocks', 'session', 'agent', 'nanobot', 'image', 'cues'].map((command) => runCli(belay, [command, '--help'], { cwd: tmp.dir })));

@@ -20,11 +20,13 @@ describe('base image recipe', () => {
   it('holds the packages agents and tests assume and changes its hash with them', () => {
     const recipe = { suite: 'bookworm', mirror: 'http://deb.debian.org/debian', packages: BASE_PACKAGES };
     assert.deepEqual([...BASE_PACKAGES].slice(0, 3), ['bash', 'coreutils', 'python3']);
+    // git for repository tasks' agents, procps for Claude Code, pip for an agent's requirements.txt.
+    for (const name of ['git', 'procps', 'python3-pip']) assert.ok(BASE_PACKAGES.includes(name as (typeof BASE_PACKAGES)[number]), name);
     assert.equal(recipeHash(recipe), recipeHash({ ...recipe }));
     assert.notEqual(recipeHash(recipe), recipeHash({ ...recipe, packages: [...BASE_PACKAGES, 'curl'] }));
     assert.notEqual(recipeHash(recipe), recipeHash({ ...recipe, mirror: 'http://mirror.example/debian' }));
     const args = mmdebstrapArgs(recipe, '/out/rootfs.tar');
-    assert.deepEqual(args.slice(0, 2), ['--variant=minbase', '--include=bash,coreutils,python3,libstdc++6']);
+    assert.deepEqual(args.slice(0, 2), ['--variant=minbase', '--include=bash,coreutils,python3,libstdc++6,git,procps,python3-pip']);
     assert.deepEqual(args.slice(-3), ['bookworm', '/out/rootfs.tar', 'http://deb.debian.org/debian']);
   });
 });
@@ -61,7 +63,7 @@ describe('base image build', { skip }, () => {
     try {
       const first = await buildBaseImage({ engine, image, cacheDir: cache, mmdebstrap, onStep: (line) => steps.push(line) });
       assert.equal(first.source, 'packages');
-      assert.match(steps.join('\n'), /making a Debian bookworm root file system \(bash, coreutils, python3, libstdc\+\+6\)/);
+      assert.match(steps.join('\n'), /making a Debian bookworm root file system \(bash, coreutils, python3, libstdc\+\+6, git, procps, python3-pip\)/);
       assert.equal(existsSync(first.rootfs), true);
       assert.deepEqual(readdirSync(cache), [path.basename(first.rootfs)], 'no partial file is left');
       const second = await buildBaseImage({ engine, image, cacheDir: cache, mmdebstrap: '/nonexistent/mmdebstrap' });

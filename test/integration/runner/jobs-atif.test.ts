@@ -35,9 +35,9 @@ describe('ATIF', () => {
       result,
       instruction: 'Create hello.txt',
       trajectory: [
-        entry(1, { response: { command: 'echo hi > hello.txt', text: 'Writing' }, command: 'echo hi > hello.txt', exit_code: 0, duration_ms: 5, output_file: 'steps/0001.log', llm: { requests: 1, input_tokens: 400, output_tokens: 30, cost_usd: 0.004 } }),
-        entry(2, { screen: '', response: { command: 'cat hello.txt', analysis: 'Checking' }, command: 'cat hello.txt', exit_code: 1, output_file: 'steps/0002.log' }),
-        entry(3, { screen: 'cat: hello.txt: No such file\n[exit code: 1]', response: { task_complete: true, text: 'Done' } }),
+        entry(1, { screen_of: 'previous', response: { command: 'echo hi > hello.txt', text: 'Writing' }, command: 'echo hi > hello.txt', exit_code: 0, duration_ms: 5, output_file: 'steps/0001.log', llm: { requests: 1, input_tokens: 400, output_tokens: 30, cost_usd: 0.004 } }),
+        entry(2, { screen: '', screen_of: 'previous', response: { command: 'cat hello.txt', analysis: 'Checking' }, command: 'cat hello.txt', exit_code: 1, output_file: 'steps/0002.log' }),
+        entry(3, { screen: 'cat: hello.txt: No such file\n[exit code: 1]', screen_of: 'previous', response: { task_complete: true, text: 'Done' } }),
       ],
     });
     assert.ok(AtifTrajectorySchema.safeParse(atif).success);
@@ -63,7 +63,7 @@ describe('ATIF', () => {
   it("takes an SDK 2.0 step's own output, reads the last command's output from its file, and caps it", async () => {
     const sdk2 = await toAtif({
       result: { ...result, protocol: 'sdk2', llm: undefined },
-      trajectory: [entry(1, { command: 'ls', screen: 'a b', response: { step: 1, command: 'ls' } })],
+      trajectory: [entry(1, { command: 'ls', screen: 'a b', screen_of: 'own', response: { step: 1, command: 'ls' } })],
     });
     assert.deepEqual(sdk2.steps[1]!.observation, { results: [{ source_call_id: 'call_1', content: 'a b' }] });
     assert.deepEqual(sdk2.final_metrics, { total_steps: 2 });
@@ -97,7 +97,7 @@ describe('ATIF', () => {
   });
 
   it('a step no model took (a count of 0) has no metrics, and the trajectory is still valid', async () => {
-    const atif = await toAtif({ result, instruction: 'x', trajectory: [entry(1, { command: 'ls', screen: 'a', llm: { requests: 0, input_tokens: 0, output_tokens: 0, cost_usd: 0 } })] });
+    const atif = await toAtif({ result, instruction: 'x', trajectory: [entry(1, { command: 'ls', screen: 'a', screen_of: 'own', llm: { requests: 0, input_tokens: 0, output_tokens: 0, cost_usd: 0 } })] });
     assert.equal(atif.steps[1]!.llm_call_count, 0);
     assert.equal(atif.steps[1]!.metrics, undefined);
     assert.ok(AtifTrajectorySchema.safeParse(atif).success);
@@ -148,5 +148,16 @@ describe('ATIF', () => {
     assert.deepEqual(atif.steps.flatMap((s) => s.tool_calls?.map((c) => c.arguments.command) ?? []), ["echo 'Hello, world!' > hello.txt", 'cat hello.txt']);
     assert.equal(atif.steps[2]!.observation!.results[0]!.content, 'Hello, world!');
     assert.equal(atif.extra?.passed, true);
+    assert.deepEqual(JSON.parse(readFileSync(path.join(run.run_dir, 'trajectory.json'), 'utf8')).map((e: { screen_of?: string }) => e.screen_of), ['previous', 'previous', 'previous'], 'SDK 1.x says its screens are the previous step’s output');
+  });
+
+  it("an SDK 2.0 run's ATIF takes each step's own output, as its records say", async () => {
+    const { result: run } = await runFixture(localBackend(), tmp.dir, nodeAgent('sdk2-server.mjs'), { protocol: 'sdk2', limits: { pollIntervalMs: 100 } });
+    assert.ok(run.passed, run.error ?? '');
+    const atif = AtifTrajectorySchema.parse(JSON.parse(readFileSync(path.join(run.run_dir, ATIF_FILE), 'utf8')));
+    assert.deepEqual(
+      atif.steps.slice(1).map((s) => [s.tool_calls?.[0]?.arguments.command, s.observation?.results[0]?.content]),
+      [["echo 'Hello, world!' > hello.txt", ''], ['cat hello.txt', 'Hello, world!\n'], ['ls', 'hello.txt\nseed.txt\n']],
+    );
   });
 });

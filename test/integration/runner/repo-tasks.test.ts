@@ -54,7 +54,7 @@ const agentDir = tmp.writeTask('agent', {
 import { appendFileSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 const mode = process.env.AGENT_MODE;
 const at = process.argv.indexOf('--instruction');
-// The base container image has no git: there the agent says null.
+// Where git is missing (an image without it), the agent says null.
 const git = (args) => { try { return execSync('git ' + args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim(); } catch { return null; } };
 const pick = (names) => Object.fromEntries(names.map((n) => [n, process.env[n] ?? null]));
 console.error(JSON.stringify({ instruction: process.argv[at + 1], ...pick(['TERM_TASK_ID', 'TERM_REPO', 'TERM_BASE_COMMIT', 'TERM_ISSUE_TEXT', 'TERM_HINTS', 'TERM_TIMEOUT', 'TERM_DIFFICULTY']),
@@ -64,7 +64,7 @@ const fix = (which) => {
     which.includes('add') && line.startsWith('add') ? 'add() { echo $(( $1 + $2 )); }' : which.includes('mul') && line.startsWith('mul') ? 'mul() { echo $(( $1 * $2 )); }' : line);
   writeFileSync('calc.sh', lines.join('\\n'));
 };
-if (mode === 'fix') { fix(['add', 'mul']); execSync('git add -A && git commit -q -m fix'); }
+if (mode === 'fix') { fix(['add', 'mul']); console.error('DIFF ' + JSON.stringify(git('diff --stat'))); execSync('git add -A && git commit -q -m fix'); }
 else if (mode === 'fix-plain') fix(['add', 'mul']);
 else if (mode === 'half') fix(['add']);
 else if (mode === 'tests') {
@@ -87,6 +87,28 @@ else if (mode === 'hostile') {
   writeFileSync('data.bin', Buffer.from([0, 1, 2, 255, 0, 10, 13, 0]));
   // Only where the backend isolates the agent: the local backend's home is the person's.
   if (process.env.JUNK_HOME === '1') { writeFileSync(process.env.HOME + '/junk.txt', 'left outside the repository'); console.error('junk written'); }
+}
+else if (mode === 'hostile-git') {
+  // Its fix committed with its own git, then settings that would run a program (a marker at a
+  // path only the host has) the next time any git reads this repository.
+  fix(['add', 'mul']);
+  execSync('git add -A && git commit -q -m fix');
+  const m = process.env.MARKER;
+  const set = (key, value) => execSync('git config ' + key + " '" + value + "'");
+  set('core.fsmonitor', 'touch ' + m + '-fsmonitor');
+  mkdirSync('.git/evil-hooks');
+  for (const hook of ['pre-commit', 'post-commit', 'post-checkout', 'post-index-change', 'reference-transaction', 'pre-auto-gc']) writeFileSync('.git/evil-hooks/' + hook, '#!/bin/sh\\ntouch ' + m + '-hook\\n', { mode: 0o755 });
+  set('core.hooksPath', '.git/evil-hooks');
+  set('filter.evil.clean', 'touch ' + m + '-filter; cat');
+  set('filter.evil.smudge', 'touch ' + m + '-filter; cat');
+  set('filter.evil.process', 'touch ' + m + '-filter');
+  set('filter.evil.required', 'true');
+  set('diff.evil.textconv', 'touch ' + m + '-textconv; cat');
+  writeFileSync('.gitattributes', '* filter=evil diff=evil\\n');
+  writeFileSync('.git/evil.inc', '[core]\\n\\tfsmonitor = touch ' + m + '-include\\n\\tpager = touch ' + m + '-include\\n[diff]\\n\\texternal = touch ' + m + '-include\\n');
+  set('includeIf.gitdir:/.path', 'evil.inc');
+  writeFileSync('after.txt', 'written after the settings\\n');
+  console.error('CONFIG ' + JSON.stringify(execSync('git config --local --list', { encoding: 'utf8' })));
 }
 else if (mode === 'none') {}
 console.log('[DONE]');
@@ -117,6 +139,22 @@ const hostileTask = tmp.writeTask('hostile-calc', {
   ...TESTS,
   'tests/test_home.sh': 'test ! -e "$HOME/junk.txt"\n',
 });
+
+/** The agent of mode hostile-git set its settings, and no program they name ran while Belay captured and graded its patch. */
+function hostileGitChecked({ result }: { result: RunResult }, marker: string): void {
+  assert.equal(result.reward, 1, result.error ?? '');
+  const config = /^CONFIG (.*)$/m.exec(readFileSync(runFiles(result.run_dir).agentStderr, 'utf8'));
+  assert.ok(config, 'the agent did not report its settings');
+  const settings = JSON.parse(config[1]!) as string;
+  for (const key of ['core.fsmonitor=touch', 'core.hookspath=.git/evil-hooks', 'filter.evil.clean=touch', 'filter.evil.required=true', 'includeif.gitdir:/.path=evil.inc']) assert.ok(settings.includes(key), `${key} not set: ${settings}`);
+  const left = readdirSync(path.dirname(marker)).filter((entry) => entry.startsWith(path.basename(marker)));
+  assert.deepEqual(left, [], 'a program named by the agent\'s git settings ran');
+  const patch = patchOf(result);
+  assert.match(patch, /^\+mul\(\) \{ echo \$\(\( \$1 \* \$2 \)\); \}$/m);
+  assert.match(patch, /^diff --git a\/after\.txt b\/after\.txt$/m);
+  assert.match(patch, /^\+\* filter=evil diff=evil$/m);
+  assert.doesNotMatch(patch, /evil-hooks|evil\.inc/);
+}
 
 const seen = (result: RunResult) => JSON.parse(readFileSync(runFiles(result.run_dir).agentStderr, 'utf8').split('\n')[0]!) as Record<string, unknown>;
 const patchOf = (result: RunResult) => readFileSync(repoFiles(result.run_dir).patch, 'utf8');
@@ -206,6 +244,10 @@ for (const { name, backend } of available) {
       assert.match(patch, /^new file mode 120000$/m);
       assert.doesNotMatch(patch, /a\/pipe/);
       assert.deepEqual([...readFileSync(path.join(repoFiles(result.run_dir).checkout, 'data.bin'))], [0, 1, 2, 255, 0, 10, 13, 0]);
+    });
+
+    it('an agent that sets core.fsmonitor, core.hooksPath, a filter driver and an includeIf with its own git: none of them runs when its patch is captured and graded', async () => {
+      await hostileGitChecked(await run('hostile-git', fixTask, { MARKER: path.join(tmp.dir, `git-marker-${name}`) }), path.join(tmp.dir, `git-marker-${name}`));
     });
 
     it('a Python agent.py run as Term Challenge runs it (python3 agent.py --instruction …) fixes the bug: reward 1', async () => {
@@ -372,7 +414,7 @@ describe('Term Challenge repository tasks: hostile patches and working trees', (
 describe('Term Challenge repository tasks (container backend)', { skip: container instanceof Error ? container.message : false }, () => {
   const be = container as Exclude<typeof container, Error>;
   const runs = path.join(tmp.dir, 'runs-container');
-  const run = async (mode: string) => runFixture(be, runs, agent, { task: await loadTask(fixTask), protocol: 'sdk3', agentFolders: [nodeDir, agentDir], env: { AGENT_MODE: mode } });
+  const run = async (mode: string, env: Record<string, string> = {}) => runFixture(be, runs, agent, { task: await loadTask(fixTask), protocol: 'sdk3', agentFolders: [nodeDir, agentDir], env: { AGENT_MODE: mode, ...env } });
 
   it('the checkout is /app, installed there; the fix is graded in a fresh container (reward 1), an edit of the tests is not (0)', async () => {
     const fixed = await run('fix-plain');
@@ -384,5 +426,20 @@ describe('Term Challenge repository tasks (container backend)', { skip: containe
     const cheated = await run('tests');
     assert.equal(cheated.result.reward, 0);
     assert.deepEqual(cheated.result.verification?.test_results.map((t) => [t.name, t.status]), [['test_add.sh', 'failed'], ['test_install.sh', 'passed'], ['test_mul.sh', 'failed']]);
+  });
+
+  it('the base image has git: the agent\'s own git diff and git commit work inside, on a history that ends at the base commit; its commit is graded (reward 1)', async () => {
+    const { result } = await run('fix');
+    assert.equal(result.reward, 1, result.error ?? '');
+    const env = seen(result);
+    assert.equal(env.head, BASE);
+    assert.deepEqual(env.log, [BASE]);
+    assert.match(readFileSync(runFiles(result.run_dir).agentStderr, 'utf8'), /^DIFF "calc\.sh \| 4 \+\+--\\n 1 file changed, 2 insertions\(\+\), 2 deletions\(-\)"$/m);
+    assert.match(patchOf(result), /^\+add\(\) \{ echo \$\(\( \$1 \+ \$2 \)\); \}$/m);
+  });
+
+  it('an agent that sets core.fsmonitor, core.hooksPath, a filter driver and an includeIf with the image\'s git: none of them runs when its patch is captured and graded', async () => {
+    const marker = path.join(tmp.dir, 'git-marker-container');
+    await hostileGitChecked(await run('hostile-git', { MARKER: marker }), marker);
   });
 });

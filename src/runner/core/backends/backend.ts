@@ -170,6 +170,12 @@ export interface BackendSession {
    * container's /app too large to copy out), once that phase ended; absent: it does.
    */
   readonly workspaceNotFinal?: string;
+  /**
+   * True when the working folder starts as the task's image holds it, not as
+   * `RunFolders.workspace` (which holds it only once the agent phase has ended): what is there
+   * before the agent runs is read inside, through `spawn`.
+   */
+  readonly workspaceFromImage?: boolean;
   /** Where agent-phase programs see `RunFolders.agentState` (read-write); undefined when the run gave none. */
   readonly stateDir: string | undefined;
   /** The other machine whose engine holds this session ("ci@build-2"); absent: this one. */

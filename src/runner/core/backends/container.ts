@@ -404,6 +404,8 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
     logsLocked,
     remote,
   }, sockets, services);
+  // Otherwise /app starts as the task's image holds it (the run's workspace folder is seeded into /app, or is /app, below).
+  session.workspaceFromImage = source.kind !== 'base' && task.repo === undefined && spec.seedFromWorkspace !== true;
   try {
     // A repository task's workspace is its checkout: /app holds it even in the task's own image.
     if ((source.kind === 'base' || task.repo !== undefined || (spec.seedFromWorkspace && remote)) && existsSync(folders.workspace)) {
@@ -485,6 +487,8 @@ class ContainerSession implements BackendSession {
   #agentEnding: Promise<void> | undefined;
   #verifyStarted = false;
   #workspaceNotFinal: string | undefined;
+  /** See BackendSession; set once the container is made. */
+  workspaceFromImage = false;
   get workspaceNotFinal(): string | undefined {
     return this.#workspaceNotFinal;
   }

@@ -10,9 +10,39 @@ import * as path from 'node:path';
 import { runBounded } from '../../../shared/process.ts';
 import { failureText, findProgram, type Engine } from './engine.ts';
 
-export const BASE_IMAGE = 'localhost/belay-base:bookworm';
-/** What the base holds: a shell and the tools agents and tests assume; libstdc++ lets a host's Node run inside. */
-export const BASE_PACKAGES = ['bash', 'coreutils', 'python3', 'libstdc++6'] as const;
+/** The base image's tag when BELAY_BASE_TAG does not name another. */
+export const DEFAULT_BASE_TAG = 'bookworm';
+
+/**
+ * The base image's name: localhost/belay-base with the tag BELAY_BASE_TAG names (default
+ * bookworm). Another tag lets a changed recipe be built and tried beside the image every other
+ * Belay on the machine uses, without moving theirs.
+ */
+export function baseImageName(env: NodeJS.ProcessEnv = process.env): string {
+  const tag = env.BELAY_BASE_TAG?.trim() || DEFAULT_BASE_TAG;
+  if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(tag)) {
+    throw new Error(`BELAY_BASE_TAG=${JSON.stringify(tag.slice(0, 60))}: not an image tag (letters, digits, '_', '.', '-'; at most 128)`);
+  }
+  return `localhost/belay-base:${tag}`;
+}
+
+/** Why BELAY_BASE_TAG was not used (a tag no image may have): building the base image says so. */
+const BASE_TAG_ERROR: string | undefined = (() => {
+  try {
+    baseImageName();
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
+  }
+})();
+/** The base image; the default name when BELAY_BASE_TAG is not a tag (loading Belay never fails for it). */
+export const BASE_IMAGE = BASE_TAG_ERROR === undefined ? baseImageName() : `localhost/belay-base:${DEFAULT_BASE_TAG}`;
+/**
+ * What the base holds: a shell and the tools agents and tests assume; libstdc++ lets a host's
+ * Node run inside; git for the agents of repository tasks (they commit and diff); procps (ps,
+ * pkill), which Claude Code calls; pip to install an agent's requirements.txt.
+ */
+export const BASE_PACKAGES = ['bash', 'coreutils', 'python3', 'libstdc++6', 'git', 'procps', 'python3-pip'] as const;
 export const DEFAULT_MIRROR = 'http://deb.debian.org/debian';
 const SUITE = 'bookworm';
 /** The label that holds the recipe's hash on the image. */
@@ -104,6 +134,7 @@ async function imageRecipe(engine: Engine, image: string, signal?: AbortSignal):
 
 /** Builds (or finds) the base image; see the module comment for the caches. */
 export async function buildBaseImage(options: BuildBaseOptions): Promise<BuildBaseResult> {
+  if (BASE_TAG_ERROR !== undefined && options.image === undefined) throw new Error(BASE_TAG_ERROR);
   const started = performance.now();
   const { engine, signal } = options;
   const image = options.image ?? BASE_IMAGE;

@@ -123,6 +123,7 @@ export async function runSdk1(ctx: AgentContext): Promise<AgentOutcome> {
       const entry = {
         step,
         screen: last.output,
+        screen_of: 'previous' as const,
         response: raw,
         command: response.command,
         cwd,

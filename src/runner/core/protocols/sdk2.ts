@@ -288,6 +288,7 @@ function record(ctx: AgentContext, history: Map<number, z.infer<typeof HistoryEn
     ctx.trajectory.push({
       step: entry.step,
       screen: entry.output ?? null,
+      screen_of: 'own',
       response: entry,
       command,
       cwd: null,

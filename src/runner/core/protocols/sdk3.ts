@@ -162,6 +162,7 @@ function record(ctx: AgentContext, command: string, screen: BoundedText, done: b
   ctx.trajectory.push({
     step: 1,
     screen: screen.text(`[... the middle is in ${path.basename(stdoutLog)} ...]`),
+    screen_of: 'own',
     response: { done, exit_code: exitCode, signal: exit?.signal ?? null },
     command,
     cwd: ctx.session.workdir,

@@ -203,6 +203,7 @@ export interface AtifSource {
   trajectory: readonly {
     step: number;
     screen: string | null;
+    screen_of?: 'own' | 'previous' | undefined;
     response: unknown;
     command: string | null;
     cwd: string | null;
@@ -248,9 +249,11 @@ export async function toAtif(source: AtifSource): Promise<AtifTrajectory> {
   for (const [index, entry] of trajectory.entries()) {
     const callId = `call_${entry.step}`;
     const next = trajectory[index + 1];
-    // SDK 1.x records what the agent was shown before each answer (so a command's output is the
-    // next entry's screen); the other protocols record each step's own output with it.
-    const shown = result.protocol === 'sdk1' ? (next && next.step === entry.step + 1 ? next.screen : undefined) : entry.screen;
+    // The record says whose output a step's screen is: its own, or the previous step's (then a
+    // command's output is the next step's screen). A step that does not say is read from its own
+    // output file, never guessed from the protocol's name.
+    const shown =
+      entry.screen_of === 'own' ? entry.screen : entry.screen_of === 'previous' && next?.screen_of === 'previous' && next.step === entry.step + 1 ? next.screen : undefined;
     let output: string | null | undefined = shown;
     if (output == null && entry.command !== null && entry.output_file) output = await source.readOutput?.(entry.output_file, ATIF_OBSERVATION_CHARS + 1);
     const usage = UsageSchema.safeParse(entry.llm);

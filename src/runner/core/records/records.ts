@@ -78,8 +78,15 @@ export function addLlmUsage(a: LlmUsage, b: LlmUsage): LlmUsage {
 
 export const TrajectoryEntrySchema = z.object({
   step: z.number(),
-  /** What the agent saw before answering: the previous command's output as sent to it. */
+  /** Output the agent was shown: which one `screen_of` says. */
   screen: z.string().nullable(),
+  /**
+   * Which command's output `screen` holds, as the protocol that recorded the step says: the step's
+   * own ('own': SDK 2.0 and 3.0 record each step with its output), or the previous step's, what the
+   * agent was shown before it answered ('previous': SDK 1.x). Absent in records written before it,
+   * and when nothing was recorded as shown; readers then take the step's own output file.
+   */
+  screen_of: z.enum(['own', 'previous']).optional(),
   /** The agent's answer as parsed (SDK 1.x) or the history entry (SDK 2.0). */
   response: z.unknown(),
   command: z.string().nullable(),

@@ -248,10 +248,18 @@ export async function testsText(testsDir: string | undefined): Promise<string> {
 export async function verifierInputs(workdir: string, tests: string, only?: readonly string[]): Promise<Map<string, string>> {
   const hashes = new Map<string, string>();
   if (tests === '' && only === undefined) return hashes;
-  const files = only ?? (await walk(workdir, MAX_FILES)).filter((rel) => tests.includes(rel) || (path.posix.basename(rel).length >= 4 && tests.includes(path.posix.basename(rel))));
+  const files = only ?? (await walk(workdir, MAX_FILES)).filter((rel) => namedByTests(rel, tests));
   for (const rel of files) hashes.set(rel, await hashOf(path.join(workdir, rel)));
   return hashes;
 }
+
+/** Whether the tests' text names the working folder's file `rel` (by its path, or a file name of at least 4 characters). */
+export function namedByTests(rel: string, tests: string): boolean {
+  return tests.includes(rel) || (path.posix.basename(rel).length >= 4 && tests.includes(path.posix.basename(rel)));
+}
+
+/** The most files of the working folder looked at, and the largest file hashed (a larger one is compared by size and time). */
+export const VERIFIER_INPUT_LIMITS = { files: MAX_FILES, hashBytes: MAX_HASH_BYTES } as const;
 
 async function hashOf(file: string): Promise<string> {
   const stat = await fs.lstat(file).catch(() => undefined);

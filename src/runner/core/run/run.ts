@@ -24,6 +24,7 @@ import { rewardWords } from '../records/format.ts';
 import type { Resolver } from '../network/proxy.ts';
 import { EGRESS_SERVICE, inVerifyPhase, openRunNetwork, withTaskEnv, type RunNetwork } from './taskEnvironment.ts';
 import { isRepoTask, repoFiles, RepoRun } from './repoGrade.ts';
+import { checkWheelhouse, findRequirements, installRequirements, installSource, ISOLATED_TARGET, REQUIREMENTS_LOG, withPythonPath } from './agentRequirements.ts';
 
 /** Where a run's verifier environment keeps its folders while it is open (removed after). */
 const VERIFIER_ENV_DIR = 'verifier-env';
@@ -56,6 +57,12 @@ export interface RunTaskOptions {
   allowPublicNetwork?: boolean;
   /** Tests only: how the egress proxy finds the hosts a task names (local servers instead of DNS). */
   resolveNetwork?: Resolver;
+  /**
+   * A folder of wheels a Python agent's requirements.txt is installed from, shown read-only to
+   * the agent phase (belay.runner.wheelhouse, --wheelhouse); absent, only the package index
+   * through the agent phase's network.
+   */
+  wheelhouse?: string;
 }
 
 export function newRunId(taskName: string, now = new Date()): string {
@@ -120,7 +127,13 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
     }
     // A repository task: its repository checked out at the base commit is the workspace; its source stays hidden.
     if (isRepoTask(task)) repoRun = await RepoRun.prepare(task, runDir, { signal: bounds.signal });
-    const openOptions = repoRun ? { ...options, hidden: [...(options.hidden ?? []), repoRun.source] } : options;
+    // A Python agent's requirements.txt: read (and refused, if hostile) before any environment opens.
+    const requirements = await findRequirements(options.agentCommand, options.agentCwd);
+    const wheelhouse = requirements && options.wheelhouse !== undefined ? await checkWheelhouse(options.wheelhouse) : undefined;
+    const requirementsSource = requirements ? installSource(network.agent.policy, wheelhouse, requirements.file) : undefined;
+    const pythonTarget = backend.isolated ? ISOLATED_TARGET : path.join(files.scratch, 'agent-python');
+    let openOptions = repoRun ? { ...options, hidden: [...(options.hidden ?? []), repoRun.source] } : options;
+    if (requirementsSource && 'wheelhouse' in requirementsSource) openOptions = { ...openOptions, agentFolders: [...(openOptions.agentFolders ?? []), requirementsSource.wheelhouse] };
     const services: ServiceSpec[] = [...(llm ? [llm.service] : []), ...(network.agent.service ? [network.agent.service] : [])];
     for (const part of parts) {
       if (part.step) {
@@ -142,10 +155,25 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
       }
 
       if (repoRun) await repoRun.install(session, repoFiles(runDir).installLog, limits.maxLogBytes, bounds.signal, note);
+      if (requirements && requirementsSource) {
+        await installRequirements({
+          session,
+          ...requirements,
+          source: requirementsSource,
+          target: pythonTarget,
+          proxyEnv: network.agent.service ? network.agent.environment(session.serviceUrl(EGRESS_SERVICE)) : {},
+          logFile: path.join(runDir, REQUIREMENTS_LOG),
+          maxLogBytes: limits.maxLogBytes,
+          signal: bounds.signal,
+        });
+        note(`the agent's ${requirements.requirements.length} requirement${requirements.requirements.length === 1 ? '' : 's'} installed from ${'wheelhouse' in requirementsSource ? `the wheelhouse ${requirementsSource.wheelhouse}` : 'the package index'} (${REQUIREMENTS_LOG})`);
+      }
 
       // The agent phase: the agent through its protocol, until it is done and everything it started is dead.
       bounds.enter('agent');
       const deadline = Date.now() + part.agentTimeoutMs;
+      // The packages of the agent's requirements.txt, first on its Python path.
+      const withRequirements = (env: Record<string, string>) => (requirementsSource ? withPythonPath(env, pythonTarget) : env);
       const ctx: AgentContext = {
         task: part.task,
         session,
@@ -154,14 +182,14 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
         agentCwd: options.agentCwd,
         // The gateway's variables last: with a gateway, no key of the agent's own settings goes in.
         // The egress proxy's variables after them: the agent's settings cannot route around it.
-        env: {
+        env: withRequirements({
           TERM_TASK_ID: task.name,
           ...repoRun?.variables(part.agentTimeoutMs / 1000),
           BELAY_WORKDIR: session.workdir,
           ...options.env,
           ...llm?.environment(session.serviceUrl(LLM_SERVICE)),
           ...(network.agent.service ? network.agent.environment(session.serviceUrl(EGRESS_SERVICE)) : {}),
-        },
+        }),
         ...(llm ? { llm: { baseUrl: session.serviceUrl(LLM_SERVICE), token: llm.token, model: llm.model } } : {}),
         ...(options.protocol.keepsState ? { stateFolder: files.agentState } : {}),
         limits: { ...limits, agentTimeoutMs: part.agentTimeoutMs },
@@ -172,14 +200,14 @@ export async function runTask(options: RunTaskOptions): Promise<RunResult> {
       };
       // A step's workdir/setup.sh runs first; when it fails, the step's agent and tests do not run.
       const setupFailure = part.step ? await stepSetup(part.step, session, part.agentTimeoutMs, bounds.signal) : undefined;
-      await inputs.before();
+      await inputs.before(session);
       ({ outcome, failure } = setupFailure ? { outcome: { steps: 0, agentCompleted: false }, failure: setupFailure } : await agentPhase(options.protocol, ctx));
       llm?.assign(ctx.trajectory);
       if (part.step) trajectory.push(...steps.trajectory(part.step, part.trajectory));
       await session.endAgentPhase().catch((error: unknown) => {
         throw new RunFailure('harness_error', `the agent phase could not be ended: ${errorMessage(error)}`);
       });
-      await inputs.after();
+      await inputs.after(session.workspaceNotFinal === undefined);
       // What the agent left, kept with the run (a multi-step task's last step's is the one kept): what regrade grades.
       let stepFinal: CapturedFiles | undefined;
       if (session.workspaceNotFinal !== undefined) {
