@@ -5,10 +5,9 @@ import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import * as z from 'zod';
 import { errorMessage } from '../../../shared/errors.ts';
-import { checkVerifierEnvironmentNetwork } from '../network/policy.ts';
 import { DOCKER_FILES, LAYOUT_FILES, type TaskLayout } from './layout.ts';
 import { loadSteps, StepsTomlSchema, type StepsConfig, type TaskStep } from './taskSteps.ts';
-import { PhaseNetworkFields, TaskEnvSchema, taskNetwork, type TaskNetwork } from '../network/policy.ts';
+import { checkVerifierEnvironmentNetwork, PhaseNetworkFields, TaskEnvSchema, taskNetwork, type TaskNetwork } from '../network/policy.ts';
 import { verifierSpec, VerifierEnvironmentTomlSchema, type VerifierEnvironmentSpec } from './verifierSpec.ts';
 import { commandTests, listTestFiles, REPO_TIMEOUTS, repoSpec, WorkspaceYamlSchema, type RepoSpec } from './repoTask.ts';
 
