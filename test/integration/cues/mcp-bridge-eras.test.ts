@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { cueFixture, repoRoot, run, waitUntil, type Bundles } from '../../support/cues/helpers.ts';
-import { RawClient, sdkClient, textOf } from '../../support/cues/mcpHelpers.ts';
+import { RawClient, sdkClient, serverPid, stderrShows, textOf } from '../../support/cues/mcpHelpers.ts';
 import { alive } from '../../support/processes.ts';
 import type { Mailbox } from '../../../src/cues/core/store.ts';
 
@@ -16,24 +16,6 @@ const MODERN_SERVER = path.join(repoRoot, 'test', 'fixtures', 'mcp', 'modern-ser
 const V = '2026-07-28';
 const SERVER_INFO = { name: 'modern-deploy', title: 'Modern Deploy', version: '2.0.0' };
 
-/** Resolves once the client's stderr (Belay's and the wrapped server's) matches `pattern`. */
-function stderrShows(peer: RawClient, pattern: RegExp, what: string, timeoutMs = 20_000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const check = () => {
-      if (!pattern.test(peer.stderr)) return false;
-      peer.child.stderr!.off('data', onData);
-      clearTimeout(timer);
-      resolve(peer.stderr);
-      return true;
-    };
-    const onData = () => void queueMicrotask(check);
-    const timer = setTimeout(() => (peer.child.stderr!.off('data', onData), reject(new Error(`no ${what} after ${timeoutMs} ms; stderr: ${peer.stderr}`))), timeoutMs);
-    peer.child.stderr!.on('data', onData);
-    check();
-  });
-}
-
-const serverPid = async (peer: RawClient) => Number(/modern-deploy ready pid=(\d+)/.exec(await stderrShows(peer, /modern-deploy ready pid=\d+/, 'the server\'s ready line'))![1]);
 
 describe('belay mcp --wrap: a 2025-11-25 client in front of a 2026-07-28 server', () => {
   let bin: Bundles;

@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { cueFixture, repoRoot, run, waitUntil, type Bundles } from '../../support/cues/helpers.ts';
-import { RawClient, sdkClient, textOf, type RpcMessage } from '../../support/cues/mcpHelpers.ts';
+import { RawClient, sdkClient, serverPid, stderrShows, textOf, type RpcMessage } from '../../support/cues/mcpHelpers.ts';
 import { alive } from '../../support/processes.ts';
 import type { Mailbox } from '../../../src/cues/core/store.ts';
 
@@ -27,24 +27,6 @@ const SPEC_SAMPLING_PARAMS = {
   maxTokens: 100,
 };
 
-/** Resolves once the client's stderr (Belay's and the wrapped server's) matches `pattern`. */
-function stderrShows(peer: RawClient, pattern: RegExp, what: string, timeoutMs = 30_000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const check = () => {
-      if (!pattern.test(peer.stderr)) return false;
-      peer.child.stderr!.off('data', onData);
-      clearTimeout(timer);
-      resolve(peer.stderr);
-      return true;
-    };
-    const onData = () => void queueMicrotask(check);
-    const timer = setTimeout(() => (peer.child.stderr!.off('data', onData), reject(new Error(`no ${what} after ${timeoutMs} ms; stderr: ${peer.stderr}`))), timeoutMs);
-    peer.child.stderr!.on('data', onData);
-    check();
-  });
-}
-
-const serverPid = async (peer: RawClient) => Number(/modern-deploy ready pid=(\d+)/.exec(await stderrShows(peer, /modern-deploy ready pid=\d+/, 'the server\'s ready line'))![1]);
 const gotOf = (response: RpcMessage) => JSON.parse(String((response.result!.content as Array<{ text: string }>)[0]!.text)) as Record<string, unknown>;
 /** Requests Belay sent the client (server-to-client, 2025-11-25 style). */
 const requestsTo = (peer: RawClient) => peer.messages.filter((m) => m.method !== undefined && m.id !== undefined);

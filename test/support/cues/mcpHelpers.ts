@@ -115,3 +115,25 @@ export function textOf(result: object): string {
   const parts = ((result as { content?: unknown }).content ?? []) as Array<{ type: string; text?: string }>;
   return parts.filter((p) => p.type === 'text').map((p) => p.text ?? '').join('');
 }
+
+/** Resolves once the client's stderr (Belay's and the wrapped server's) matches `pattern`. */
+export function stderrShows(peer: RawClient, pattern: RegExp, what: string, timeoutMs = 30_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      if (!pattern.test(peer.stderr)) return false;
+      peer.child.stderr!.off('data', onData);
+      clearTimeout(timer);
+      resolve(peer.stderr);
+      return true;
+    };
+    const onData = () => void queueMicrotask(check);
+    const timer = setTimeout(() => (peer.child.stderr!.off('data', onData), reject(new Error(`no ${what} after ${timeoutMs} ms; stderr: ${peer.stderr}`))), timeoutMs);
+    peer.child.stderr!.on('data', onData);
+    check();
+  });
+}
+
+/** The pid the test MCP server (test/fixtures/mcp/modern-server.ts) prints in its ready line. */
+export async function serverPid(peer: RawClient): Promise<number> {
+  return Number(/modern-deploy ready pid=(\d+)/.exec(await stderrShows(peer, /modern-deploy ready pid=\d+/, "the server's ready line"))![1]);
+}
