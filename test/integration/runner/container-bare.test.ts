@@ -5,24 +5,17 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { Backend } from '../../../src/runner/core/backends/backend.ts';
-import { containerBackend } from '../../../src/runner/core/backends/container.ts';
 import type { Engine } from '../../../src/runner/core/backends/engine.ts';
 import { BASE_IMAGE } from '../../../src/runner/core/backends/image-base.ts';
 import { runFiles } from '../../../src/runner/core/records/records.ts';
 import { loadTask } from '../../../src/runner/core/tasks/task.ts';
-import { engineWithBase, removeTestImages, uniqueName } from '../../support/runner/container-helpers.ts';
+import { containerForFile, uniqueName } from '../../support/runner/container-helpers.ts';
 import { agentFile, nodeAgent, nodeDir, runFixture, tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir('belay-container-bare-');
-const found = await engineWithBase();
-const skip = found instanceof Error ? found.message : false;
-const backend: Backend | Error = found instanceof Error ? found : await containerBackend({ engine: found.name }).catch((error: Error) => error);
-after(async () => {
-  if (!(found instanceof Error)) await removeTestImages(found);
-  tmp.remove();
-});
+const { found, skip, backend } = await containerForFile(() => tmp.remove());
 
 /** Deleted with find's exec form (no shell is needed to delete the shell). */
 const STRIP = ['/usr/bin/find', '/usr/bin', '/usr/sbin', '/usr/local/bin', '(', '-name', 'sh', '-o', '-name', 'bash', '-o', '-name', 'rbash', '-o', '-name', 'dash', '-o', '-name', 'perl*', '-o', '-name', 'python*', ')', '-delete'];

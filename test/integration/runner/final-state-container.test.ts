@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { Backend } from '../../../src/runner/core/backends/backend.ts';
 import { containerBackend } from '../../../src/runner/core/backends/container.ts';
 import { BASE_IMAGE } from '../../../src/runner/core/backends/image-base.ts';
@@ -15,17 +15,11 @@ import { protocolNamed } from '../../../src/runner/core/protocols/index.ts';
 import { regradeJob } from '../../../src/runner/core/regrade/regrade.ts';
 import { runTask } from '../../../src/runner/core/run/run.ts';
 import { loadTask } from '../../../src/runner/core/tasks/task.ts';
-import { engineWithBase, removeTestImages, uniqueName } from '../../support/runner/container-helpers.ts';
+import { containerForFile, uniqueName } from '../../support/runner/container-helpers.ts';
 import { agentFile, fastLimits, nodeAgent, nodeDir, repoRoot, runFixture, tempDir } from '../../support/runner/helpers.ts';
 
 const tmp = tempDir('belay-final-container-');
-const found = await engineWithBase();
-const skip = found instanceof Error ? found.message : false;
-const backend: Backend | Error = found instanceof Error ? found : await containerBackend({ engine: found.name }).catch((error: Error) => error);
-after(async () => {
-  if (!(found instanceof Error)) await removeTestImages(found);
-  tmp.remove();
-});
+const { found, skip, backend } = await containerForFile(() => tmp.remove());
 
 describe('container backend: final state and a separate verifier', { skip }, () => {
   it("keeps /app, verifies in a fresh container of the task's image holding only it, and regrades it there", async () => {

@@ -1,6 +1,7 @@
 // Shared by the container tests: the real engine and the base image (built once from the cache
 // under .cache/belay, as CI does), or the reason they cannot be had here.
 import * as path from 'node:path';
+import { after } from 'node:test';
 import type { Backend } from '../../../src/runner/core/backends/backend.ts';
 import { containerBackend } from '../../../src/runner/core/backends/container.ts';
 import { detectEngine, type Engine } from '../../../src/runner/core/backends/engine.ts';
@@ -37,4 +38,19 @@ export async function removeTestImages(engine: Engine): Promise<void> {
 /** A name no other test run uses, for images and containers made by one test. */
 export function uniqueName(prefix: string): string {
   return `${prefix}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/**
+ * For a test file on the container backend: the engine with the base image, a container backend
+ * on it, and the reason to skip when either cannot be had here. After the file's last test the
+ * task images it built are removed and `cleanup` runs.
+ */
+export async function containerForFile(cleanup: () => void): Promise<{ found: Engine | Error; skip: string | false; backend: Backend | Error }> {
+  const found = await engineWithBase();
+  const backend: Backend | Error = found instanceof Error ? found : await containerBackend({ engine: found.name }).catch((error: Error) => error);
+  after(async () => {
+    if (!(found instanceof Error)) await removeTestImages(found);
+    cleanup();
+  });
+  return { found, skip: found instanceof Error ? found.message : false, backend };
 }
