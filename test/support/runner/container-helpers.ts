@@ -45,12 +45,12 @@ export function uniqueName(prefix: string): string {
  * on it, and the reason to skip when either cannot be had here. After the file's last test the
  * task images it built are removed and `cleanup` runs.
  */
-export async function containerForFile(cleanup: () => void): Promise<{ found: Engine | Error; skip: string | false; backend: Backend | Error }> {
+export async function containerForFile(cleanup: () => void | Promise<void>): Promise<{ found: Engine | Error; skip: string | false; backend: Backend | Error }> {
   const found = await engineWithBase();
   const backend: Backend | Error = found instanceof Error ? found : await containerBackend({ engine: found.name }).catch((error: Error) => error);
   after(async () => {
     if (!(found instanceof Error)) await removeTestImages(found);
-    cleanup();
+    await cleanup();
   });
   return { found, skip: found instanceof Error ? found.message : false, backend };
 }

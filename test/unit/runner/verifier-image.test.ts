@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { checkBuildContext } from '../../../src/runner/core/backends/image-task.ts';
+import { checkBuildContext, taskImageSource } from '../../../src/runner/core/backends/image-task.ts';
 import { resolveVerifierEnvironment } from '../../../src/runner/core/run/verifierEnvironment.ts';
 import { loadTask, TaskError } from '../../../src/runner/core/tasks/task.ts';
 import { tempDir } from '../../support/runner/helpers.ts';
@@ -110,5 +110,39 @@ describe("a verifier image's build context", () => {
     for (const [dir, dockerfile, says] of cases) {
       await assert.rejects(checkBuildContext(dir, dockerfile, bounds, name), (e: unknown) => e instanceof Error && says.test(e.message) && !e.message.includes('\n'), dir);
     }
+  });
+});
+
+describe("the task's own prebuilt image ([environment] docker_image)", () => {
+  /** An engine that holds just the images named (imageExists is all the choice asks of it). */
+  const engine = (...held: string[]) => ({ name: 'podman' as const, imageExists: async (image: string) => held.includes(image) });
+  const IMAGE = 'registry.example/tasks/prebuilt:2.0';
+
+  it('is used when the engine holds it, before environment/Dockerfile, as Harbor does', async () => {
+    const loaded = await loadTask(task('prebuilt-held', `[environment]\ndocker_image = "${IMAGE}"\n`, { 'environment/Dockerfile': 'FROM x\n' }));
+    assert.equal(loaded.environment.dockerImage, IMAGE);
+    const notices: string[] = [];
+    assert.deepEqual(await taskImageSource(engine(IMAGE), loaded, (m) => notices.push(m)), { kind: 'image', image: IMAGE, origin: path.join(loaded.dir, 'task.toml') });
+    assert.deepEqual(notices, []);
+  });
+
+  it('not held: environment/Dockerfile is built instead, with one notice; with no Dockerfile the image is asked for (and its absence is one line)', async () => {
+    const withFile = await loadTask(task('prebuilt-missing', `[environment]\ndocker_image = "${IMAGE}"\n`, { 'environment/Dockerfile': 'FROM x\n' }));
+    const notices: string[] = [];
+    const source = await taskImageSource(engine(), withFile, (m) => notices.push(m));
+    assert.equal(source.kind, 'dockerfile');
+    assert.deepEqual(notices, [`the task names the image ${IMAGE}, which podman does not hold (Belay does not pull images): building environment/Dockerfile instead`]);
+    const bare = await loadTask(task('prebuilt-only', `[environment]\ndocker_image = "${IMAGE}"\n`));
+    assert.deepEqual(await taskImageSource(engine(), bare), { kind: 'image', image: IMAGE, origin: path.join(bare.dir, 'task.toml') });
+    // Without docker_image nothing changes: the Dockerfile, else the base image.
+    assert.equal((await taskImageSource(engine(IMAGE), await loadTask(task('no-prebuilt', '', { 'environment/Dockerfile': 'FROM x\n' })))).kind, 'dockerfile');
+    assert.equal((await taskImageSource(engine(IMAGE), await loadTask(task('no-files', '')))).kind, 'base');
+  });
+
+  it('refuses a docker_image that is no image name in one line naming the field', async () => {
+    await assert.rejects(
+      loadTask(task('prebuilt-bad', '[environment]\ndocker_image = "--privileged"\n')),
+      (e: unknown) => e instanceof TaskError && /task\.toml: field 'environment\.docker_image'/.test(e.message) && !e.message.includes('\n'),
+    );
   });
 });

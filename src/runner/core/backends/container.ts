@@ -33,7 +33,7 @@ import { formatBytes } from '../records/logs.ts';
 import type { TaskEnvironment } from '../tasks/task.ts';
 import { detectEngine, EngineUnavailableError, failureText, type Engine, type EngineName } from './engine.ts';
 import { BASE_IMAGE } from './image-base.ts';
-import { imageSource, taskImage, VERIFIER_CONTEXT_BOUNDS } from './image-task.ts';
+import { taskImage, taskImageSource, VERIFIER_CONTEXT_BOUNDS } from './image-task.ts';
 import { checkServices, insidePort, ServiceLinks, socketFolder, type SocketFolder } from './services.ts';
 import { EnginePool, parseEngineHosts, probeRemoteEngines } from './engine-remote.ts';
 import { copyExecutorIn, copyFolderBack, copyFolderIn, copyFoldersIn, hostUnreachable, watchHost } from './remote-session.ts';
@@ -297,7 +297,7 @@ async function openSession(engine: Engine, owner: string, options: ContainerBack
 
   // 1. The image.
   // A separate verifier's own image (its tests/Dockerfile, or a prebuilt one) instead of the task's.
-  const source = spec.image ?? (await imageSource(task.dir, task.layout));
+  const source = spec.image ?? (await taskImageSource(engine, task, spec.onNotice, signal));
   let image: string;
   if (source.kind === 'base') {
     if (!(await engine.imageExists(BASE_IMAGE, signal))) {

@@ -55,6 +55,30 @@ export async function imageSource(taskDir: string, layout: 'current' | 'legacy' 
   return existsSync(dockerfile) ? { kind: 'dockerfile', dockerfile, context: taskDir, origin: dockerfile } : { kind: 'base' };
 }
 
+/**
+ * The task's own image: the prebuilt `[environment] docker_image` when the engine holds it (as
+ * Harbor uses it, without building); else what the task's Docker files build, with a notice that
+ * the named image was not there; with no Docker files, the named image (whose absence `taskImage`
+ * reports in one line: Belay never pulls).
+ */
+export async function taskImageSource(
+  engine: Pick<Engine, 'name' | 'imageExists'>,
+  task: { dir: string; layout: 'current' | 'legacy' | 'repo'; environment: { dockerImage?: string } },
+  onNotice?: (message: string) => void,
+  signal?: AbortSignal,
+): Promise<ImageSource> {
+  const built = await imageSource(task.dir, task.layout);
+  const named = task.environment.dockerImage;
+  if (named === undefined) return built;
+  const origin = path.join(task.dir, 'task.toml');
+  if (await engine.imageExists(named, signal)) return { kind: 'image', image: named, origin };
+  if (built.kind === 'dockerfile') {
+    onNotice?.(`the task names the image ${named}, which ${engine.name} does not hold (Belay does not pull images): building ${path.relative(task.dir, built.origin)} instead`);
+    return built;
+  }
+  return { kind: 'image', image: named, origin };
+}
+
 async function composeSource(file: string): Promise<ImageSource> {
   const { parseTaskYaml } = await import('../tasks/taskFormats.ts');
   let raw: unknown;

@@ -8,7 +8,7 @@ import { errorMessage } from '../../../shared/errors.ts';
 import { DOCKER_FILES, LAYOUT_FILES, type TaskLayout } from './layout.ts';
 import { loadSteps, StepsTomlSchema, type StepsConfig, type TaskStep } from './taskSteps.ts';
 import { checkVerifierEnvironmentNetwork, PhaseNetworkFields, TaskEnvSchema, taskNetwork, type TaskNetwork } from '../network/policy.ts';
-import { verifierSpec, VerifierEnvironmentTomlSchema, type VerifierEnvironmentSpec } from './verifierSpec.ts';
+import { ImageName, verifierSpec, VerifierEnvironmentTomlSchema, type VerifierEnvironmentSpec } from './verifierSpec.ts';
 import { commandTests, listTestFiles, REPO_TIMEOUTS, repoSpec, WorkspaceYamlSchema, type RepoSpec } from './repoTask.ts';
 
 /** One artifact of task.toml: a path in the environment and where it goes under the run's artifacts/. */
@@ -64,6 +64,8 @@ export const TaskTomlSchema = z.looseObject({
       memory: z.union([z.string(), z.number().positive()]).optional(),
       storage_mb: z.number().positive().optional(),
       build_timeout_sec: seconds.optional(),
+      /** Harbor: a prebuilt image used instead of building environment/Dockerfile (Belay never pulls it). */
+      docker_image: ImageName.optional(),
       allow_internet: z.boolean().optional(),
       ...PhaseNetworkFields,
       env: TaskEnvSchema.optional(),
@@ -132,6 +134,8 @@ export interface TaskEnvironment {
   memoryMb: number | undefined;
   storageMb: number | undefined;
   buildTimeoutSec: number | undefined;
+  /** A prebuilt image ([environment] docker_image), used when the engine holds it. */
+  dockerImage?: string;
   /** false unless the task says otherwise. */
   allowInternet: boolean;
 }
@@ -324,6 +328,7 @@ function taskEnvironment(dockerDir: string, config: z.infer<typeof TaskTomlSchem
     memoryMb: config?.memory_mb ?? memoryMb(config?.memory),
     storageMb: config?.storage_mb,
     buildTimeoutSec: config?.build_timeout_sec,
+    ...(config?.docker_image !== undefined ? { dockerImage: config.docker_image } : {}),
     allowInternet: config?.allow_internet ?? false,
   };
 }

@@ -9,7 +9,7 @@ import * as z from 'zod';
 const seconds = z.number().positive();
 
 /** An image name as engines take it: registry, path, tag or digest; no blanks, no option. */
-const ImageName = z
+export const ImageName = z
   .string()
   .min(1)
   .max(300)
