@@ -41,6 +41,9 @@ export async function runNodeTests(name: string, globs: string[], concurrency: n
   const failed = count('fail') + count('cancelled');
   if (Number.isNaN(passed) || Number.isNaN(failed)) return { name, passed: 0, failed: 0, error: `node --test exited ${code} without a summary` };
   const result: SuiteResult = { name, passed, failed };
+  // Tests marked todo still run; the summary names how many there are, so none is forgotten.
+  const todo = count('todo');
+  if (todo > 0) result.note = `${todo} marked todo (known to fail at times; see the test's comment)`;
   if (code !== 0 && failed === 0) result.error = `node --test exited ${code}`;
   if (passed + failed === 0) result.error = 'no tests ran';
   return result;
