@@ -148,9 +148,11 @@ for (const { name, backend } of available) {
     });
 
     it('keeps memory and disk bounded when a command prints 200 MB and the agent floods its stdout', async () => {
+      // Reading 200 MB and a flooding agent take well past the tests' 10 s of silence on a loaded
+      // machine (it ended "the agent sent nothing for 10 s" once beside other heavy tests).
       const before = process.memoryUsage().rss;
       const logLimit = 1024 * 1024;
-      const { result } = await runFixture(be, runs, nodeAgent('flood.mjs'), { env: { FLOOD_SELF: '1' }, limits: { excerptChars: 4000, maxLogBytes: logLimit } });
+      const { result } = await runFixture(be, runs, nodeAgent('flood.mjs'), { env: { FLOOD_SELF: '1' }, limits: { excerptChars: 4000, maxLogBytes: logLimit, silenceTimeoutMs: 120_000 } });
       const grown = process.memoryUsage().rss - before;
       assert.equal(result.agent_completed, true, result.error ?? '');
       // Each log keeps its head and its tail, with a marker saying how much is left out between.
