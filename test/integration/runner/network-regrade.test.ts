@@ -14,7 +14,7 @@ import type { NetworkLogEntry } from '../../../src/runner/core/network/proxy.ts'
 import type { RunResult } from '../../../src/runner/core/records/records.ts';
 import { regradeJob } from '../../../src/runner/core/regrade/regrade.ts';
 import { hostGateway, type HostedGateway } from '../../../src/runner/core/run/runLlm.ts';
-import { loadTask } from '../../../src/runner/core/tasks/task.ts';
+import { loadTask, type Task } from '../../../src/runner/core/tasks/task.ts';
 import { ensureBuilt } from '../../support/build.ts';
 import { runCli } from '../../support/cli-process.ts';
 import { containerOrReason } from '../../support/runner/container-helpers.ts';
@@ -61,11 +61,8 @@ function writeTaskFiles(taskDir: string, toml: string, lines: string[]): void {
 /** The network a task had when its job ran: the agent may reach solutions.test, the verifier nothing. */
 const OLD_TOML = '[agent]\nnetwork_mode = "allowlist"\nallowed_hosts = ["solutions.test"]\n[verifier]\nnetwork_mode = "no-network"\n';
 
-/** A job of one trial on `backend`: the agent writes hello.txt and fetches from solutions.test, with a gateway and its key in the run. */
-async function recordedJob(label: string, backend: Backend, backendName: string): Promise<{ jobDir: string; taskDir: string; run: RunResult }> {
-  const taskDir = path.join(tmp.dir, `task-${label}`);
-  writeTaskFiles(taskDir, OLD_TOML, []);
-  const task = await loadTask(taskDir);
+/** A job of one trial of `task` on `backend`, the trial run by runFixture with `trial`'s options. */
+async function oneTrialJob(label: string, task: Task, backend: Backend, backendName: string, trial: NonNullable<Parameters<typeof runFixture>[3]>): Promise<{ jobDir: string; run: RunResult }> {
   const jobDir = await createJob({ jobsDir: path.join(tmp.dir, `jobs-${label}`), tasks: [task], settings: { agent: 'commands', protocol: 'sdk1', backend: backendName, attempts: 1, options: {} } });
   const runs: RunResult[] = [];
   await runJob({
@@ -73,22 +70,26 @@ async function recordedJob(label: string, backend: Backend, backendName: string)
     tasks: [task],
     concurrency: 1,
     runTrial: async ({ task, runId, runsDir, signal, onEvent }) => {
-      const { result } = await runFixture(backend, runsDir, nodeAgent('commands.mjs'), {
-        task,
-        runId,
-        signal,
-        onEvent,
-        resolveNetwork,
-        env: { AGENT_COMMANDS: JSON.stringify(["printf 'Hello, world!' > hello.txt", agentProbe('a-allowed', 'proxy', `http://solutions.test/agent-${label}`)]) },
-        llm: { gateway: gateway.gateway, socketPath: gateway.socketPath, upstream: { baseUrl: upstream.url, key: 'sk-upstream-key-of-this-test' } },
-      });
+      const { result } = await runFixture(backend, runsDir, nodeAgent('commands.mjs'), { ...trial, task, runId, signal, onEvent });
       runs.push(result);
       return result;
     },
   });
   assert.equal(runs.length, 1);
-  assert.equal(runs[0]!.passed, true, runs[0]!.error ?? '');
-  return { jobDir, taskDir, run: runs[0]! };
+  return { jobDir, run: runs[0]! };
+}
+
+/** A job of one trial on `backend`: the agent writes hello.txt and fetches from solutions.test, with a gateway and its key in the run. */
+async function recordedJob(label: string, backend: Backend, backendName: string): Promise<{ jobDir: string; taskDir: string; run: RunResult }> {
+  const taskDir = path.join(tmp.dir, `task-${label}`);
+  writeTaskFiles(taskDir, OLD_TOML, []);
+  const { jobDir, run } = await oneTrialJob(label, await loadTask(taskDir), backend, backendName, {
+    resolveNetwork,
+    env: { AGENT_COMMANDS: JSON.stringify(["printf 'Hello, world!' > hello.txt", agentProbe('a-allowed', 'proxy', `http://solutions.test/agent-${label}`)]) },
+    llm: { gateway: gateway.gateway, socketPath: gateway.socketPath, upstream: { baseUrl: upstream.url, key: 'sk-upstream-key-of-this-test' } },
+  });
+  assert.equal(run.passed, true, run.error ?? '');
+  return { jobDir, taskDir, run };
 }
 
 function networkLog(file: string): NetworkLogEntry[] {
@@ -281,20 +282,8 @@ describe("a repository task's regrade", () => {
     const backend = where.backend;
     const taskDir = tmp.writeTask('repo-regrade', { 'workspace.yaml': 'repo: ../project\n', 'prompt.md': 'Add fixed.txt.\n', 'tests/test_fixed.sh': 'test -f fixed.txt\n' });
     const task = await loadTask(taskDir);
-    const jobDir = await createJob({ jobsDir: path.join(tmp.dir, 'jobs-repo-regrade'), tasks: [task], settings: { agent: 'commands', protocol: 'sdk1', backend: where.name, attempts: 1, options: {} } });
-    const runs: RunResult[] = [];
-    await runJob({
-      jobDir,
-      tasks: [task],
-      concurrency: 1,
-      runTrial: async ({ task, runId, runsDir, signal, onEvent }) => {
-        // The agent's change: a new file, which its patch carries.
-        const { result } = await runFixture(backend, runsDir, nodeAgent('commands.mjs'), { task, runId, signal, onEvent, env: { AGENT_COMMANDS: JSON.stringify(['echo fixed > fixed.txt']) } });
-        runs.push(result);
-        return result;
-      },
-    });
-    const run = runs[0]!;
+    // The agent's change: a new file, which its patch carries.
+    const { jobDir, run } = await oneTrialJob('repo-regrade', task, backend, where.name, { env: { AGENT_COMMANDS: JSON.stringify(['echo fixed > fixed.txt']) } });
     assert.equal(run.reward, 1, run.error ?? '');
     const recorded = readFileSync(path.join(run.run_dir, 'verifier', 'test-output.log'), 'utf8');
     // The task now also probes the network under a verifier allowlist, and needs it to pass.
